@@ -1,0 +1,25 @@
+# Every target creates .venv on first use, so a fresh clone needs only `make`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+
+.PHONY: run test bench clean
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	$(BIN)/pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+run: $(STAMP)  ## set up and run the hub in the foreground on $$AGORA_HOME (default ~/.agora)
+	$(BIN)/agorad
+
+test: $(STAMP)  ## set up and run the whole suite
+	$(BIN)/pytest -q
+
+bench: $(STAMP)  ## print the project's figures beside the raw limits measured in the same run
+	$(BIN)/python -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info
