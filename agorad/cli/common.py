@@ -1,0 +1,112 @@
+"""What every command shares: --home/--as/--json, connecting, printing, and error -> exit status.
+
+This is the only place that prints errors. Exit statuses: 0 success, 1 the
+hub refused or failed, 2 usage error (click), 3 no hub answering.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import sys
+import time
+
+import click
+
+from agorad.errors import AgoraError
+from agorad.paths import Home
+
+EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
+
+home_option = click.option(
+    "--home", "home", envvar="AGORA_HOME", type=click.Path(file_okay=False),
+    help="The hub's home directory (default: $AGORA_HOME, else ~/.agora).",
+)
+json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+
+
+def as_option(required: bool = True):
+    return click.option(
+        "--as", "as_id", metavar="ID", required=required,
+        help="Act as this agent; the key comes from $AGORA_KEY or <home>/keys/ID.key.",
+    )
+
+
+def fail(message: str, status: int = EXIT_ERROR):
+    click.echo(f"agora: {message}", err=True)
+    sys.exit(status)
+
+
+def handles_errors(command):
+    """Turn an AgoraError (or OSError) into one line on stderr and the matching exit status."""
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        try:
+            return command(*args, **kwargs)
+        except AgoraError as exc:
+            fail(exc.message, EXIT_UNAVAILABLE if exc.reason == "unavailable" else EXIT_ERROR)
+        except OSError as exc:
+            fail(str(exc))
+    return wrapper
+
+
+def connect(home: str | None, as_id: str | None = None):
+    """A connected client; after `hub.hello` as `as_id` when given."""
+    from agorad import keys
+    from agorad.client import Client
+
+    client = Client(Home.resolve(home)).connect()
+    if as_id is None:
+        return client
+    key = keys.read_key(client.home, as_id)
+    if key is None:
+        # A renamed seat's key file moved with it: ask the hub where the old id points.
+        current = client.call("agents.resolve", agent=as_id)
+        key = keys.read_key(client.home, current["agent"])
+    if key is None:
+        client.close()
+        raise AgoraError(f"no key for {as_id}: set AGORA_KEY or create {client.home.key_file(as_id)}")
+    report_redirect(client.hello(as_id, key).get("redirected"))
+    return client
+
+
+def report_redirect(redirect: dict | None) -> None:
+    if redirect:
+        click.echo(f"redirected: {redirect['from']} -> {redirect['to']} ({redirect['reason']})", err=True)
+
+
+def print_json(data) -> None:
+    click.echo(json.dumps(data, indent=2, sort_keys=True))
+
+
+def print_table(rows: list[list[str]], headers: list[str]) -> None:
+    widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows)]
+    for row in [headers, *rows]:
+        click.echo("  ".join(str(cell).ljust(width) for cell, width in zip(row, widths)).rstrip())
+
+
+def ago(then: float | None, now: float | None = None) -> str:
+    if then is None:
+        return "-"
+    seconds = max(0, int((now or time.time()) - then))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"
+
+
+class Duration(click.ParamType):
+    """Seconds, or a number with s/m/h/d: 90, 90s, 30m, 2h."""
+
+    name = "duration"
+
+    def convert(self, value, param, ctx):
+        from agorad.durations import parse_duration
+
+        try:
+            return parse_duration(value)
+        except ValueError as exc:
+            self.fail(str(exc), param, ctx)
+
+
+DURATION = Duration()

@@ -1,0 +1,52 @@
+"""`agora status`: the hub and every seat."""
+
+from __future__ import annotations
+
+import click
+
+from agorad.cli.agents import AGENT_HEADERS, agent_rows
+from agorad.cli.common import EXIT_UNAVAILABLE, connect, home_option, json_option, print_json, print_table
+from agorad.errors import Unavailable
+from agorad.paths import Home
+
+
+@click.command("status")
+@home_option
+@json_option
+def status(home, as_json):
+    """Show the hub (pid, home, uptime, database size, counts) and every seat."""
+    try:
+        with connect(home) as hub:
+            info = hub.call("hub.status")
+            info["agents"] = hub.call("agents.list")["agents"]
+    except Unavailable as exc:
+        if as_json:
+            print_json({"running": False, "home": str(Home.resolve(home).root), "error": exc.message})
+        else:
+            click.echo(f"hub: not running ({exc.message})", err=True)
+        raise SystemExit(EXIT_UNAVAILABLE)
+    info["running"] = True
+    if as_json:
+        print_json(info)
+        return
+    counts = info["counts"]
+    click.echo(f"hub: running, pid {info['pid']}, version {info['hub_version']}, up {_span(info['uptime'])}")
+    click.echo(f"home: {info['home']}")
+    click.echo(f"database: {_bytes(info['db_bytes'])}; {counts['agents']} agents registered, "
+               f"{counts['listed']} listed, {counts['kb']} KB entries")
+    if info["agents"]:
+        click.echo("")
+        print_table(agent_rows(info["agents"], info["now"]), AGENT_HEADERS)
+
+
+def _span(seconds: float) -> str:
+    seconds = int(seconds)
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
+
+
+def _bytes(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024

@@ -1,0 +1,157 @@
+"""The hub as a library function: `run(home, ...)` is what `agorad` does.
+
+Start-up order: home 0700, the lock (one hub per home), stale socket and
+pidfile recovery, the database and its migrations, the socket, the sweeper.
+Shutdown removes the socket and pidfile only if this hub created them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import errno
+import fcntl
+import os
+import signal
+import socket
+import stat
+from dataclasses import dataclass
+
+from agorad import __version__
+from agorad.clock import Clock
+from agorad.log import log
+from agorad.methods import HubState, run_sweep
+from agorad.paths import FILE_MODE, Home, write_private
+from agorad.registry import DEFAULT_TTL
+from agorad.server import serve
+from agorad.store import connect
+from agorad.store.migrations import migrate
+
+SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
+
+
+class StartupError(Exception):
+    """The hub cannot start; the message says why and what to do."""
+
+
+@dataclass
+class Settings:
+    sweep_interval: float = 300.0
+    ephemeral_ttl: float = DEFAULT_TTL
+    synchronous: str = "NORMAL"
+    test_clock: bool = False
+
+
+def run(home: Home, settings: Settings | None = None) -> int:
+    """Run the hub in the foreground until SIGTERM or SIGINT; return the exit status."""
+    settings = settings or Settings()
+    home.ensure()
+    lock_fd = _take_lock(home)
+    try:
+        _recover_socket(home)
+        return asyncio.run(_serve(home, settings))
+    finally:
+        _remove_if_ours(home)
+        os.close(lock_fd)
+
+
+def _take_lock(home: Home) -> int:
+    fd = os.open(home.lockfile, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StartupError(f"another hub is already running on {home.root} (pid {_read_pid(home) or '?'})") from None
+    return fd
+
+
+def _read_pid(home: Home) -> int | None:
+    try:
+        return int(home.pidfile.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def _recover_socket(home: Home) -> None:
+    """Remove a dead hub's socket; refuse to touch anything that is not one or that answers."""
+    path = home.socket
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise StartupError(
+            f"the socket path {path} is {len(os.fsencode(path))} bytes, over the {SOCKET_PATH_MAX}-byte "
+            "limit of Unix sockets; choose a shorter AGORA_HOME"
+        )
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise StartupError(f"{path} exists and is not a socket; move it away, agorad will not delete it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError as exc:
+        if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise StartupError(f"probing the old socket {path}: {exc.strerror}") from None
+        os.unlink(path)
+        log("recovered", what="stale-socket", path=path)
+        return
+    finally:
+        probe.close()
+    raise StartupError(f"a hub without a lock answers on {path}; stop it before starting another")
+
+
+async def _serve(home: Home, settings: Settings) -> int:
+    clock = Clock(controllable=settings.test_clock)
+    db = connect(home.db, settings.synchronous)
+    try:
+        applied = migrate(db)
+        if applied:
+            log("migrated", versions=",".join(map(str, applied)))
+        hub = HubState(home, db, clock, settings.ephemeral_ttl, settings.sweep_interval, started_at=clock.now())
+        stop = asyncio.Event()
+        _install_signals(stop)
+        server = await serve(hub, str(home.socket))
+        stale = _read_pid(home)
+        write_private(home.pidfile, f"{os.getpid()}\nversion={__version__}\nsocket={home.socket}\n")
+        if stale and stale != os.getpid():
+            log("recovered", what="stale-pidfile", pid=stale)
+        log("ready", home=home.root, pid=os.getpid(), version=__version__)
+        sweeper = asyncio.create_task(_sweep_forever(hub))
+        await stop.wait()
+        log("stopping", reason="signal")
+        sweeper.cancel()
+        server.close()
+        await server.wait_closed()
+        return 0
+    finally:
+        db.close()
+
+
+def _install_signals(stop: asyncio.Event) -> None:
+    # Signals only set flags; the loop does the work (CONVENTIONS.md "Shape").
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: log("sighup", action="nothing to reload"))
+
+
+async def _sweep_forever(hub: HubState) -> None:
+    while True:
+        try:
+            counts = run_sweep(hub)
+            if counts["dormant"] or counts["expired"]:
+                log("swept", dormant=counts["dormant"], expired=counts["expired"])
+        except Exception as exc:  # a failed sweep must not stop the hub; the next one retries
+            log("sweep-failed", error=type(exc).__name__, detail=str(exc)[:200])
+        await asyncio.sleep(hub.sweep_interval)
+
+
+def _remove_if_ours(home: Home) -> None:
+    """Remove the pidfile and socket, but only while the pidfile still names this process."""
+    if _read_pid(home) != os.getpid():
+        return
+    for path in (home.socket, home.pidfile):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+    log("stopped", pid=os.getpid())

@@ -1,0 +1,31 @@
+"""Durations as users type them: `90`, `90s`, `30m`, `2h`, `1d`."""
+
+from __future__ import annotations
+
+import re
+
+_UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
+_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
+
+
+def parse_duration(text: str | int | float) -> float:
+    """Seconds in `text`; raise ValueError with the accepted forms when it is not a duration."""
+    if isinstance(text, (int, float)) and not isinstance(text, bool):
+        seconds = float(text)
+    else:
+        match = _PATTERN.fullmatch(str(text).lower())
+        if not match:
+            raise ValueError(f"{text!r} is not a duration (use seconds or a suffix: 90, 90s, 30m, 2h, 1d)")
+        seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if seconds < 1:
+        raise ValueError(f"{text!r} is shorter than one second")
+    return seconds
+
+
+def format_duration(seconds: float) -> str:
+    """The shortest exact form of `seconds` (`1800` -> `30m`)."""
+    seconds = int(seconds)
+    for suffix, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0 and seconds >= size:
+            return f"{seconds // size}{suffix}"
+    return f"{seconds}s"

@@ -1,0 +1,49 @@
+"""Reading a request's named parameters: required, optional, and no unknown ones."""
+
+from __future__ import annotations
+
+from agorad.errors import InvalidParams
+
+_MISSING = object()
+
+_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", int: "an integer", float: "a number"}
+
+
+class Params:
+    """A view over `params` that records which names a handler read."""
+
+    def __init__(self, raw: dict):
+        self._raw = raw
+        self._read: set[str] = set()
+
+    def get(self, name: str, kind: type | tuple = object, default=_MISSING):
+        """The value of `name`, checked to be of `kind`; required unless a default is given."""
+        self._read.add(name)
+        if name not in self._raw or (self._raw[name] is None and default is not _MISSING):
+            if default is _MISSING:
+                raise InvalidParams(f"missing parameter {name!r}", field=name)
+            return default
+        value = self._raw[name]
+        if not _is(value, kind):
+            raise InvalidParams(f"parameter {name!r} must be {_describe(kind)}", field=name)
+        return value
+
+    def done(self) -> None:
+        """Refuse parameters the handler did not read, so a typo is an error, not a silent no-op."""
+        unknown = sorted(set(self._raw) - self._read)
+        if unknown:
+            raise InvalidParams(f"unknown parameter(s): {', '.join(map(repr, unknown))}", field=unknown[0])
+
+
+def _is(value, kind) -> bool:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    if isinstance(value, bool) and bool not in kinds:
+        return False
+    if float in kinds and isinstance(value, int) and not isinstance(value, bool):
+        return True
+    return isinstance(value, kinds)
+
+
+def _describe(kind) -> str:
+    kinds = kind if isinstance(kind, tuple) else (kind,)
+    return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)

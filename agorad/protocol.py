@@ -1,0 +1,70 @@
+"""The wire contract: versions, limits, identifier rules and frame codec.
+
+Small on purpose: the client, the server and the listener all import it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+
+from agorad.errors import InvalidParams, InvalidRequest, ParseError
+
+PROTOCOL_VERSION = 1
+MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (DESIGN.md "Wire")
+
+AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+LIVENESS_MODES = ("ephemeral", "async", "always-on")
+STATUSES = ("idle", "busy", "error", "working", "dormant")
+REPORTED_STATUSES = ("idle", "busy", "error", "working")  # dormant is the hub's word
+MAX_TASK = 200
+MAX_REASON = 200
+MAX_KB_KEY = 200
+MAX_KB_VALUE = 64 * 1024
+MAX_META = 4 * 1024
+
+
+def check_agent_id(value, field: str = "agent") -> str:
+    """Return `value` if it is a valid agent id, else raise InvalidParams naming the rule."""
+    if not isinstance(value, str) or not AGENT_ID.fullmatch(value):
+        shown = value if isinstance(value, str) and len(value) <= 80 else f"{str(value)[:77]}..."
+        raise InvalidParams(
+            f"{field}: {shown!r} is not a valid agent id "
+            "(1-64 of a-z 0-9 . _ -, starting with a letter or digit)",
+            field=field,
+        )
+    return value
+
+
+def is_agent_id(value) -> bool:
+    return isinstance(value, str) and AGENT_ID.fullmatch(value) is not None
+
+
+def encode(obj: dict) -> bytes:
+    """One frame: compact JSON and a newline. Non-ASCII stays escaped so a frame is ASCII."""
+    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+
+
+def decode_request(line: bytes) -> dict:
+    """Parse one request frame; raise ParseError or InvalidRequest when it is not one."""
+    try:
+        obj = json.loads(line)
+    except (ValueError, RecursionError) as exc:
+        raise ParseError(f"the frame is not valid JSON: {_short(exc)}") from None
+    if not isinstance(obj, dict):
+        raise InvalidRequest("the frame is JSON but not a request object (batches are not supported)")
+    if obj.get("jsonrpc") != "2.0":
+        raise InvalidRequest('the request must carry "jsonrpc": "2.0"')
+    if not isinstance(obj.get("method"), str):
+        raise InvalidRequest('the request must carry a string "method"')
+    if "id" in obj and not _valid_id(obj["id"]):
+        raise InvalidRequest('"id" must be a string, an integer or null')
+    return obj
+
+
+def _valid_id(value) -> bool:
+    return value is None or isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _short(exc: Exception) -> str:
+    return str(exc)[:120]

@@ -1,0 +1,125 @@
+"""The asyncio Unix-socket JSON-RPC server: framing, peer check, dispatch, replies.
+
+A connection is a line-oriented stream of JSON-RPC 2.0 requests. Requests are
+handled in arrival order on the event loop thread, which is also the single
+database writer, so no request sees another half-done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import socket
+import struct
+
+import apsw
+
+from agorad.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
+from agorad.log import log
+from agorad.methods import HubState, dispatch
+from agorad.policy import Actor
+from agorad.protocol import MAX_FRAME, decode_request, encode
+
+_PEERCRED = struct.Struct("3i")  # struct ucred {pid_t pid; uid_t uid; gid_t gid;} (socket(7))
+
+
+def peer_uid(sock) -> int | None:
+    """The uid of the process at the other end of a Unix socket (SO_PEERCRED), or None."""
+    try:
+        _pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
+        return uid
+    except (OSError, AttributeError):
+        return None
+
+
+class Connection(asyncio.Protocol):
+    """One client: splits frames, answers each, enforces the frame cap and the peer uid."""
+
+    def __init__(self, hub: HubState):
+        self.hub = hub
+        self.actor = Actor()
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes of `buffer` already known to hold no newline
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        uid = peer_uid(transport.get_extra_info("socket"))
+        if uid != os.getuid():
+            log("refused", reason="peer-uid", uid=uid)
+            self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only; the peer is uid {uid}"))
+            transport.close()
+
+    def pause_writing(self) -> None:
+        # The client is not reading its replies: stop reading its requests until it does.
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        self.buffer += data
+        while self.transport and not self.transport.is_closing():
+            end = self.buffer.find(b"\n", self.scanned)
+            if end < 0:
+                self.scanned = len(self.buffer)
+                if len(self.buffer) > MAX_FRAME:
+                    self._refuse_oversized()
+                return
+            line = bytes(self.buffer[:end])
+            del self.buffer[: end + 1]
+            self.scanned = 0
+            if len(line) > MAX_FRAME:
+                self._refuse_oversized()
+                return
+            self._handle(line)
+
+    def _refuse_oversized(self) -> None:
+        self._reply_error(None, TooLarge(f"a frame is at most {MAX_FRAME} bytes; closing the connection", limit=MAX_FRAME))
+        self.buffer.clear()
+        self.transport.close()
+
+    def _handle(self, line: bytes) -> None:
+        if not line.strip():
+            return
+        try:
+            request = decode_request(line)
+        except AgoraError as exc:
+            self._reply_error(None, exc)
+            return
+        request_id = request.get("id")
+        try:
+            result = self._dispatch(request)
+        except AgoraError as exc:
+            self._reply_error(request_id, exc)
+            return
+        except apsw.BusyError:
+            self._reply_error(request_id, InternalError("the database is locked by another process; nothing was changed, retry"))
+            return
+        except Exception as exc:  # a bug: answer, log, keep serving
+            log("error", method=request["method"], error=type(exc).__name__, detail=str(exc)[:200])
+            self._reply_error(request_id, InternalError())
+            return
+        if "id" in request:  # a request without an id is a notification: no reply (JSON-RPC 2.0 section 4.1)
+            self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "result": result}))
+
+    def _dispatch(self, request: dict) -> dict:
+        params = request.get("params", {})
+        if not isinstance(params, dict):
+            raise InvalidParams('"params" must be an object (named parameters)')
+        result, self.actor = dispatch(self.hub, self.actor, request["method"], params)
+        return result
+
+    def _reply_error(self, request_id, exc: AgoraError) -> None:
+        self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "error": exc.to_wire()}))
+
+
+async def serve(hub: HubState, path: str) -> asyncio.AbstractServer:
+    """Listen on the Unix socket `path`, created 0600."""
+    old_umask = os.umask(0o177)
+    try:
+        server = await asyncio.get_running_loop().create_unix_server(lambda: Connection(hub), path=path, backlog=512)
+    finally:
+        os.umask(old_umask)
+    os.chmod(path, 0o600)
+    return server

@@ -1,0 +1,57 @@
+"""Numbered schema migrations, each applied together with its record in one transaction.
+
+A migration is `migrations/NNNN_name.sql`. Landed files are never edited: a
+change to the schema is a new file.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from importlib import resources
+
+import apsw
+
+from agorad.store.connection import write
+
+_NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
+
+
+def available() -> list[tuple[int, str, str]]:
+    """(version, name, sql) for every migration shipped with this package, in order."""
+    found = []
+    for entry in resources.files("agorad.store").joinpath("migrations").iterdir():
+        match = _NAME.fullmatch(entry.name)
+        if match:
+            found.append((int(match.group(1)), match.group(2), entry.read_text()))
+    return sorted(found)
+
+
+def current_version(db: apsw.Connection) -> int:
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS schema_migrations "
+        "(version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at REAL NOT NULL)"
+    )
+    return db.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
+
+
+def migrate(db: apsw.Connection, target: int | None = None) -> list[int]:
+    """Apply every migration above the database's version (up to `target`); return those applied."""
+    version = current_version(db)
+    newest = max((v for v, _, _ in available()), default=0)
+    if version > newest:
+        raise RuntimeError(
+            f"the database is at schema {version}, newer than this agorad knows ({newest}); upgrade agora"
+        )
+    applied = []
+    for number, name, sql in available():
+        if number <= version or (target is not None and number > target):
+            continue
+        with write(db):
+            db.execute(sql)
+            db.execute(
+                "INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)",
+                (number, name, time.time()),
+            )
+        applied.append(number)
+    return applied
