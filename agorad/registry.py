@@ -80,7 +80,8 @@ def heartbeat(db: apsw.Connection, now: float, pk: int, status: str | None, task
     with write(db):
         row = sql.by_pk(db, pk)
         if status is None and task is None:  # a bare "I am alive": keep what the agent last said
-            status, task = ("idle", None) if row["status"] == "dormant" else (row["status"], row["task"])
+            status, task = _effective_status(row, now)
+            status = "idle" if status == "dormant" else status
         elif status is None:
             status = "working"
         if task and status != "working":
@@ -92,17 +93,25 @@ def heartbeat(db: apsw.Connection, now: float, pk: int, status: str | None, task
 def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict:
     """The public shape of an agent at time `now`, with the state rules applied."""
     mode, seen = row["liveness_mode"], row["last_seen"]
-    reference = seen if seen is not None else row["created_at"]
-    status, task = row["status"], row["task"]
-    if mode == "async" and reference + 2 * row["interval_s"] < now:
-        status, task = "dormant", None
-    expired = mode == "ephemeral" and (row["expired_at"] is not None or reference + ttl < now)
+    status, task = _effective_status(row, now)
+    expired = mode == "ephemeral" and (row["expired_at"] is not None or _silent_since(row) + ttl < now)
     return {
         "id": row["id"], "liveness_mode": mode, "status": status, "task": task,
         "last_seen": seen, "interval": row["interval_s"], "created_at": row["created_at"],
         "expired": expired, "registered": True, "meta": json.loads(row["meta"]),
         "profile": profile["value"] if profile else None,
     }
+
+
+def _silent_since(row: dict) -> float:
+    return row["last_seen"] if row["last_seen"] is not None else row["created_at"]
+
+
+def _effective_status(row: dict, now: float) -> tuple[str, str | None]:
+    """(status, task) as the sweep would leave them at `now`: async seats silent 2x their interval are dormant."""
+    if row["liveness_mode"] == "async" and _silent_since(row) + 2 * row["interval_s"] < now:
+        return "dormant", None
+    return row["status"], row["task"]
 
 
 def get(db: apsw.Connection, now: float, ttl: float, agent_id) -> tuple[dict, dict | None]:

@@ -20,6 +20,7 @@ from agorad.methods import HubState, dispatch
 from agorad.policy import Actor
 from agorad.protocol import MAX_FRAME, decode_request, encode
 
+HANG_UP_GRACE = 2.0  # seconds a refused peer has to read its error before the hub closes
 _PEERCRED = struct.Struct("3i")  # struct ucred {pid_t pid; uid_t uid; gid_t gid;} (socket(7))
 
 
@@ -41,6 +42,7 @@ class Connection(asyncio.Protocol):
         self.buffer = bytearray()
         self.scanned = 0  # bytes of `buffer` already known to hold no newline
         self.transport: asyncio.Transport | None = None
+        self.closing = False  # a final error was sent; discard input until the peer goes
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -48,7 +50,7 @@ class Connection(asyncio.Protocol):
         if uid != os.getuid():
             log("refused", reason="peer-uid", uid=uid)
             self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only; the peer is uid {uid}"))
-            transport.close()
+            self._hang_up()
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its requests until it does.
@@ -58,8 +60,10 @@ class Connection(asyncio.Protocol):
         self.transport.resume_reading()
 
     def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return
         self.buffer += data
-        while self.transport and not self.transport.is_closing():
+        while not self.closing:
             end = self.buffer.find(b"\n", self.scanned)
             if end < 0:
                 self.scanned = len(self.buffer)
@@ -76,8 +80,16 @@ class Connection(asyncio.Protocol):
 
     def _refuse_oversized(self) -> None:
         self._reply_error(None, TooLarge(f"a frame is at most {MAX_FRAME} bytes; closing the connection", limit=MAX_FRAME))
+        self._hang_up()
+
+    def _hang_up(self) -> None:
+        """Close after a final error. Half-close first: closing with unread input would reset
+        the connection and the peer could lose the error it is owed."""
+        self.closing = True
         self.buffer.clear()
-        self.transport.close()
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        asyncio.get_running_loop().call_later(HANG_UP_GRACE, self.transport.close)
 
     def _handle(self, line: bytes) -> None:
         if not line.strip():

@@ -1,0 +1,13 @@
+"""`make bench`: the project's speed figures beside the raw limits measured in the same run.
+
+Every project figure is printed next to a bare reference measured on the same
+machine, in the same run, by the same code, so the ratio is the figure:
+
+  heartbeat calls/s    the hub      vs  a bare asyncio echo server (bench/echo.py)
+  cold start           agorad       vs  `python -c pass` with the same interpreter
+  idle RSS             agorad       vs  the idle echo server process
+
+    .venv/bin/python -m bench            # table
+    .venv/bin/python -m bench --json     # the same figures as JSON
+    .venv/bin/python -m bench --quick    # short run, a smoke test
+"""

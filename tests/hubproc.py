@@ -1,0 +1,97 @@
+"""Start and stop real hubs for tests: a subprocess `agorad` on a short temporary home."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from agorad.client import Client
+from agorad.errors import AgoraError
+
+BIN = Path(sys.executable).parent
+AGORAD = str(BIN / "agorad")
+AGORA = str(BIN / "agora")
+
+
+def short_home() -> Path:
+    # Unix socket paths are capped near 107 bytes; pytest's tmp_path can be longer.
+    return Path(tempfile.mkdtemp(prefix="agt", dir="/tmp")) / "home"
+
+
+def wait_for(condition, timeout: float = 10.0, what: str = "condition"):
+    """Poll `condition` until it returns a true value or `timeout` passes."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.01)
+
+
+class Hub:
+    """A running `agorad` process with a controllable clock."""
+
+    def __init__(self, home: Path, *args: str, test_clock: bool = True):
+        self.home = home
+        self.args = args
+        self.env = {**os.environ, "AGORA_HOME": str(home)}
+        self.env.pop("AGORA_KEY", None)
+        if test_clock:
+            self.env["AGORA_TEST_CLOCK"] = "1"
+        self.proc: subprocess.Popen | None = None
+        self.log_path = home.parent / "agorad.log"
+
+    def start(self) -> "Hub":
+        self._log = open(self.log_path, "ab")
+        self.proc = subprocess.Popen([AGORAD, "--home", str(self.home), *self.args], env=self.env,
+                                     stdout=subprocess.DEVNULL, stderr=self._log)
+        wait_for(self._answers, what=f"the hub on {self.home} to answer")
+        return self
+
+    def _answers(self) -> bool:
+        if self.proc.poll() is not None:
+            raise AssertionError(f"agorad exited with {self.proc.returncode}: {self.log()}")
+        try:
+            with Client(self.home, timeout=2) as hub:
+                hub.call("hub.hello")
+            return True
+        except AgoraError:
+            return False
+
+    def client(self, as_id: str | None = None, key: str | None = None) -> Client:
+        client = Client(self.home).connect()
+        if as_id:
+            client.hello(as_id, key or (self.home / "keys" / f"{as_id}.key").read_text().strip())
+        return client
+
+    def call(self, method: str, **params):
+        with self.client() as hub:
+            return hub.call(method, **params)
+
+    def add_agent(self, agent_id: str, **params) -> str:
+        return self.call("agents.add", agent=agent_id, **params)["key"]
+
+    def advance(self, seconds: float) -> float:
+        return self.call("clock.advance", seconds=seconds)["now"]
+
+    def stop(self, sig: int = signal.SIGTERM) -> int:
+        if self.proc and self.proc.poll() is None:
+            self.proc.send_signal(sig)
+            self.proc.wait(timeout=10)
+        self._log.close()
+        return self.proc.returncode
+
+    def kill9(self) -> None:
+        self.proc.kill()
+        self.proc.wait(timeout=10)
+        self._log.close()
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")

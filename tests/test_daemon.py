@@ -1,0 +1,153 @@
+"""The hub process: files and modes, one hub per home, recovery, clean shutdown, logs."""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import stat
+import subprocess
+
+import apsw
+
+from tests.hubproc import AGORAD, Hub
+
+
+def mode(path) -> int:
+    return stat.S_IMODE(os.lstat(path).st_mode)
+
+
+def test_home_db_and_socket_are_private(hub):
+    assert mode(hub.home) == 0o700
+    assert mode(hub.home / "keys") == 0o700
+    assert stat.S_ISSOCK(os.lstat(hub.home / "agorad.sock").st_mode)
+    hub.add_agent("runtime")
+    for name in ("agora.db", "agora.db-wal", "agora.db-shm", "agorad.sock", "agorad.pid", "agorad.lock", "keys/runtime.key"):
+        assert mode(hub.home / name) == 0o600, name
+
+
+def test_database_is_in_wal_mode(hub):
+    db = apsw.Connection(str(hub.home / "agora.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+
+
+def test_existing_loose_home_is_tightened(home):
+    home.mkdir(mode=0o755)
+    os.chmod(home, 0o755)
+    running = Hub(home).start()
+    try:
+        assert mode(home) == 0o700
+    finally:
+        running.stop()
+
+
+def test_pidfile_names_the_hub(hub):
+    first = (hub.home / "agorad.pid").read_text().splitlines()[0]
+    assert int(first) == hub.proc.pid
+
+
+def test_second_hub_refuses_with_one_line(hub):
+    done = subprocess.run([AGORAD, "--home", str(hub.home)], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 1
+    lines = done.stderr.strip().splitlines()
+    assert len(lines) == 1 and "already running" in lines[0] and str(hub.proc.pid) in lines[0]
+    assert hub.call("hub.hello")["protocol"] == 1  # the first hub is untouched
+
+
+def test_sigterm_removes_socket_and_pidfile(hub):
+    assert hub.stop(signal.SIGTERM) == 0
+    assert not (hub.home / "agorad.sock").exists()
+    assert not (hub.home / "agorad.pid").exists()
+    assert "stopped" in hub.log()
+
+
+def test_sigint_also_stops_cleanly(hub):
+    assert hub.stop(signal.SIGINT) == 0
+    assert not (hub.home / "agorad.sock").exists()
+
+
+def test_sighup_is_logged_and_hub_keeps_serving(hub):
+    hub.proc.send_signal(signal.SIGHUP)
+    assert hub.call("hub.hello")["protocol"] == 1
+    assert "sighup" in hub.log()
+
+
+def test_stale_socket_and_pidfile_from_killed_hub_are_recovered(hub):
+    key = hub.add_agent("runtime")
+    hub.kill9()
+    assert (hub.home / "agorad.sock").exists() and (hub.home / "agorad.pid").exists()
+    again = Hub(hub.home).start()
+    try:
+        assert "stale-socket" in again.log()
+        assert again.call("agents.get", agent="runtime")["agent"]["id"] == "runtime"  # survived kill -9
+        with again.client("runtime", key) as seat:
+            seat.call("agents.heartbeat")
+    finally:
+        again.stop()
+
+
+def test_a_non_socket_at_the_socket_path_is_never_deleted(home):
+    home.mkdir(mode=0o700)
+    (home / "agorad.sock").write_text("precious")
+    done = subprocess.run([AGORAD, "--home", str(home)], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 1
+    assert "not a socket" in done.stderr
+    assert (home / "agorad.sock").read_text() == "precious"
+
+
+def test_socket_path_too_long_is_a_clear_error(tmp_path):
+    deep = tmp_path / ("d" * 100) / "home"
+    done = subprocess.run([AGORAD, "--home", str(deep)], capture_output=True, text=True, timeout=10)
+    assert done.returncode == 1
+    assert "shorter AGORA_HOME" in done.stderr
+
+
+def test_log_is_one_line_per_event_without_secrets(hub):
+    key = hub.add_agent("runtime")
+    with hub.client("runtime", key) as seat:
+        seat.call("agents.heartbeat", status="busy")
+    hub.stop()
+    log = hub.log()
+    assert key not in log
+    assert all(line.startswith("agorad ") for line in log.splitlines())
+
+
+def test_acknowledged_registration_survives_kill9(hub):
+    hub.add_agent("memory", liveness_mode="always-on")
+    with hub.client() as operator:
+        operator.call("kb.put", key="note", value="kept")
+    hub.kill9()
+    again = Hub(hub.home).start()
+    try:
+        assert again.call("agents.get", agent="memory")["agent"]["liveness_mode"] == "always-on"
+        assert again.call("kb.get", key="note")["entry"]["value"] == "kept"
+    finally:
+        again.stop()
+
+
+def test_peer_with_another_uid_is_refused(hub):
+    if os.getuid() != 0:
+        import pytest
+
+        pytest.skip("needs root to connect as another uid")
+    # Open the path up so only SO_PEERCRED stands between uid 65534 and the hub.
+    os.chmod(hub.home.parent, 0o711)
+    os.chmod(hub.home, 0o711)
+    os.chmod(hub.home / "agorad.sock", 0o666)
+    script = (
+        "import os, socket\n"
+        "os.setgid(65534); os.setuid(65534)\n"
+        "s = socket.socket(socket.AF_UNIX); s.connect(%r)\n"
+        "s.sendall(b'{\"jsonrpc\":\"2.0\",\"id\":1,\"method\":\"agents.list\"}\\n')\n"
+        "data = b''\n"
+        "while True:\n"
+        "    chunk = s.recv(65536)\n"
+        "    if not chunk: break\n"
+        "    data += chunk\n"
+        "print(data.decode())\n"
+    ) % str(hub.home / "agorad.sock")
+    done = subprocess.run(["python3", "-c", script], capture_output=True, text=True, timeout=10)
+    assert '"unauthorized"' in done.stdout and "uid 65534" in done.stdout
+    assert '"agents"' not in done.stdout
+    assert "peer-uid" in hub.log()
+    assert hub.call("hub.hello")["protocol"] == 1

@@ -1,0 +1,185 @@
+"""The wire: framing, the 1 MiB cap, JSON-RPC errors with reasons, and bad input of every kind."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agorad.errors import InvalidParams, MethodNotFound, NotFound, Unauthorized
+from agorad.protocol import MAX_FRAME
+from tests.wire import Raw
+
+
+def error_of(reply: dict) -> tuple[int, str]:
+    return reply["error"]["code"], reply["error"]["data"]["reason"]
+
+
+def still_answers(hub) -> None:
+    assert hub.call("hub.hello")["protocol"] == 1
+
+
+def test_hello_returns_protocol_and_hub_version(hub):
+    with Raw(hub.home) as raw:
+        reply = raw.request("hub.hello")
+    assert reply["jsonrpc"] == "2.0" and reply["id"] == 1
+    assert reply["result"]["protocol"] == 1
+    assert reply["result"]["hub_version"]
+
+
+@pytest.mark.parametrize("frame, code, reason", [
+    (b"this is not json\n", -32700, "parse-error"),
+    (b'{"jsonrpc":"2.0","id":1,"method":\n', -32700, "parse-error"),
+    (b"[1,2,3]\n", -32600, "invalid-request"),
+    (b'"a string"\n', -32600, "invalid-request"),
+    (b'{"id":1,"method":"hub.hello"}\n', -32600, "invalid-request"),
+    (b'{"jsonrpc":"2.0","id":1}\n', -32600, "invalid-request"),
+    (b'{"jsonrpc":"2.0","id":[1],"method":"hub.hello"}\n', -32600, "invalid-request"),
+    (b'{"jsonrpc":"2.0","id":1,"method":"hub.hello","params":[1]}\n', -32602, "invalid-params"),
+    (b'\xff\xfe{"bad utf-8"}\n', -32700, "parse-error"),
+    (b"[" * 100_000 + b"\n", -32700, "parse-error"),
+])
+def test_malformed_frames_get_precise_errors(hub, frame, code, reason):
+    with Raw(hub.home) as raw:
+        raw.send(frame)
+        reply = raw.reply()
+        assert error_of(reply) == (code, reason)
+        assert reply["error"]["message"]
+        # The same connection keeps serving after a bad frame.
+        assert raw.request("hub.hello", request_id=2)["result"]["protocol"] == 1
+
+
+def test_unknown_method(hub):
+    with Raw(hub.home) as raw:
+        reply = raw.request("agents.explode")
+    assert error_of(reply) == (-32601, "method-not-found")
+    assert "agents.explode" in reply["error"]["message"]
+
+
+def test_frame_of_exactly_one_mebibyte_is_read(hub):
+    request = b'{"jsonrpc":"2.0","id":7,"method":"hub.hello"}'
+    frame = request + b" " * (MAX_FRAME - len(request))
+    assert len(frame) == MAX_FRAME
+    with Raw(hub.home) as raw:
+        raw.send(frame + b"\n")
+        assert raw.reply()["result"]["protocol"] == 1
+
+
+def test_frame_over_one_mebibyte_is_refused_and_closed(hub):
+    with Raw(hub.home) as raw:
+        raw.send(b" " * (MAX_FRAME + 1) + b"\n")
+        reply = raw.reply()
+        assert error_of(reply) == (-32005, "too-large")
+        assert raw.at_eof()
+    still_answers(hub)
+
+
+def test_endless_frame_without_newline_is_refused(hub):
+    with Raw(hub.home) as raw:
+        raw.send(b"x" * (MAX_FRAME + 10))
+        assert error_of(raw.reply()) == (-32005, "too-large")
+    still_answers(hub)
+
+
+def test_notification_gets_no_reply_but_later_requests_do(hub):
+    with Raw(hub.home) as raw:
+        raw.send(b'{"jsonrpc":"2.0","method":"hub.hello"}\n')
+        assert raw.request("hub.hello", request_id="after")["id"] == "after"
+
+
+def test_replies_come_in_request_order(hub):
+    with Raw(hub.home) as raw:
+        raw.send(b"".join(json.dumps({"jsonrpc": "2.0", "id": i, "method": "hub.hello"}).encode() + b"\n" for i in range(50)))
+        assert [raw.reply()["id"] for _ in range(50)] == list(range(50))
+
+
+@pytest.mark.parametrize("method, params, field", [
+    ("agents.add", {}, "agent"),
+    ("agents.add", {"agent": 5}, "agent"),
+    ("agents.add", {"agent": "ok", "liveness_mode": "sometimes"}, "liveness_mode"),
+    ("agents.add", {"agent": "ok", "interval": "soon"}, "interval"),
+    ("agents.add", {"agent": "ok", "interval": 0.5}, "interval"),
+    ("agents.add", {"agent": "ok", "meta": [1]}, "meta"),
+    ("agents.add", {"agent": "ok", "permanent": True, "liveness_mode": "async"}, "permanent"),
+    ("agents.add", {"agent": "ok", "colour": "blue"}, "colour"),
+    ("agents.list", {"include_expired": "yes"}, "include_expired"),
+    ("kb.put", {"key": "k"}, "value"),
+    ("kb.list", {"limit": 0}, "limit"),
+    ("clock.advance", {"seconds": -5}, "seconds"),
+])
+def test_wrong_or_missing_params(hub, method, params, field):
+    with pytest.raises(InvalidParams) as caught:
+        hub.call(method, **params)
+    assert caught.value.data["field"] == field
+    assert hub.call("agents.list")["agents"] == []  # nothing was written
+
+
+@pytest.mark.parametrize("bad_id", ["Runtime", "two words", "a/b", "x" * 65, "", "-lead", ".hidden", "é"])
+def test_bad_agent_ids_are_refused_everywhere(hub, bad_id):
+    hub.add_agent("fine")
+    for method, params in (
+        ("agents.add", {"agent": bad_id}),
+        ("agents.get", {"agent": bad_id}),
+        ("hub.hello", {"agent": bad_id, "key": "k"}),
+        ("agents.rename", {"old": "fine", "new": bad_id, "reason": "r"}),
+    ):
+        with pytest.raises(InvalidParams) as caught:
+            hub.call(method, **params)
+        assert "not a valid agent id" in caught.value.message
+    assert [a["id"] for a in hub.call("agents.list")["agents"]] == ["fine"]
+
+
+def test_longest_valid_id_is_accepted(hub):
+    hub.add_agent("a" * 64)
+    assert hub.call("agents.get", agent="a" * 64)["agent"]["id"] == "a" * 64
+
+
+def test_wrong_key_is_unauthorized_and_changes_nothing(hub):
+    hub.add_agent("runtime")
+    with hub.client() as conn:
+        with pytest.raises(Unauthorized) as caught:
+            conn.hello("runtime", "agk_wrong")
+        assert "wrong key" in caught.value.message
+        # The connection is still the operator's, not the agent's.
+        with pytest.raises(Unauthorized):
+            conn.call("agents.heartbeat")
+    assert hub.call("agents.get", agent="runtime")["agent"]["last_seen"] is None
+
+
+def test_another_agents_key_does_not_open_a_seat(hub):
+    hub.add_agent("alice")
+    bob_key = hub.add_agent("bob")
+    with hub.client() as conn, pytest.raises(Unauthorized):
+        conn.hello("alice", bob_key)
+
+
+def test_call_as_an_agent_that_does_not_exist(hub):
+    with hub.client() as conn, pytest.raises(NotFound) as caught:
+        conn.hello("ghost", "agk_anything")
+    assert "ghost" in caught.value.message
+
+
+def test_client_disconnecting_mid_request_leaves_hub_serving(hub):
+    with Raw(hub.home) as raw:
+        raw.send(b'{"jsonrpc":"2.0","id":1,"method":"agents.ad')
+    with Raw(hub.home) as raw:
+        raw.send(b'{"jsonrpc":"2.0","id":1,"method":"agents.add","params":{"agent":"x"}}\n')
+    still_answers(hub)
+    # The complete request was served even though its client left before the reply.
+    assert [a["id"] for a in hub.call("agents.list")["agents"]] == ["x"]
+
+
+def test_unknown_method_error_class(hub):
+    with pytest.raises(MethodNotFound):
+        hub.call("nope.nothing")
+
+
+def test_clock_advance_exists_only_on_test_hubs(home):
+    from tests.hubproc import Hub
+
+    plain = Hub(home, test_clock=False).start()
+    try:
+        with pytest.raises(MethodNotFound):
+            plain.call("clock.advance", seconds=10)
+    finally:
+        plain.stop()
