@@ -1,0 +1,138 @@
+"""The CLI end to end: the issue's walkthrough, --json, keys, errors and exit statuses."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+
+import pytest
+
+from agorad.durations import format_duration, parse_duration
+from tests.hubproc import AGORA
+
+
+def test_walkthrough(cli, hub):
+    added = cli("agent", "add", "runtime", "--mode", "async", "--interval", "30m")
+    key = (hub.home / "keys" / "runtime.key").read_text().strip()
+    assert f"key: {key}" in added.stdout
+    assert "not shown again" in added.stderr
+    assert stat.S_IMODE(os.stat(hub.home / "keys" / "runtime.key").st_mode) == 0o600
+
+    assert cli("heartbeat", "--as", "runtime", "--status", "working", "--task", "review #12").stdout == "runtime: working (review #12)\n"
+    table = cli("agents").stdout.splitlines()
+    assert table[0].split() == ["ID", "MODE", "STATUS", "TASK", "LAST", "SEEN"]
+    assert table[1].split()[:5] == ["runtime", "async", "working", "review", "#12"]
+
+    status = cli("status").stdout
+    assert f"pid {hub.proc.pid}" in status and str(hub.home) in status and "runtime" in status
+    shown = json.loads(cli("status", "--json").stdout)
+    assert shown["running"] and shown["pid"] == hub.proc.pid and shown["db_bytes"] > 0
+    assert shown["counts"]["agents"] == 1 and shown["agents"][0]["task"] == "review #12"
+    assert shown["uptime"] >= 0
+
+
+def test_key_is_never_shown_again(cli, hub):
+    key = json.loads(cli("agent", "add", "runtime", "--json").stdout)["key"]
+    for args in (("agents", "--json"), ("agent", "show", "runtime", "--json"), ("status", "--json")):
+        assert key not in cli(*args).stdout
+
+
+def test_agora_key_env_overrides_the_key_file(cli, hub):
+    key = hub.add_agent("runtime")
+    (hub.home / "keys" / "runtime.key").unlink()
+    cli("heartbeat", "--as", "runtime", code=1)
+    cli("heartbeat", "--as", "runtime", env={"AGORA_KEY": key})
+    bad = cli("heartbeat", "--as", "runtime", env={"AGORA_KEY": "agk_nope"}, code=1)
+    assert "wrong key" in bad.stderr
+
+
+def test_missing_key_says_where_it_looked(cli, hub):
+    hub.add_agent("runtime")
+    (hub.home / "keys" / "runtime.key").unlink()
+    result = cli("heartbeat", "--as", "runtime", code=1)
+    assert "AGORA_KEY" in result.stderr and "runtime.key" in result.stderr
+
+
+def test_renamed_seat_still_works_by_its_old_name(cli, hub):
+    cli("agent", "add", "runtime")
+    assert cli("agent", "rename", "runtime", "engine", "--reason", "split").stdout == "renamed runtime -> engine (split)\n"
+    result = cli("heartbeat", "--as", "runtime", "--status", "busy")
+    assert "redirected: runtime -> engine (split)" in result.stderr
+    assert result.stdout == "engine: busy\n"
+    shown = cli("agent", "show", "runtime")
+    assert "redirected: runtime -> engine (split)" in shown.stderr
+    assert "aliases:   runtime (split)" in shown.stdout
+
+
+def test_rename_requires_reason(cli):
+    cli("agent", "add", "runtime")
+    assert "--reason" in cli("agent", "rename", "runtime", "engine", code=2).stderr
+
+
+def test_agent_rm_and_json_outputs(cli, hub):
+    cli("agent", "add", "runtime", "--mode", "always-on", "--meta", '{"host": "lab"}')
+    shown = json.loads(cli("agent", "show", "runtime", "--json").stdout)
+    assert shown["meta"] == {"host": "lab"} and shown["liveness_mode"] == "always-on"
+    assert json.loads(cli("heartbeat", "--as", "runtime", "--json").stdout)["status"] == "idle"
+    assert json.loads(cli("agent", "rm", "runtime", "--json").stdout)["removed"] == "runtime"
+    assert json.loads(cli("agents", "--json").stdout) == []
+    assert "agent add" in cli("agents").stderr
+
+
+def test_bad_meta_and_duration_are_usage_errors(cli):
+    assert "not JSON" in cli("agent", "add", "x", "--meta", "{nope", code=2).stderr
+    assert "not a duration" in cli("agent", "add", "x", "--interval", "soon", code=2).stderr
+    assert json.loads(cli("agents", "--json").stdout) == []
+
+
+def test_hub_refusal_is_exit_1_with_the_hubs_message(cli):
+    cli("agent", "add", "runtime")
+    result = cli("agent", "add", "runtime", code=1)
+    assert result.stderr.startswith("agora: ") and "already exists" in result.stderr
+
+
+def test_no_hub_is_exit_3_with_what_to_do(home):
+    from tests.conftest import Cli
+
+    cli = Cli(home)
+    assert "agora up" in cli("agents", code=3).stderr
+    assert "not running" in cli("status", code=3).stderr
+    assert json.loads(cli("status", "--json", code=3).stdout)["running"] is False
+
+
+def test_console_scripts_run(hub):
+    env = {**os.environ, "AGORA_HOME": str(hub.home)}
+    done = subprocess.run([AGORA, "agents", "--json"], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0 and json.loads(done.stdout) == []
+    assert subprocess.run([AGORA, "--version"], capture_output=True, text=True, timeout=30).stdout.startswith("agora")
+
+
+COMMANDS = [
+    ["up"], ["status"], ["agents"], ["agent"], ["agent", "add"], ["agent", "show"], ["agent", "rename"],
+    ["agent", "rm"], ["heartbeat"], ["kb"], ["kb", "get"], ["kb", "put"], ["kb", "ls"], ["kb", "rm"],
+    ["service"], ["service", "install"], ["service", "uninstall"],
+]
+
+
+@pytest.mark.parametrize("command", COMMANDS, ids=" ".join)
+def test_every_command_has_help(command, home):
+    from tests.conftest import Cli
+
+    assert "Usage:" in Cli(home)(*command, "--help").stdout
+
+
+@pytest.mark.parametrize("text, seconds", [("90", 90), ("90s", 90), ("30m", 1800), ("2h", 7200), ("1d", 86400), ("1", 1)])
+def test_durations(text, seconds):
+    assert parse_duration(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["", "soon", "-5", "0", "0.5s", "5x", "m"])
+def test_bad_durations(text):
+    with pytest.raises(ValueError):
+        parse_duration(text)
+
+
+def test_format_duration():
+    assert [format_duration(s) for s in (1800, 90, 7200, 86400, 61)] == ["30m", "90s", "2h", "1d", "61s"]

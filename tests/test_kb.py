@@ -1,0 +1,59 @@
+"""The knowledge base through the CLI: authors, prefixes, stdin, and limits."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from agorad.errors import InvalidParams, NotFound, TooLarge
+
+
+def test_put_get_ls_rm_through_the_cli(cli, hub):
+    cli("kb", "put", "team/lead", "memory")
+    assert cli("kb", "get", "team/lead").stdout == "memory\n"
+    entry = json.loads(cli("kb", "get", "team/lead", "--json").stdout)
+    assert entry["author"] == "operator" and entry["value"] == "memory"
+    cli("kb", "put", "team/size", "-", input="three\nand a half\n")
+    assert hub.call("kb.get", key="team/size")["entry"]["value"] == "three\nand a half\n"
+    listed = json.loads(cli("kb", "ls", "team/", "--json").stdout)
+    assert [e["key"] for e in listed] == ["team/lead", "team/size"]
+    table = cli("kb", "ls", "team/").stdout
+    assert "team/size" in table and "three" in table and "and a half" not in table
+    cli("kb", "rm", "team/lead")
+    cli("kb", "get", "team/lead", code=1)
+
+
+def test_author_is_the_seat_when_acting_as_one(cli, hub):
+    hub.add_agent("memory")
+    cli("kb", "put", "--as", "memory", "schema", "v2")
+    assert hub.call("kb.get", key="schema")["entry"]["author"] == "memory"
+
+
+def test_prefix_wildcards_mean_themselves(hub):
+    for key in ("a%b", "a_b", "axb"):
+        hub.call("kb.put", key=key, value="v")
+    assert [e["key"] for e in hub.call("kb.list", prefix="a%")["entries"]] == ["a%b"]
+    assert [e["key"] for e in hub.call("kb.list", prefix="a_")["entries"]] == ["a_b"]
+
+
+def test_limits_and_bad_keys(hub):
+    with pytest.raises(TooLarge):
+        hub.call("kb.put", key="big", value="x" * (64 * 1024 + 1))
+    hub.call("kb.put", key="max", value="x" * (64 * 1024))
+    for key in ("", "two\nlines", "k" * 201, "nul\x00"):
+        with pytest.raises((InvalidParams, TooLarge)):
+            hub.call("kb.put", key=key, value="v")
+    with pytest.raises(InvalidParams):
+        hub.call("kb.put", key="surrogate", value="\ud800")
+    with pytest.raises(NotFound):
+        hub.call("kb.delete", key="never")
+    assert [e["key"] for e in hub.call("kb.list")["entries"]] == ["max"]
+
+
+def test_value_with_control_characters_is_stored_faithfully_and_shown_neutralised(cli, hub):
+    hostile = "AGORA_WAKE agent=x\x1b[2J\rgotcha"
+    hub.call("kb.put", key="hostile", value=hostile)
+    assert hub.call("kb.get", key="hostile")["entry"]["value"] == hostile
+    table = cli("kb", "ls").stdout
+    assert "\x1b" not in table and "\r" not in table

@@ -1,0 +1,266 @@
+"""The registry's state model, driven by the hub's controllable clock."""
+
+from __future__ import annotations
+
+import pytest
+
+from agorad.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge
+
+MINUTE = 60
+
+
+def agent(hub, agent_id: str, include_expired: bool = False) -> dict | None:
+    listed = hub.call("agents.list", include_expired=include_expired)["agents"]
+    return next((a for a in listed if a["id"] == agent_id), None)
+
+
+def beat(hub, agent_id: str, **params) -> dict:
+    with hub.client(agent_id) as seat:
+        return seat.call("agents.heartbeat", **params)
+
+
+def test_modes_and_legacy_permanent(hub):
+    hub.add_agent("plain")
+    hub.add_agent("legacy", permanent=True)
+    hub.add_agent("sessions", liveness_mode="async")
+    modes = {a["id"]: a["liveness_mode"] for a in hub.call("agents.list")["agents"]}
+    assert modes == {"plain": "ephemeral", "legacy": "always-on", "sessions": "async"}
+
+
+def test_heartbeat_writes_last_seen_status_and_task(hub):
+    hub.add_agent("runtime", liveness_mode="async")
+    now = hub.advance(0)
+    result = beat(hub, "runtime", status="working", task="review #12")
+    assert result["status"] == "working" and result["task"] == "review #12"
+    shown = agent(hub, "runtime")
+    assert shown["status"] == "working" and shown["task"] == "review #12"
+    assert shown["last_seen"] == pytest.approx(now, abs=5)
+
+
+def test_task_alone_means_working_and_a_bare_beat_keeps_it(hub):
+    hub.add_agent("runtime")
+    assert beat(hub, "runtime", task="index")["status"] == "working"
+    assert beat(hub, "runtime")["task"] == "index"
+    assert beat(hub, "runtime", status="idle")["task"] is None
+
+
+@pytest.mark.parametrize("params, error", [
+    ({"status": "dormant"}, InvalidParams),
+    ({"status": "asleep"}, InvalidParams),
+    ({"status": "idle", "task": "x"}, InvalidParams),
+    ({"task": "line\nbreak"}, InvalidParams),
+    ({"task": "\x1b[31mred"}, InvalidParams),
+    ({"task": "x" * 201}, TooLarge),
+])
+def test_bad_heartbeats_change_nothing(hub, params, error):
+    hub.add_agent("runtime")
+    beat(hub, "runtime", status="busy")
+    with pytest.raises(error):
+        beat(hub, "runtime", **params)
+    shown = agent(hub, "runtime")
+    assert (shown["status"], shown["task"]) == ("busy", None)
+
+
+def test_async_turns_dormant_after_twice_its_interval_then_idle_on_heartbeat(hub):
+    hub.add_agent("analyst", liveness_mode="async", interval=30 * MINUTE)
+    beat(hub, "analyst", status="working", task="triage")
+    hub.advance(59 * MINUTE)
+    assert agent(hub, "analyst")["status"] == "working"
+    hub.advance(2 * MINUTE)
+    shown = agent(hub, "analyst")
+    # Read before any sweep ran: the read already applies the rule.
+    assert (shown["status"], shown["task"]) == ("dormant", None)
+    assert shown["last_seen"] is not None
+    beat(hub, "analyst")
+    assert agent(hub, "analyst")["status"] == "idle"
+
+
+def test_sweep_writes_the_transitions_reads_already_showed(hub):
+    hub.add_agent("analyst", liveness_mode="async", interval=10)
+    hub.add_agent("scratch", liveness_mode="ephemeral")
+    hub.add_agent("bunker", liveness_mode="always-on", interval=10)
+    beat(hub, "bunker", status="busy")
+    hub.advance(3700)
+    before = {a["id"]: a["status"] for a in hub.call("agents.list")["agents"]}
+    assert hub.call("hub.sweep") | {"at": 0} == {"at": 0, "dormant": 1, "expired": 1}
+    after = {a["id"]: a["status"] for a in hub.call("agents.list")["agents"]}
+    assert before == after == {"analyst": "dormant", "bunker": "busy"}
+    assert hub.call("hub.sweep") | {"at": 0} == {"at": 0, "dormant": 0, "expired": 0}  # idempotent
+
+
+def test_always_on_never_changes_by_itself(hub):
+    hub.add_agent("bunker", liveness_mode="always-on", interval=1)
+    beat(hub, "bunker", status="working", task="guard")
+    hub.advance(10 * 86400)
+    hub.call("hub.sweep")
+    shown = agent(hub, "bunker")
+    assert (shown["status"], shown["task"], shown["expired"]) == ("working", "guard", False)
+
+
+def test_ephemeral_drops_out_after_ttl_and_returns_on_heartbeat(hub):
+    hub.add_agent("scratch")
+    beat(hub, "scratch")
+    hub.advance(3599)
+    assert agent(hub, "scratch") is not None
+    hub.advance(2)
+    assert agent(hub, "scratch") is None
+    assert agent(hub, "scratch", include_expired=True)["expired"] is True
+    assert hub.call("agents.get", agent="scratch")["agent"]["expired"] is True
+    hub.call("hub.sweep")
+    beat(hub, "scratch")
+    assert agent(hub, "scratch")["expired"] is False
+
+
+def test_ephemeral_ttl_is_configurable(home):
+    from tests.hubproc import Hub
+
+    short = Hub(home, "--ephemeral-ttl", "90s").start()
+    try:
+        short.add_agent("scratch")
+        short.advance(91)
+        assert agent(short, "scratch") is None
+    finally:
+        short.stop()
+
+
+def test_sweeper_runs_on_its_interval(home):
+    from tests.hubproc import Hub, wait_for
+
+    fast = Hub(home, "--sweep-interval", "1").start()
+    try:
+        fast.add_agent("analyst", liveness_mode="async", interval=1)
+        fast.advance(5)
+        wait_for(lambda: fast.call("hub.status")["last_sweep"].get("dormant") == 1, what="a sweep to mark dormant")
+    finally:
+        fast.stop()
+
+
+def test_profile_only_seat_is_listed_as_dormant(hub):
+    hub.call("kb.put", key="profile/analyst", value='{"liveness_mode": "async", "owner": "kantrip"}')
+    hub.call("kb.put", key="profile/Not-An-Id", value="ignored")
+    listed = hub.call("agents.list")["agents"]
+    assert [a["id"] for a in listed] == ["analyst"]
+    shown = listed[0]
+    assert (shown["status"], shown["last_seen"], shown["registered"], shown["liveness_mode"]) == ("dormant", None, False, "async")
+
+
+def test_registered_seat_carries_its_profile(hub):
+    hub.add_agent("memory", liveness_mode="always-on")
+    hub.call("kb.put", key="profile/memory", value="keeper of schemas")
+    listed = hub.call("agents.list")["agents"]
+    assert len(listed) == 1 and listed[0]["profile"] == "keeper of schemas" and listed[0]["registered"]
+
+
+def test_rename_keeps_an_alias_that_redirects(hub):
+    hub.add_agent("runtime", liveness_mode="async")
+    hub.call("kb.put", key="profile/runtime", value="runs things")
+    renamed = hub.call("agents.rename", old="runtime", new="engine", reason="split of duties")["renamed"]
+    assert renamed == {"from": "runtime", "to": "engine", "reason": "split of duties"}
+    got = hub.call("agents.get", agent="runtime")
+    assert got["agent"]["id"] == "engine"
+    assert got["redirected"] == {"from": "runtime", "to": "engine", "reason": "split of duties"}
+    assert got["agent"]["profile"] == "runs things"
+    assert (hub.home / "keys" / "engine.key").exists() and not (hub.home / "keys" / "runtime.key").exists()
+    assert [a["id"] for a in hub.call("agents.list")["agents"]] == ["engine"]
+    with hub.client() as conn:
+        hello = conn.hello("runtime", (hub.home / "keys" / "engine.key").read_text().strip())
+        assert hello["agent"] == "engine" and hello["redirected"]["to"] == "engine"
+        assert conn.call("agents.heartbeat")["agent"] == "engine"
+
+
+def test_chained_rename_and_rename_back(hub):
+    hub.add_agent("a1")
+    hub.call("agents.rename", old="a1", new="a2", reason="first")
+    hub.call("agents.rename", old="a2", new="a3", reason="second")
+    assert hub.call("agents.resolve", agent="a1")["agent"] == "a3"
+    hub.call("agents.rename", old="a3", new="a1", reason="back")
+    assert hub.call("agents.resolve", agent="a1")["redirected"] is None
+    assert hub.call("agents.resolve", agent="a3")["agent"] == "a1"
+
+
+def test_rename_conflicts(hub):
+    hub.add_agent("one")
+    hub.add_agent("two")
+    with pytest.raises(NotFound):
+        hub.call("agents.rename", old="ghost", new="x", reason="r")
+    with pytest.raises(Conflict):
+        hub.call("agents.rename", old="one", new="two", reason="r")
+    hub.call("agents.rename", old="one", new="uno", reason="r")
+    with pytest.raises(Conflict) as caught:
+        hub.call("agents.rename", old="one", new="x", reason="r")
+    assert "rename 'uno' instead" in caught.value.message
+
+
+def test_rename_into_someone_elses_alias_is_a_conflict(hub):
+    hub.add_agent("one")
+    hub.add_agent("two")
+    hub.call("agents.rename", old="one", new="uno", reason="r")
+    with pytest.raises(Conflict):
+        hub.call("agents.rename", old="two", new="one", reason="r")
+
+
+def test_rename_needs_a_reason(hub):
+    hub.add_agent("one")
+    for reason in ("", "   ", "two\nlines"):
+        with pytest.raises(InvalidParams):
+            hub.call("agents.rename", old="one", new="two", reason=reason)
+    assert hub.call("agents.resolve", agent="one")["agent"] == "one"
+
+
+def test_add_refuses_existing_ids_and_aliases(hub):
+    hub.add_agent("one")
+    with pytest.raises(Conflict):
+        hub.add_agent("one")
+    hub.call("agents.rename", old="one", new="uno", reason="r")
+    with pytest.raises(Conflict):
+        hub.add_agent("one")
+
+
+def test_remove_deletes_agent_alias_profile_and_key(hub):
+    hub.add_agent("one")
+    hub.call("kb.put", key="profile/one", value="p")
+    hub.call("agents.rename", old="one", new="uno", reason="r")
+    assert hub.call("agents.remove", agent="uno")["removed"] == "uno"
+    assert hub.call("agents.list")["agents"] == []
+    assert not (hub.home / "keys" / "uno.key").exists()
+    with pytest.raises(NotFound):
+        hub.call("agents.get", agent="one")
+
+
+@pytest.mark.parametrize("mode", ["ephemeral", "async", "always-on"])
+def test_no_agent_may_administer_the_registry(hub, mode):
+    hub.add_agent("seat", liveness_mode=mode)
+    hub.add_agent("victim")
+    with hub.client("seat") as seat:
+        for method, params in (
+            ("agents.remove", {"agent": "victim"}),
+            ("agents.rename", {"old": "victim", "new": "taken", "reason": "mine"}),
+            ("agents.add", {"agent": "sockpuppet"}),
+            ("hub.sweep", {}),
+        ):
+            with pytest.raises(Forbidden) as caught:
+                seat.call(method, **params)
+            assert "local operator" in caught.value.message
+            assert caught.value.data["rule"] == "registry.admin"
+    assert sorted(a["id"] for a in hub.call("agents.list")["agents"]) == ["seat", "victim"]
+
+
+def test_agents_may_read_and_write_the_kb_with_their_name(hub):
+    hub.add_agent("seat", liveness_mode="async")
+    with hub.client("seat") as seat:
+        assert seat.call("kb.put", key="notes/today", value="v")["entry"]["author"] == "seat"
+        assert seat.call("kb.put", key="profile/seat", value="me")["entry"]["author"] == "seat"
+        with pytest.raises(Forbidden) as caught:
+            seat.call("kb.put", key="profile/other", value="impersonation")
+        assert caught.value.data["rule"] == "kb.profile-owner"
+        with pytest.raises(Forbidden):
+            seat.call("kb.delete", key="profile/other")
+    with pytest.raises(NotFound):
+        hub.call("kb.get", key="profile/other")
+
+
+def test_meta_is_stored_and_bounded(hub):
+    hub.add_agent("seat", meta={"host": "laptop"})
+    assert hub.call("agents.get", agent="seat")["agent"]["meta"] == {"host": "laptop"}
+    with pytest.raises(TooLarge):
+        hub.add_agent("big", meta={"blob": "x" * 5000})
