@@ -39,10 +39,11 @@ def test_percent_in_home_is_escaped():
 def test_generated_unit_passes_systemd_analyze_verify(tmp_path):
     unit = tmp_path / "agorad.service"
     unit.write_text(render_unit(str(agorad_executable()), str(tmp_path / "home")))
+    # --man=no: the man pages ship in man/, not necessarily on this machine's MANPATH.
     runtime = tmp_path / "run"
     runtime.mkdir(mode=0o700)  # a user manager needs XDG_RUNTIME_DIR, which CI does not set
     env = {**os.environ, "XDG_RUNTIME_DIR": str(runtime)}
-    done = subprocess.run(["systemd-analyze", "verify", "--user", str(unit)], capture_output=True, text=True,
+    done = subprocess.run(["systemd-analyze", "verify", "--user", "--man=no", str(unit)], capture_output=True, text=True,
                           timeout=60, env=env)
     problems = [line for line in done.stderr.splitlines() if "agorad.service" in line]
     assert done.returncode == 0 and not problems, done.stderr
