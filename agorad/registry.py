@@ -164,6 +164,11 @@ def rename(db: apsw.Connection, home: Home, now: float, old_id, new_id, reason) 
         alias = sql.alias(db, new_id)
         if taken or (alias and alias["agent_pk"] != row["pk"]):
             raise Conflict(f"the id {new_id!r} is already in use", field="new")
+        if kb_sql.get(db, PROFILE_PREFIX + row["id"]) and kb_sql.get(db, PROFILE_PREFIX + new_id):
+            raise Conflict(
+                f"both {PROFILE_PREFIX}{row['id']} and {PROFILE_PREFIX}{new_id} exist; remove one before renaming",
+                field="new",
+            )
         sql.rename(db, row["pk"], row["id"], new_id, reason, now)
         kb_sql.move(db, PROFILE_PREFIX + row["id"], PROFILE_PREFIX + new_id)
         keys.move_key_file(home, row["id"], new_id)

@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from agorad.durations import format_duration, parse_duration
-from tests.hubproc import AGORA
+from tests.hubproc import AGORA, AGORAD
 
 
 def test_walkthrough(cli, hub):
@@ -136,3 +136,9 @@ def test_bad_durations(text):
 
 def test_format_duration():
     assert [format_duration(s) for s in (1800, 90, 7200, 86400, 61)] == ["30m", "90s", "2h", "1d", "61s"]
+
+
+def test_agorad_speaks_as_agorad(hub):
+    done = subprocess.run([AGORAD, "--home", str(hub.home)], capture_output=True, text=True, timeout=30)
+    assert done.stderr.startswith("agorad: ")
+    assert subprocess.run([AGORAD, "-h"], capture_output=True, text=True, timeout=30).returncode == 0

@@ -264,3 +264,13 @@ def test_meta_is_stored_and_bounded(hub):
     assert hub.call("agents.get", agent="seat")["agent"]["meta"] == {"host": "laptop"}
     with pytest.raises(TooLarge):
         hub.add_agent("big", meta={"blob": "x" * 5000})
+
+
+def test_rename_refuses_to_overwrite_an_existing_profile(hub):
+    hub.add_agent("one")
+    hub.call("kb.put", key="profile/one", value="mine")
+    hub.call("kb.put", key="profile/two", value="someone else's")
+    with pytest.raises(Conflict, match="profile/two"):
+        hub.call("agents.rename", old="one", new="two", reason="r")
+    assert hub.call("agents.resolve", agent="one")["redirected"] is None
+    assert hub.call("kb.get", key="profile/two")["entry"]["value"] == "someone else's"

@@ -12,7 +12,7 @@ from agorad.cli.status import status
 from agorad.cli.up import up
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.group("agora", context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agora")
 def main():
     """Agora: a hub where AI agents register, post, owe replies and get woken.

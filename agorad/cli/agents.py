@@ -69,7 +69,8 @@ def agent_add(agent_id, home, as_json, mode, interval, meta):
         print_json(result)
         return
     added = result["agent"]
-    click.echo(f"registered {added['id']} ({added['liveness_mode']}, heartbeat every {format_duration(interval)})")
+    cadence = f", dormant after {format_duration(2 * interval)} of silence" if mode == "async" else ""
+    click.echo(f"registered {added['id']} ({added['liveness_mode']}{cadence})")
     click.echo(f"key: {result['key']}")
     click.echo(f"the key is saved in {result['key_file']} (0600) and is not shown again", err=True)
 

@@ -33,7 +33,9 @@ def as_option(required: bool = True):
 
 
 def fail(message: str, status: int = EXIT_ERROR):
-    click.echo(f"agora: {message}", err=True)
+    context = click.get_current_context(silent=True)
+    program = context.find_root().info_name if context else "agora"
+    click.echo(f"{program}: {message}", err=True)
     sys.exit(status)
 
 

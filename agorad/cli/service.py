@@ -16,8 +16,8 @@ def service():
 
 
 @service.command("install")
-@click.option("--home", "home", type=click.Path(file_okay=False),
-              help="Run the hub on this home (written into the unit; default ~/.agora).")
+@click.option("--home", "home", envvar="AGORA_HOME", type=click.Path(file_okay=False),
+              help="Run the hub on this home, written into the unit (default: $AGORA_HOME, else ~/.agora).")
 @click.option("--no-reload", is_flag=True, help="Do not run `systemctl --user daemon-reload` afterwards.")
 @json_option
 @handles_errors

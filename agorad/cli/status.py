@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
-from agorad.cli.common import EXIT_UNAVAILABLE, connect, home_option, json_option, print_json, print_table
+from agorad.cli.common import EXIT_UNAVAILABLE, connect, handles_errors, home_option, json_option, print_json, print_table
 from agorad.errors import Unavailable
 from agorad.paths import Home
 
@@ -13,6 +13,7 @@ from agorad.paths import Home
 @click.command("status")
 @home_option
 @json_option
+@handles_errors
 def status(home, as_json):
     """Show the hub (pid, home, uptime, database size, counts) and every seat."""
     try:

@@ -10,7 +10,7 @@ from agorad.cli.common import DURATION, fail, home_option
 from agorad.paths import Home
 
 
-@click.command("up")
+@click.command("up", context_settings={"help_option_names": ["-h", "--help"]})
 @home_option
 @click.option("--sweep-interval", type=DURATION, default="5m", show_default=True,
               help="How often the sweeper writes dormant and expired transitions.")

@@ -36,4 +36,4 @@ def list_prefix(db: apsw.Connection, prefix: str, limit: int) -> list[dict]:
 
 
 def move(db: apsw.Connection, old_key: str, new_key: str) -> None:
-    db.execute("UPDATE kb SET key = ? WHERE key = ? AND NOT EXISTS (SELECT 1 FROM kb WHERE key = ?)", (new_key, old_key, new_key))
+    db.execute("UPDATE kb SET key = ? WHERE key = ?", (new_key, old_key))
