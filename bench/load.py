@@ -31,6 +31,7 @@ class LoadResult:
     calls_per_s: float  # the sum over clients of each client's calls / its measured time
     p50_ms: float
     p99_ms: float
+    all_calls: int  # warm-up included: what the server answered during the run
 
 
 def run(socket_path: str, clients: int, warmup: float, duration: float,
@@ -50,7 +51,7 @@ def run(socket_path: str, clients: int, warmup: float, duration: float,
     ]
     for proc in procs:
         proc.start()
-    merged, count, rate = array("d"), 0, 0.0
+    merged, count, rate, answered = array("d"), 0, 0.0, 0
     try:
         for _ in range(clients):
             try:
@@ -59,8 +60,9 @@ def run(socket_path: str, clients: int, warmup: float, duration: float,
                 raise BenchError(f"a load client sent no result ({clients} clients on {socket_path})") from None
             if item[0] == "error":
                 raise BenchError(f"load client {item[1]}: {item[2]}")
-            _, _, calls, elapsed, latencies = item
+            _, _, calls, elapsed, latencies, last_id = item
             count += calls
+            answered += last_id - 1
             rate += calls / elapsed
             merged.frombytes(latencies)
     finally:
@@ -72,7 +74,7 @@ def run(socket_path: str, clients: int, warmup: float, duration: float,
     if not merged:
         raise BenchError("no call completed")
     ordered = sorted(merged)
-    return LoadResult(clients, count, rate, _percentile(ordered, 0.50) * 1e3, _percentile(ordered, 0.99) * 1e3)
+    return LoadResult(clients, count, rate, _percentile(ordered, 0.50) * 1e3, _percentile(ordered, 0.99) * 1e3, answered)
 
 
 def _percentile(ordered, q: float) -> float:
@@ -97,7 +99,7 @@ def _client(index, socket_path, hello, warmup, duration, barrier, results) -> No
         latencies = array("d")
         start = time.perf_counter()
         end = _loop(sock, reader, ids, start + duration, latencies)
-        results.put(("ok", index, len(latencies), end - start, latencies.tobytes()))
+        results.put(("ok", index, len(latencies), end - start, latencies.tobytes(), ids.last))
     except Exception as exc:  # report, never hang the parent
         results.put(("error", index, f"{type(exc).__name__}: {exc}"))
     finally:
