@@ -121,6 +121,7 @@ async def _serve(home: Home, settings: Settings) -> int:
         sweeper.cancel()
         server.close()
         await server.wait_closed()
+        hub.batch.commit()  # answer what was handled before the signal
         return 0
     finally:
         db.close()

@@ -13,6 +13,7 @@ from typing import Callable
 import apsw
 
 from agorad import __version__, kb, keys, registry
+from agorad.batch import Batch
 from agorad.clock import Clock
 from agorad.durations import parse_duration
 from agorad.errors import InvalidParams, MethodNotFound, Unauthorized
@@ -34,6 +35,10 @@ class HubState:
     sweep_interval: float = 300.0
     started_at: float = 0.0
     last_sweep: dict = field(default_factory=dict)
+    batch: Batch = field(init=False)
+
+    def __post_init__(self):
+        self.batch = Batch(self.db)
 
 
 @dataclass
@@ -182,8 +187,7 @@ def agents_heartbeat(call: Call) -> dict:
     task = call.params.get("task", str, None)
     _finish(call)
     require(call.actor, "heartbeat")
-    row = registry.heartbeat(call.hub.db, call.now, call.actor.agent_pk, status_word, task)
-    return {"agent": row["id"], "status": row["status"], "task": row["task"], "last_seen": row["last_seen"]}
+    return registry.heartbeat(call.hub.db, call.now, call.actor.agent_pk, status_word, task)
 
 
 @method("agents.rename")

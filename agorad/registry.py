@@ -77,17 +77,11 @@ def heartbeat(db: apsw.Connection, now: float, pk: int, status: str | None, task
     task = check_line(task, "task", MAX_TASK, optional=True)
     if status is not None and status not in REPORTED_STATUSES:
         raise InvalidParams(f"status {status!r} is not one of {', '.join(REPORTED_STATUSES)}", field="status")
-    with write(db):
-        row = sql.by_pk(db, pk)
-        if status is None and task is None:  # a bare "I am alive": keep what the agent last said
-            status, task = _effective_status(row, now)
-            status = "idle" if status == "dormant" else status
-        elif status is None:
-            status = "working"
-        if task and status != "working":
-            raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
-        sql.record_heartbeat(db, pk, status, task if status == "working" else None, now)
-    return sql.by_pk(db, pk)
+    if task and status not in (None, "working"):
+        raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
+    # One statement is atomic by itself: no savepoint needed on this hot path.
+    agent_id, status, task, last_seen = sql.record_heartbeat(db, pk, status, task, now)
+    return {"agent": agent_id, "status": status, "task": task, "last_seen": last_seen}
 
 
 def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict:

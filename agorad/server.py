@@ -87,6 +87,14 @@ class Connection(asyncio.Protocol):
         the connection and the peer could lose the error it is owed."""
         self.closing = True
         self.buffer.clear()
+        if self.hub.batch.db.in_transaction:  # the final error waits for the batch; so does the hang-up
+            self.hub.batch.after_commit(lambda stored: self._half_close())
+        else:
+            self._half_close()
+
+    def _half_close(self) -> None:
+        if self.transport.is_closing():
+            return
         if self.transport.can_write_eof():
             self.transport.write_eof()
         asyncio.get_running_loop().call_later(HANG_UP_GRACE, self.transport.close)
@@ -101,6 +109,7 @@ class Connection(asyncio.Protocol):
             return
         request_id = request.get("id")
         try:
+            self.hub.batch.join()
             result = self._dispatch(request)
         except AgoraError as exc:
             self._reply_error(request_id, exc)
@@ -113,7 +122,16 @@ class Connection(asyncio.Protocol):
             self._reply_error(request_id, InternalError())
             return
         if "id" in request:  # a request without an id is a notification: no reply (JSON-RPC 2.0 section 4.1)
-            self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "result": result}))
+            reply = encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+            self.hub.batch.after_commit(lambda stored: self._send_result(request_id, reply, stored))
+
+    def _send_result(self, request_id, reply: bytes, stored: bool) -> None:
+        if self.transport.is_closing():
+            return
+        if stored:
+            self.transport.write(reply)
+        else:
+            self._write_error(request_id, InternalError("the hub could not store this change (see its log); nothing was changed"))
 
     def _dispatch(self, request: dict) -> dict:
         params = request.get("params", {})
@@ -123,7 +141,15 @@ class Connection(asyncio.Protocol):
         return result
 
     def _reply_error(self, request_id, exc: AgoraError) -> None:
-        self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "error": exc.to_wire()}))
+        """Errors keep their place in the reply order: they wait for the batch like results."""
+        if self.hub.batch.db.in_transaction:
+            self.hub.batch.after_commit(lambda stored: self._write_error(request_id, exc))
+        else:
+            self._write_error(request_id, exc)
+
+    def _write_error(self, request_id, exc: AgoraError) -> None:
+        if not self.transport.is_closing():
+            self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "error": exc.to_wire()}))
 
 
 async def serve(hub: HubState, path: str) -> asyncio.AbstractServer:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import unicodedata
-
 from agorad.errors import InvalidParams, TooLarge
 
 
@@ -19,7 +17,9 @@ def check_line(value, field: str, limit: int, *, optional: bool = False) -> str 
         raise InvalidParams(f"{field} is not valid Unicode (it holds a lone surrogate)", field=field) from None
     if len(value) > limit:
         raise TooLarge(f"{field} is {len(value)} characters; the limit is {limit}", field=field, limit=limit)
-    if any(unicodedata.category(ch) in ("Cc", "Cf", "Zl", "Zp") for ch in value):
+    # isprintable() is False for control, format, separator (but ASCII space) and unassigned
+    # characters: what could move a cursor, reorder text or split a line where this is shown.
+    if not value.isprintable():
         raise InvalidParams(
             f"{field} must be one line of printable text (no newlines, control or format characters)",
             field=field,

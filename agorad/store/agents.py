@@ -6,6 +6,8 @@ import apsw
 
 from agorad.store.connection import one, rows
 
+# The dormant rule in SQL (registry._effective_status is the same rule for rows already read).
+_DUE_DORMANT = "(liveness_mode = 'async' AND COALESCE(last_seen, created_at) + 2 * interval_s < :now)"
 _COLUMNS = "pk, id, key_hash, liveness_mode, interval_s, status, task, meta, created_at, last_seen, expired_at"
 
 
@@ -38,21 +40,33 @@ def aliases_of(db: apsw.Connection, pk: int) -> list[dict]:
     return rows(db.execute("SELECT old_id, reason, renamed_at FROM aliases WHERE agent_pk = ? ORDER BY renamed_at", (pk,)))
 
 
-def record_heartbeat(db: apsw.Connection, pk: int, status: str, task: str | None, now: float) -> None:
-    db.execute(
-        "UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
-        (status, task, now, pk),
-    )
+def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str | None, now: float) -> tuple:
+    """One statement: stamp last_seen and apply the status rule; return (id, status, task, last_seen).
+
+    With neither status nor task, the agent keeps what it last said, except that
+    a dormant one (stored, or due: async and silent 2x its interval) comes back idle.
+    """
+    return db.execute(
+        f"""UPDATE agents SET
+             status = CASE
+               WHEN :status IS NOT NULL THEN :status
+               WHEN :task IS NOT NULL THEN 'working'
+               WHEN status = 'dormant' OR {_DUE_DORMANT} THEN 'idle'
+               ELSE status END,
+             task = CASE
+               WHEN :status IS NOT NULL OR :task IS NOT NULL THEN :task
+               WHEN status = 'dormant' OR {_DUE_DORMANT} THEN NULL
+               ELSE task END,
+             last_seen = :now, expired_at = NULL
+           WHERE pk = :pk
+           RETURNING id, status, task, last_seen""",
+        {"status": status, "task": task, "now": now, "pk": pk},
+    ).fetchone()
 
 
 def mark_dormant(db: apsw.Connection, now: float) -> int:
     """Async agents silent for 2x their interval become dormant, task cleared."""
-    db.execute(
-        "UPDATE agents SET status = 'dormant', task = NULL "
-        "WHERE liveness_mode = 'async' AND status != 'dormant' "
-        "AND COALESCE(last_seen, created_at) + 2 * interval_s < ?",
-        (now,),
-    )
+    db.execute(f"UPDATE agents SET status = 'dormant', task = NULL WHERE status != 'dormant' AND {_DUE_DORMANT}", {"now": now})
     return db.changes()
 
 

@@ -44,7 +44,22 @@ def _create_private(path: Path) -> None:
 
 @contextlib.contextmanager
 def write(db: apsw.Connection):
-    """One logical write: BEGIN IMMEDIATE ... COMMIT, rolled back on any exception."""
+    """One logical write, all or nothing.
+
+    Alone it is BEGIN IMMEDIATE ... COMMIT. Inside an open transaction (the
+    server's group commit) it is a SAVEPOINT, so a failing request undoes only
+    its own changes and the batch goes on.
+    """
+    if db.in_transaction:
+        db.execute("SAVEPOINT op")
+        try:
+            yield db
+        except BaseException:
+            db.execute("ROLLBACK TO op")
+            db.execute("RELEASE op")
+            raise
+        db.execute("RELEASE op")
+        return
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
