@@ -1,0 +1,89 @@
+"""Group commit: shared transactions, per-request rollback, and no reply before COMMIT."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import apsw
+import pytest
+
+from agorad.batch import Batch
+from agorad.store import connect, write
+
+
+@pytest.fixture
+def db(tmp_path):
+    connection = connect(tmp_path / "b.db")
+    connection.execute("CREATE TABLE t (x INTEGER PRIMARY KEY)")
+    connection.execute("CREATE TABLE child (p INTEGER REFERENCES t(x))")
+    yield connection
+    connection.close()
+
+
+def run_turn(db, steps):
+    """Run `steps` (each gets the batch) in one loop turn, then let the COMMIT happen."""
+    outcomes = {}
+
+    async def turn():
+        batch = Batch(db)
+        for index, step in enumerate(steps):
+            batch.join()
+            try:
+                step(db)
+                batch.after_commit(lambda stored, index=index: outcomes.__setitem__(index, stored))
+            except apsw.Error:
+                outcomes[index] = "refused"
+        await asyncio.sleep(0)  # the COMMIT runs on the next turn
+        await asyncio.sleep(0)
+
+    asyncio.run(turn())
+    return [outcomes[i] for i in range(len(steps))]
+
+
+def insert(value):
+    def step(db):
+        with write(db):
+            db.execute("INSERT INTO t VALUES (?)", (value,))
+    return step
+
+
+def test_requests_of_one_turn_share_a_commit_and_a_bad_one_undoes_only_itself(db):
+    outcomes = run_turn(db, [insert(1), insert(1), insert(2)])
+    assert outcomes == [True, "refused", True]
+    assert [r[0] for r in db.execute("SELECT x FROM t ORDER BY x")] == [1, 2]
+    assert not db.in_transaction
+
+
+def test_failed_commit_turns_every_waiting_reply_into_an_error(db):
+    db.execute("PRAGMA defer_foreign_keys = ON")  # the violation surfaces only at COMMIT
+
+    def orphan(db):
+        with write(db):
+            db.execute("INSERT INTO child VALUES (42)")
+
+    outcomes = run_turn(db, [insert(1), orphan])
+    assert outcomes == [False, False]
+    assert db.execute("SELECT COUNT(*) FROM t").fetchone()[0] == 0
+    assert not db.in_transaction
+
+
+def test_concurrent_clients_each_get_their_own_answers(hub):
+    keys = {f"seat-{i}": hub.add_agent(f"seat-{i}") for i in range(8)}
+    failures = []
+
+    def beat(agent_id):
+        with hub.client(agent_id, keys[agent_id]) as seat:
+            for n in range(200):
+                result = seat.call("agents.heartbeat", task=f"{agent_id} step {n}")
+                if result["agent"] != agent_id or result["task"] != f"{agent_id} step {n}":
+                    failures.append(result)
+
+    threads = [threading.Thread(target=beat, args=(a,)) for a in keys]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=60)
+    assert failures == []
+    tasks = {a["id"]: a["task"] for a in hub.call("agents.list")["agents"]}
+    assert tasks == {a: f"{a} step 199" for a in keys}
