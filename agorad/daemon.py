@@ -14,16 +14,15 @@ import os
 import signal
 import socket
 import stat
-from dataclasses import dataclass
 
 from agorad import __version__
 from agorad.clock import Clock
 from agorad.log import log
-from agorad.methods import HubState, run_sweep
+from agorad.hub import HubState, Settings
 from agorad.paths import FILE_MODE, Home, write_private
-from agorad.registry import DEFAULT_TTL
 from agorad.server import serve
-from agorad.store import connect
+from agorad.store import connect, write
+from agorad.store import messages as messages_sql
 from agorad.store.migrations import migrate
 
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
@@ -31,14 +30,6 @@ SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7
 
 class StartupError(Exception):
     """The hub cannot start; the message says why and what to do."""
-
-
-@dataclass
-class Settings:
-    sweep_interval: float = 300.0
-    ephemeral_ttl: float = DEFAULT_TTL
-    synchronous: str = "NORMAL"
-    test_clock: bool = False
 
 
 def run(home: Home, settings: Settings | None = None) -> int:
@@ -106,9 +97,10 @@ async def _serve(home: Home, settings: Settings) -> int:
         applied = migrate(db)
         if applied:
             log("migrated", versions=",".join(map(str, applied)))
-        hub = HubState(home, db, clock, settings.ephemeral_ttl, settings.sweep_interval, started_at=clock.now())
+        hub = HubState(home, db, clock, settings, started_at=clock.now())
+        hub.notifier.start(db)
         stop = asyncio.Event()
-        _install_signals(stop)
+        _install_signals(stop, hub)
         server = await serve(hub, str(home.socket))
         stale = _read_pid(home)
         write_private(home.pidfile, f"{os.getpid()}\nversion={__version__}\nsocket={home.socket}\n")
@@ -122,25 +114,30 @@ async def _serve(home: Home, settings: Settings) -> int:
         server.close()
         await server.wait_closed()
         hub.batch.commit()  # answer what was handled before the signal
+        with write(db):
+            messages_sql.set_notified_upto(db, hub.notifier.written)
         return 0
     finally:
+        if "hub" in locals():
+            hub.notifier.close()
         db.close()
 
 
-def _install_signals(stop: asyncio.Event) -> None:
-    # Signals only set flags; the loop does the work (CONVENTIONS.md "Shape").
+def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
+    # Signals only set flags or schedule work on the loop (CONVENTIONS.md "Shape").
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, lambda: log("sighup", action="nothing to reload"))
+    loop.add_signal_handler(signal.SIGUSR2, lambda: (hub.notifier.reopen(), log("sigusr2", action="reopened notify files")))
 
 
 async def _sweep_forever(hub: HubState) -> None:
     while True:
         try:
-            counts = run_sweep(hub)
-            if counts["dormant"] or counts["expired"]:
-                log("swept", dormant=counts["dormant"], expired=counts["expired"])
+            counts = hub.sweep()
+            if counts["dormant"] or counts["expired"] or counts["escalated"]:
+                log("swept", dormant=counts["dormant"], expired=counts["expired"], escalated=counts["escalated"])
         except Exception as exc:  # a failed sweep must not stop the hub; the next one retries
             log("sweep-failed", error=type(exc).__name__, detail=str(exc)[:200])
         await asyncio.sleep(hub.sweep_interval)

@@ -21,6 +21,7 @@ from agorad.protocol import (
     LIVENESS_MODES, MAX_META, MAX_REASON, MAX_TASK, REPORTED_STATUSES, check_agent_id, is_agent_id,
 )
 from agorad.store import agents as sql
+from agorad.store import channels as channels_sql
 from agorad.store import kb as kb_sql
 from agorad.store import write
 from agorad.text import check_line
@@ -67,6 +68,7 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
             "id": agent_id, "key_hash": keys.hash_key(key), "liveness_mode": mode,
             "interval_s": float(interval), "meta": meta_text, "created_at": now,
         })
+        channels_sql.join_commons(db, pk, now)
         # Inside the transaction: if the key file cannot be written, the agent is not added.
         keys.save_key_file(home, agent_id, key)
     return view(sql.by_pk(db, pk), now, ttl), key
@@ -169,14 +171,14 @@ def rename(db: apsw.Connection, home: Home, now: float, old_id, new_id, reason) 
     return {"from": row["id"], "to": new_id, "reason": reason}
 
 
-def remove(db: apsw.Connection, home: Home, agent_id) -> dict:
-    """Delete an agent, its aliases, its KB profile and its key file."""
+def remove(db: apsw.Connection, home: Home, agent_id) -> tuple[dict, int]:
+    """Delete an agent, its aliases, its KB profile and its key file; return the receipt and its pk."""
     with write(db):
         row, redirect = resolve(db, agent_id)
         sql.delete(db, row["pk"])
         kb_sql.delete(db, PROFILE_PREFIX + row["id"])
         keys.remove_key_file(home, row["id"])
-    return {"removed": row["id"], "redirected": redirect}
+    return {"removed": row["id"], "redirected": redirect}, row["pk"]
 
 
 def sweep(db: apsw.Connection, now: float, ttl: float) -> dict:

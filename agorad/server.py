@@ -16,10 +16,12 @@ import apsw
 
 from agorad.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
 from agorad.log import log
-from agorad.methods import HubState, dispatch
+from agorad.hub import HubState
+from agorad.methods import dispatch
 from agorad.policy import Actor
 from agorad.protocol import MAX_FRAME, decode_request, encode
 
+PUSH_BUFFER_LIMIT = 16 << 20  # bytes queued for a subscriber that does not read before it is cut off
 HANG_UP_GRACE = 2.0  # seconds a refused peer has to read its error before the hub closes
 _PEERCRED = struct.Struct("3i")  # struct ucred {pid_t pid; uid_t uid; gid_t gid;} (socket(7))
 
@@ -51,6 +53,22 @@ class Connection(asyncio.Protocol):
             log("refused", reason="peer-uid", uid=uid)
             self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only; the peer is uid {uid}"))
             self._hang_up()
+
+    def connection_lost(self, exc) -> None:
+        if self.actor.agent_pk is not None:
+            self.hub.subscribers.get(self.actor.agent_pk, set()).discard(self)
+
+    def subscribe(self, agent_pk: int) -> None:
+        self.hub.subscribers.setdefault(agent_pk, set()).add(self)
+
+    def push(self, frame: bytes) -> None:
+        """A notification for a subscriber; dropped if the peer stopped reading long ago."""
+        if not self.transport.is_closing():
+            if self.transport.get_write_buffer_size() > PUSH_BUFFER_LIMIT:
+                log("push-dropped", agent=self.actor.agent_id, reason="subscriber not reading")
+                self.transport.close()
+                return
+            self.transport.write(frame)
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its requests until it does.
@@ -137,7 +155,7 @@ class Connection(asyncio.Protocol):
         params = request.get("params", {})
         if not isinstance(params, dict):
             raise InvalidParams('"params" must be an object (named parameters)')
-        result, self.actor = dispatch(self.hub, self.actor, request["method"], params)
+        result, self.actor = dispatch(self.hub, self.actor, request["method"], params, self)
         return result
 
     def _reply_error(self, request_id, exc: AgoraError) -> None:

@@ -24,7 +24,8 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous):
     Creates the home (0700), the database and the socket (0600). Stops
     cleanly on SIGTERM or SIGINT. Logs one line per event on stderr.
     """
-    from agorad.daemon import Settings, StartupError, run
+    from agorad.daemon import StartupError, run
+    from agorad.hub import Settings
 
     settings = Settings(
         sweep_interval=sweep_interval, ephemeral_ttl=ephemeral_ttl, synchronous=synchronous.upper(),

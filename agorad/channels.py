@@ -1,0 +1,120 @@
+"""Channels: `commons` (everyone), named channels (join and leave), and DMs `dm:<a>--<b>`.
+
+Messages are addressed as `<channel>#<seq>`; seq is gapless per channel.
+"""
+
+from __future__ import annotations
+
+import re
+
+import apsw
+
+from agorad import registry
+from agorad.errors import Conflict, Forbidden, InvalidParams, NotFound
+from agorad.policy import Actor
+from agorad.store import channels as sql
+from agorad.store import write
+
+COMMONS = sql.COMMONS
+CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+REF = re.compile(r"(.+)#([1-9][0-9]{0,17})")
+
+
+def dm_name(a: str, b: str) -> str:
+    low, high = sorted((a, b))
+    return f"dm:{low}--{high}"
+
+
+def check_new_name(name) -> str:
+    if not isinstance(name, str) or not CHANNEL_NAME.fullmatch(name):
+        raise InvalidParams(f"channel name {name!r} is not valid (1-64 of a-z 0-9 . _ -, starting with a letter or digit)",
+                            field="channel")
+    if name == COMMONS:
+        raise Conflict("commons always exists; every agent is a member", field="channel")
+    return name
+
+
+def named(db: apsw.Connection, name, field: str = "channel") -> dict:
+    """The channel called `name`; NotFound says how to create it."""
+    if not isinstance(name, str) or not name:
+        raise InvalidParams(f"{field} must be a channel name", field=field)
+    channel = sql.by_name(db, name)
+    if channel is None:
+        raise NotFound(f"no channel {name!r} (create it with `agora channel create {name}`)", field=field)
+    return channel
+
+
+def require_member(db: apsw.Connection, actor: Actor, channel: dict) -> dict:
+    membership = sql.membership(db, actor.agent_pk, channel["pk"])
+    if membership is None:
+        hint = "" if channel["kind"] == "dm" else f"; join it with `agora channel join {channel['name']}`"
+        raise Forbidden(f"{actor.agent_id} is not a member of {channel['name']}{hint}", rule="channel.member")
+    return membership
+
+
+def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dict, dict | None]:
+    """The DM channel between the actor and `peer_id` (created on first use), and any redirect."""
+    peer, redirect = registry.resolve(db, peer_id, "target")
+    if peer["pk"] == actor.agent_pk:
+        raise InvalidParams("a DM needs two agents; this one names the sender", field="target")
+    channel = sql.dm_between(db, actor.agent_pk, peer["pk"])
+    if channel is None:
+        pk = sql.create(db, dm_name(actor.agent_id, peer["id"]), "dm", now, actor.agent_id, (actor.agent_pk, peer["pk"]))
+        for member in (actor.agent_pk, peer["pk"]):
+            sql.join(db, member, pk, now)
+        channel = sql.by_pk(db, pk)
+    return channel, redirect
+
+
+def resolve_target(db: apsw.Connection, actor: Actor, target, now: float) -> tuple[dict, dict | None]:
+    """Where a send goes: `@id` is a DM, anything else a channel the actor belongs to."""
+    if isinstance(target, str) and target.startswith("@"):
+        return open_dm(db, actor, target[1:], now)
+    channel = named(db, target, "target")
+    require_member(db, actor, channel)
+    return channel, None
+
+
+def parse_ref(db: apsw.Connection, ref, field: str = "ref") -> tuple[dict, int]:
+    """`<channel>#<seq>` -> (channel, seq); the message itself may still not exist."""
+    match = REF.fullmatch(ref) if isinstance(ref, str) else None
+    if not match:
+        raise InvalidParams(f"{field} {ref!r} is not a message reference like commons#12", field=field)
+    return named(db, match.group(1), field), int(match.group(2))
+
+
+def create(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
+    check_new_name(name)
+    with write(db):
+        if sql.by_name(db, name):
+            raise Conflict(f"channel {name!r} already exists; join it with `agora channel join {name}`", field="channel")
+        pk = sql.create(db, name, "named", now, actor.name)
+        if not actor.is_operator:
+            sql.join(db, actor.agent_pk, pk, now)
+    return {"channel": name, "joined": not actor.is_operator}
+
+
+def join(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
+    channel = named(db, name)
+    if channel["kind"] == "dm":
+        raise Forbidden("DM channels have exactly their two agents", rule="channel.dm")
+    with write(db):
+        joined = sql.join(db, actor.agent_pk, channel["pk"], now)
+    return {"channel": channel["name"], "joined": joined, "head": channel["head"]}
+
+
+def leave(db: apsw.Connection, actor: Actor, name) -> dict:
+    channel = named(db, name)
+    if channel["kind"] != "named":
+        raise Forbidden(f"{channel['name']} cannot be left: every agent is in commons, and a DM is for its two agents",
+                        rule="channel.leave")
+    with write(db):
+        left = sql.leave(db, actor.agent_pk, channel["pk"])
+    return {"channel": channel["name"], "left": left}
+
+
+def listing(db: apsw.Connection, actor: Actor) -> list[dict]:
+    found = sql.listing(db, actor.agent_pk)
+    for channel in found:
+        channel["member"] = bool(channel["member"])
+    return found

@@ -1,0 +1,70 @@
+"""agents.*: the registry."""
+
+from __future__ import annotations
+
+from agorad import registry
+from agorad.handlers import Call, duration_param
+from agorad.policy import require
+from agorad.protocol import check_agent_id
+
+
+def add(call: Call) -> dict:
+    p = call.params
+    agent_id = p.get("agent", str)
+    mode = registry.liveness_mode(p.get("liveness_mode", str, None), p.get("permanent", bool, None))
+    interval = duration_param(p.get("interval", (int, float, str), registry.DEFAULT_INTERVAL), "interval")
+    meta = p.get("meta", dict, {})
+    call.finish()
+    require(call.actor, "registry.admin")
+    agent, key = registry.add(call.hub.db, call.hub.home, call.now, agent_id, mode, interval, meta, call.hub.ephemeral_ttl)
+    return {"agent": agent, "key": key, "key_file": str(call.hub.home.key_file(agent["id"]))}
+
+
+def get(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    agent, redirect = registry.get(call.hub.db, call.now, call.hub.ephemeral_ttl, agent_id)
+    return {"agent": agent, "redirected": redirect}
+
+
+def resolve(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    row, redirect = registry.resolve(call.hub.db, agent_id)
+    return {"agent": row["id"], "redirected": redirect}
+
+
+def list_agents(call: Call) -> dict:
+    include_expired = call.params.get("include_expired", bool, False)
+    call.finish()
+    now = call.now
+    return {"agents": registry.list_agents(call.hub.db, now, call.hub.ephemeral_ttl, include_expired), "now": now}
+
+
+def heartbeat(call: Call) -> dict:
+    status_word = call.params.get("status", str, None)
+    task = call.params.get("task", str, None)
+    call.finish()
+    require(call.actor, "heartbeat")
+    return registry.heartbeat(call.hub.db, call.now, call.actor.agent_pk, status_word, task)
+
+
+def rename(call: Call) -> dict:
+    old = call.params.get("old", str)
+    new = call.params.get("new", str)
+    reason = call.params.get("reason", str)
+    call.finish()
+    require(call.actor, "registry.admin")
+    check_agent_id(old, "old")
+    renamed = registry.rename(call.hub.db, call.hub.home, call.now, old, new, reason)
+    call.hub.after_commit(lambda: call.hub.notifier.rename(renamed["from"], renamed["to"]))
+    return {"renamed": renamed}
+
+
+def remove(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    require(call.actor, "registry.admin")
+    removed, pk = registry.remove(call.hub.db, call.hub.home, agent_id)
+    call.hub.after_commit(lambda: call.hub.notifier.forget(pk, removed["removed"]))
+    return removed

@@ -1,0 +1,95 @@
+"""The running hub's state, shared by every handler: home, database, clock, settings,
+the group-commit batch, the notify writer and the live-push subscribers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import apsw
+
+from agorad import obligations, registry
+from agorad.batch import Batch
+from agorad.clock import Clock
+from agorad.messages import DEFAULT_MAX_BODY
+from agorad.notify import Notifier, line_fields
+from agorad.paths import Home
+from agorad.protocol import encode
+from agorad.store import messages as messages_sql
+from agorad.store import write
+
+
+@dataclass
+class Settings:
+    """What `agora up` can set."""
+
+    sweep_interval: float = 300.0
+    ephemeral_ttl: float = registry.DEFAULT_TTL
+    synchronous: str = "NORMAL"
+    test_clock: bool = False
+    notify_dir: str | None = None       # None: the home; "": no notify files
+    notify_rotate_mb: float = 8.0       # 0: never rotate
+    max_body: int = DEFAULT_MAX_BODY
+    escalation: tuple[float, ...] = obligations.DEFAULT_SCHEDULE
+
+
+@dataclass
+class HubState:
+    home: Home
+    db: apsw.Connection
+    clock: Clock
+    settings: Settings = field(default_factory=Settings)
+    started_at: float = 0.0
+    last_sweep: dict = field(default_factory=dict)
+    notifier: Notifier = field(init=False)
+    batch: Batch = field(init=False)
+    subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections
+
+    def __post_init__(self):
+        self.batch = Batch(self.db)
+        notify_dir = self.settings.notify_dir
+        directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
+        self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)))
+
+    @property
+    def ephemeral_ttl(self) -> float:
+        return self.settings.ephemeral_ttl
+
+    @property
+    def sweep_interval(self) -> float:
+        return self.settings.sweep_interval
+
+    def publish(self, events: list[dict]) -> None:
+        """After COMMIT: append each delivery to its agent's notify file and push it to subscribers."""
+        if events:
+            self.after_commit(lambda: self._announce(events))
+
+    def after_commit(self, effect) -> None:
+        """Run `effect` once what was written so far is committed (now, if nothing is pending)."""
+        if self.db.in_transaction:
+            self.batch.after_commit(lambda stored: stored and effect())
+        else:
+            effect()
+
+    def _announce(self, events: list[dict]) -> None:
+        by_agent: dict[int, list[dict]] = {}
+        for event in events:
+            by_agent.setdefault(event["agent_pk"], []).append(event)
+        for agent_pk, rows in by_agent.items():
+            self.notifier.write(self.db, agent_pk, rows)
+            for connection in list(self.subscribers.get(agent_pk, ())):
+                for row in rows:
+                    connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(row)}))
+
+    def sweep(self) -> dict:
+        """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""
+        now = self.clock.now()
+        with write(self.db):
+            counts = registry.sweep(self.db, now, self.ephemeral_ttl)
+            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            messages_sql.set_notified_upto(self.db, self.notifier.written)
+        self.publish(events)
+        # Catch-up reads the database: only committed deliveries may reach a file.
+        self.after_commit(lambda: self.notifier.catch_up_all(self.db))
+        self.last_sweep = {"at": now, **counts, "escalated": len(events)}
+        return self.last_sweep
+

@@ -1,0 +1,195 @@
+"""Notify files: one JSON line per delivery in `<dir>/<agent>-inbox.log`, crash-safe.
+
+Each line is written with a single write(2) on an O_APPEND descriptor, after
+the delivery is committed. Delivery ids count up per agent, so the file says
+exactly which deliveries it holds: at start-up, and whenever a write failed,
+the writer appends what the database has beyond the file's last id. A crash
+between COMMIT and write therefore costs a delay, never a line, and never a
+duplicate. The file rotates to `.1` before a write would take it past the
+rotation size.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import OrderedDict
+from pathlib import Path
+
+import apsw
+
+from agorad.fence import PREVIEW_CHARS, one_line
+from agorad.log import log
+from agorad.store import messages as sql
+
+MAX_OPEN_FILES = 128
+_TAIL_BYTES = 64 * 1024
+_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def line_fields(row: dict) -> dict:
+    """The contract fields (DESIGN.md "Notify line") of one delivery row; also what a push carries."""
+    flags = row["flags"].split(",") if isinstance(row["flags"], str) else list(row["flags"])
+    return {
+        "v": 1, "id": row["id"], "ts": row["ts"], "agent": row["agent"], "channel": row["channel"],
+        "seq": row["seq"], "sender": row["sender"], "title": one_line(row["title"], 200),
+        "flags": [f for f in flags if f], "preview": one_line(row["body"], PREVIEW_CHARS), "owed": row["owed"],
+    }
+
+
+def notify_line(row: dict) -> bytes:
+    return json.dumps(line_fields(row), separators=(",", ":")).encode() + b"\n"
+
+
+def last_id_in(path: Path) -> int | None:
+    """The id of the last complete line of `path`, or None when it holds none."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    for line in reversed(tail.split(b"\n")):
+        try:
+            return int(json.loads(line)["id"])
+        except (ValueError, KeyError, TypeError):
+            continue  # an empty or torn line: look further back
+    return None
+
+
+class Notifier:
+    """Appends delivery lines per agent and knows how far each file has got."""
+
+    def __init__(self, directory: Path | None, rotate_bytes: int = 8 << 20):
+        self.directory = directory
+        self.rotate_bytes = rotate_bytes
+        self.written: dict[int, int] = {}  # agent pk -> last delivery id in its file
+        self.behind: set[int] = set()      # agents whose last write failed
+        self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()  # agent id -> (fd, size)
+
+    @property
+    def enabled(self) -> bool:
+        return self.directory is not None
+
+    def path(self, agent_id: str) -> Path:
+        return self.directory / f"{agent_id}-inbox.log"
+
+    def start(self, db: apsw.Connection) -> int:
+        """Learn each file's position and append what the database holds beyond it; return lines replayed."""
+        if not self.enabled:
+            return 0
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        replayed = 0
+        for pk, agent_id, last_delivery, notified_upto in sql.delivery_marks(db):
+            on_disk = last_id_in(self.path(agent_id))
+            if on_disk is None:
+                on_disk = last_id_in(self.path(agent_id).with_name(self.path(agent_id).name + ".1"))
+            self.written[pk] = on_disk if on_disk is not None else notified_upto
+            if last_delivery > self.written[pk]:
+                replayed += self.catch_up(db, pk)
+        if replayed:
+            log("notify-replayed", lines=replayed)
+        return replayed
+
+    def write(self, db: apsw.Connection, agent_pk: int, rows: list[dict]) -> None:
+        """Append `rows` (one agent's new, committed deliveries, in id order) unless the file has them.
+
+        After a gap (a failed write, or lines the hub never wrote) the database fills it instead.
+        """
+        if not self.enabled:
+            return
+        done = self.written.get(agent_pk, 0)
+        fresh = [row for row in rows if row["id"] > done]
+        if not fresh:
+            return
+        if fresh[0]["id"] != done + 1 or agent_pk in self.behind:
+            self.catch_up(db, agent_pk)
+        else:
+            self._append(agent_pk, fresh[0]["agent"], fresh)
+
+    def catch_up(self, db: apsw.Connection, agent_pk: int) -> int:
+        """Append every delivery of the agent that its file lacks; return how many."""
+        self.behind.discard(agent_pk)
+        appended = 0
+        while True:
+            rows = sql.deliveries_after(db, agent_pk, self.written.get(agent_pk, 0))
+            if not rows or not self._append(agent_pk, rows[0]["agent"], rows):
+                return appended
+            appended += len(rows)
+
+    def catch_up_all(self, db: apsw.Connection) -> int:
+        return sum(self.catch_up(db, pk) for pk in list(self.behind))
+
+    def _append(self, agent_pk: int, agent_id: str, rows: list[dict]) -> bool:
+        try:
+            for row in rows:
+                data = notify_line(row)
+                fd = self._fd(agent_id, len(data))
+                os.write(fd, data)  # one write per line on O_APPEND: never interleaved, never torn
+                self._grew(agent_id, len(data))
+                self.written[agent_pk] = row["id"]
+            return True
+        except OSError as exc:
+            if agent_pk not in self.behind:
+                log("notify-write-failed", agent=agent_id, path=self.path(agent_id), error=exc.strerror or exc)
+            self.behind.add(agent_pk)
+            self._close(agent_id)
+            return False
+
+    def _fd(self, agent_id: str, incoming: int) -> int:
+        if agent_id in self._files:
+            self._files.move_to_end(agent_id)
+            fd, size = self._files[agent_id]
+            if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
+                self._rotate(agent_id)
+            else:
+                return fd
+        fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
+        size = os.fstat(fd).st_size
+        self._files[agent_id] = (fd, size)
+        if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
+            self._rotate(agent_id)
+            return self._fd(agent_id, incoming)
+        while len(self._files) > MAX_OPEN_FILES:
+            self._close(next(iter(self._files)))
+        return fd
+
+    def _grew(self, agent_id: str, amount: int) -> None:
+        fd, size = self._files[agent_id]
+        self._files[agent_id] = (fd, size + amount)
+
+    def _rotate(self, agent_id: str) -> None:
+        self._close(agent_id)
+        path = self.path(agent_id)
+        os.replace(path, path.with_name(path.name + ".1"))
+
+    def _close(self, agent_id: str) -> None:
+        entry = self._files.pop(agent_id, None)
+        if entry:
+            os.close(entry[0])
+
+    def rename(self, old_id: str, new_id: str) -> None:
+        """Follow an agent rename: its files take the new name."""
+        if not self.enabled:
+            return
+        self._close(old_id)
+        for suffix in ("", ".1"):
+            try:
+                os.replace(self.directory / f"{old_id}-inbox.log{suffix}", self.directory / f"{new_id}-inbox.log{suffix}")
+            except FileNotFoundError:
+                pass
+
+    def forget(self, agent_pk: int, agent_id: str) -> None:
+        self._close(agent_id)
+        self.written.pop(agent_pk, None)
+        self.behind.discard(agent_pk)
+
+    def reopen(self) -> None:
+        """Close every descriptor (SIGUSR2): the next write opens the file by name again."""
+        for agent_id in list(self._files):
+            self._close(agent_id)
+
+    def close(self) -> None:
+        self.reopen()

@@ -1,0 +1,119 @@
+"""SQL for channels, membership and the per-agent ack cursors."""
+
+from __future__ import annotations
+
+import apsw
+
+from agorad.store.connection import one, rows
+
+COMMONS = "commons"
+_CHANNEL = "pk, name, kind, dm_low, dm_high, head, created_at, created_by"
+
+
+def by_name(db: apsw.Connection, name: str) -> dict | None:
+    return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE name = ?", (name,)))
+
+
+def by_pk(db: apsw.Connection, pk: int) -> dict | None:
+    return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE pk = ?", (pk,)))
+
+
+def dm_between(db: apsw.Connection, a_pk: int, b_pk: int) -> dict | None:
+    low, high = sorted((a_pk, b_pk))
+    return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE kind = 'dm' AND dm_low = ? AND dm_high = ?", (low, high)))
+
+
+def create(db: apsw.Connection, name: str, kind: str, now: float, created_by: str,
+           dm_pair: tuple[int, int] | None = None) -> int:
+    low, high = sorted(dm_pair) if dm_pair else (None, None)
+    db.execute(
+        "INSERT INTO channels (name, kind, dm_low, dm_high, created_at, created_by) VALUES (?, ?, ?, ?, ?, ?)",
+        (name, kind, low, high, now, created_by),
+    )
+    return db.last_insert_rowid()
+
+
+def join(db: apsw.Connection, agent_pk: int, channel_pk: int, now: float) -> bool:
+    """Add a member whose cursor starts at the channel head: a newcomer owes no history."""
+    db.execute(
+        "INSERT OR IGNORE INTO members (agent_pk, channel_pk, acked, joined_at) "
+        "SELECT ?, pk, head, ? FROM channels WHERE pk = ?",
+        (agent_pk, now, channel_pk),
+    )
+    return db.changes() > 0
+
+
+def join_commons(db: apsw.Connection, agent_pk: int, now: float) -> None:
+    join(db, agent_pk, by_name(db, COMMONS)["pk"], now)
+
+
+def leave(db: apsw.Connection, agent_pk: int, channel_pk: int) -> bool:
+    db.execute("DELETE FROM members WHERE agent_pk = ? AND channel_pk = ?", (agent_pk, channel_pk))
+    left = db.changes() > 0
+    db.execute("DELETE FROM acks_above WHERE agent_pk = ? AND channel_pk = ?", (agent_pk, channel_pk))
+    return left
+
+
+def membership(db: apsw.Connection, agent_pk: int, channel_pk: int) -> dict | None:
+    return one(db.execute("SELECT acked, joined_at FROM members WHERE agent_pk = ? AND channel_pk = ?", (agent_pk, channel_pk)))
+
+
+def member_pks(db: apsw.Connection, channel_pk: int) -> list[int]:
+    return [r[0] for r in db.execute("SELECT agent_pk FROM members WHERE channel_pk = ?", (channel_pk,))]
+
+
+def next_seq(db: apsw.Connection, channel_pk: int) -> int:
+    return db.execute("UPDATE channels SET head = head + 1 WHERE pk = ? RETURNING head", (channel_pk,)).fetchone()[0]
+
+
+def listing(db: apsw.Connection, agent_pk: int | None) -> list[dict]:
+    """Every non-DM channel with its member count, and (for an agent) whether it is a member."""
+    return rows(db.execute(
+        "SELECT c.name, c.kind, c.head, c.created_at, c.created_by, "
+        "(SELECT COUNT(*) FROM members m WHERE m.channel_pk = c.pk) AS members, "
+        "EXISTS (SELECT 1 FROM members m WHERE m.channel_pk = c.pk AND m.agent_pk = ?) AS member "
+        "FROM channels c WHERE c.kind != 'dm' OR EXISTS "
+        "(SELECT 1 FROM members m WHERE m.channel_pk = c.pk AND m.agent_pk = ?) ORDER BY c.name",
+        (agent_pk, agent_pk),
+    ))
+
+
+# --- cursors ---------------------------------------------------------------
+
+def advance_if_next(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:
+    """Move the cursor onto `seq` when it is the next one (an agent's own message is not unread)."""
+    db.execute("UPDATE members SET acked = ? WHERE agent_pk = ? AND channel_pk = ? AND acked = ?",
+               (seq, agent_pk, channel_pk, seq - 1))
+
+
+def ack_one(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:
+    db.execute("INSERT OR IGNORE INTO acks_above (agent_pk, channel_pk, seq) "
+               "SELECT ?, ?, ? FROM members WHERE agent_pk = ? AND channel_pk = ? AND acked < ?",
+               (agent_pk, channel_pk, seq, agent_pk, channel_pk, seq))
+    _compact(db, agent_pk, channel_pk)
+
+
+def ack_upto(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:
+    db.execute("UPDATE members SET acked = MAX(acked, ?) WHERE agent_pk = ? AND channel_pk = ?", (seq, agent_pk, channel_pk))
+    _compact(db, agent_pk, channel_pk)
+
+
+def ack_all(db: apsw.Connection, agent_pk: int) -> int:
+    db.execute("UPDATE members SET acked = (SELECT head FROM channels WHERE pk = members.channel_pk) "
+               "WHERE agent_pk = ? AND acked < (SELECT head FROM channels WHERE pk = members.channel_pk)", (agent_pk,))
+    moved = db.changes()
+    db.execute("DELETE FROM acks_above WHERE agent_pk = ?", (agent_pk,))
+    return moved
+
+
+def _compact(db: apsw.Connection, agent_pk: int, channel_pk: int) -> None:
+    """Let the cursor swallow single acks that have become contiguous with it."""
+    acked = db.execute("SELECT acked FROM members WHERE agent_pk = ? AND channel_pk = ?", (agent_pk, channel_pk)).fetchone()[0]
+    above = [r[0] for r in db.execute(
+        "SELECT seq FROM acks_above WHERE agent_pk = ? AND channel_pk = ? ORDER BY seq", (agent_pk, channel_pk))]
+    for seq in above:
+        if seq > acked + 1:
+            break
+        acked = max(acked, seq)
+    db.execute("UPDATE members SET acked = ? WHERE agent_pk = ? AND channel_pk = ?", (acked, agent_pk, channel_pk))
+    db.execute("DELETE FROM acks_above WHERE agent_pk = ? AND channel_pk = ? AND seq <= ?", (agent_pk, channel_pk, acked))

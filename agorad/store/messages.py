@@ -1,0 +1,110 @@
+"""SQL for messages, their addressees, per-agent deliveries and unread queries.
+
+The per-turn queries (unread, counts) walk the (channel_pk, seq) index from an
+agent's cursor, so their cost follows what is unread, not the channel's size.
+"""
+
+from __future__ import annotations
+
+import json
+
+import apsw
+
+from agorad.store.connection import one, rows
+
+_MESSAGE = ("m.pk, c.name AS channel, c.kind AS channel_kind, m.channel_pk, m.seq, m.sender_pk, m.sender, "
+            "m.title, m.body, m.ask, m.reply_to, m.urgency, m.created_at")
+
+
+def insert(db: apsw.Connection, message: dict) -> int:
+    db.execute(
+        "INSERT INTO messages (channel_pk, seq, sender_pk, sender, title, body, ask, reply_to, urgency, created_at) "
+        "VALUES (:channel_pk, :seq, :sender_pk, :sender, :title, :body, :ask, :reply_to, :urgency, :created_at)",
+        message,
+    )
+    return db.last_insert_rowid()
+
+
+def add_addressees(db: apsw.Connection, message_pk: int, agent_pks) -> None:
+    db.executemany("INSERT OR IGNORE INTO addressees (message_pk, agent_pk) VALUES (?, ?)",
+                   [(message_pk, pk) for pk in agent_pks])
+
+
+def addressee_pks(db: apsw.Connection, message_pk: int) -> set[int]:
+    return {r[0] for r in db.execute("SELECT agent_pk FROM addressees WHERE message_pk = ?", (message_pk,))}
+
+
+def by_ref(db: apsw.Connection, channel_pk: int, seq: int) -> dict | None:
+    return one(db.execute(f"SELECT {_MESSAGE} FROM messages m JOIN channels c ON c.pk = m.channel_pk "
+                          "WHERE m.channel_pk = ? AND m.seq = ?", (channel_pk, seq)))
+
+
+def by_pk(db: apsw.Connection, pk: int) -> dict | None:
+    return one(db.execute(f"SELECT {_MESSAGE} FROM messages m JOIN channels c ON c.pk = m.channel_pk WHERE m.pk = ?", (pk,)))
+
+
+# --- deliveries --------------------------------------------------------------
+
+def take_delivery_ids(db: apsw.Connection, agent_pks: list[int]) -> dict[int, tuple[str, int]]:
+    """Take the next delivery id of each agent, in one statement; return {pk: (agent id, delivery id)}."""
+    return {pk: (agent_id, delivery_id) for pk, agent_id, delivery_id in db.execute(
+        "UPDATE agents SET last_delivery = last_delivery + 1 WHERE pk IN (SELECT value FROM json_each(?)) "
+        "RETURNING pk, id, last_delivery", (json.dumps(agent_pks),))}
+
+
+def insert_deliveries(db: apsw.Connection, deliveries: list[tuple]) -> None:
+    """Rows of (agent_pk, id, message_pk, flags, owed, created_at)."""
+    db.executemany("INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                   deliveries)
+
+
+def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, limit: int = 1000) -> list[dict]:
+    """An agent's deliveries with id > after_id, oldest first, with what a notify line needs."""
+    return rows(db.execute(
+        "SELECT d.id, d.created_at AS ts, a.id AS agent, c.name AS channel, m.seq, m.sender, m.title, m.body, "
+        "d.flags, d.owed FROM deliveries d JOIN agents a ON a.pk = d.agent_pk "
+        "JOIN messages m ON m.pk = d.message_pk JOIN channels c ON c.pk = m.channel_pk "
+        "WHERE d.agent_pk = ? AND d.id > ? ORDER BY d.id LIMIT ?",
+        (agent_pk, after_id, limit),
+    ))
+
+
+def delivery_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
+    """(pk, id, last_delivery, notified_upto) of every agent that has had a delivery."""
+    return list(db.execute("SELECT pk, id, last_delivery, notified_upto FROM agents WHERE last_delivery > 0"))
+
+
+def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:
+    db.executemany("UPDATE agents SET notified_upto = MAX(notified_upto, ?) WHERE pk = ?",
+                   [(upto, pk) for pk, upto in marks.items()])
+
+
+# --- unread -------------------------------------------------------------------
+
+def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
+    """Channels where the agent's cursor is behind the head, with the exact unread count.
+
+    unread = (head - acked) - single acks above the cursor - own messages above the cursor.
+    """
+    return rows(db.execute(
+        "SELECT c.pk AS channel_pk, c.name AS channel, c.kind, mb.acked, c.head, "
+        "c.head - mb.acked "
+        "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk) "
+        "- (SELECT COUNT(*) FROM messages o WHERE o.channel_pk = c.pk AND o.sender_pk = mb.agent_pk AND o.seq > mb.acked) "
+        "AS unread "
+        "FROM members mb JOIN channels c ON c.pk = mb.channel_pk "
+        "WHERE mb.agent_pk = ? AND c.head > mb.acked ORDER BY c.name",
+        (agent_pk,),
+    ))
+
+
+def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, limit: int, newest_first: bool = False) -> list[dict]:
+    """Unread headlines of one channel: above the cursor, not acked singly, not the agent's own."""
+    order = "DESC" if newest_first else "ASC"
+    return rows(db.execute(
+        "SELECT m.pk, m.seq, m.sender, m.title, m.ask, m.urgency, m.created_at, m.reply_to FROM messages m "
+        "WHERE m.channel_pk = ? AND m.seq > ? AND m.sender_pk IS NOT ? "
+        "AND NOT EXISTS (SELECT 1 FROM acks_above x WHERE x.agent_pk = ? AND x.channel_pk = m.channel_pk AND x.seq = m.seq) "
+        f"ORDER BY m.seq {order} LIMIT ?",
+        (channel_pk, acked, agent_pk, agent_pk, limit),
+    ))
