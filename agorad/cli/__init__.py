@@ -6,7 +6,10 @@ import click
 
 from agorad import __version__
 from agorad.cli.agents import agent, agents, heartbeat
+from agorad.cli.channels import channel
+from agorad.cli.inbox import digest, inbox, owed
 from agorad.cli.kb import kb
+from agorad.cli.messaging import ack, read, send
 from agorad.cli.service import service
 from agorad.cli.status import status
 from agorad.cli.up import up
@@ -22,5 +25,5 @@ def main():
     """
 
 
-for command in (up, status, agents, agent, heartbeat, kb, service):
+for command in (up, status, agents, agent, heartbeat, send, inbox, read, ack, digest, owed, channel, kb, service):
     main.add_command(command)

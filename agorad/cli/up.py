@@ -18,18 +18,34 @@ from agorad.paths import Home
               help="How long an ephemeral agent stays listed without a heartbeat.")
 @click.option("--synchronous", type=click.Choice(["normal", "full"]), default="normal", show_default=True,
               help="SQLite durability: normal survives a hub crash; full also survives power loss, slower.")
-def up(home, sweep_interval, ephemeral_ttl, synchronous):
+@click.option("--notify-dir", metavar="DIR",
+              help="Where the <id>-inbox.log notify files go (default: the home; '' turns them off).")
+@click.option("--notify-rotate-mb", type=click.FloatRange(min=0), default=8, show_default=True,
+              help="Rotate a notify file to .1 above this size in MiB; 0 never rotates.")
+@click.option("--max-body-kib", type=click.IntRange(1, 512), default=64, show_default=True,
+              help="The largest message body accepted, in KiB.")
+@click.option("--escalate", "escalation", default="15m,1h,4h", show_default=True,
+              help="When an unanswered ask re-notifies its debtors: offsets from the ask ('' never).")
+def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation):
     """Run the hub in the foreground on the home directory.
 
     Creates the home (0700), the database and the socket (0600). Stops
-    cleanly on SIGTERM or SIGINT. Logs one line per event on stderr.
+    cleanly on SIGTERM or SIGINT; SIGUSR2 reopens the notify files. Logs one
+    line per event on stderr.
     """
     from agorad.daemon import StartupError, run
     from agorad.hub import Settings
 
+    from agorad.obligations import parse_schedule
+
+    try:
+        schedule = parse_schedule(escalation)
+    except ValueError as exc:
+        raise click.BadParameter(str(exc), param_hint="--escalate") from None
     settings = Settings(
         sweep_interval=sweep_interval, ephemeral_ttl=ephemeral_ttl, synchronous=synchronous.upper(),
-        test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1",
+        test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1", notify_dir=notify_dir,
+        notify_rotate_mb=notify_rotate_mb, max_body=max_body_kib * 1024, escalation=schedule,
     )
     try:
         raise SystemExit(run(Home.resolve(home), settings))

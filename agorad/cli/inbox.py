@@ -1,0 +1,87 @@
+"""`agora inbox`, `agora digest`, `agora owed`: what waits for a seat."""
+
+from __future__ import annotations
+
+import click
+
+from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json
+from agorad.fence import one_line
+
+
+def _title(text: str) -> str:
+    return one_line(text, 100)
+
+
+def _debt_line(debt: dict, now: float, who: str) -> str:
+    escalated = f", escalated x{debt['escalations']}" if debt["escalations"] else ""
+    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{escalated})"
+
+
+@click.command("inbox")
+@as_option()
+@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="At most this many headlines.")
+@home_option
+@json_option
+@handles_errors
+def inbox(as_id, limit, home, as_json):
+    """What is unread: the owed block first, then headlines by channel."""
+    with connect(home, as_id) as hub:
+        result = hub.call("inbox.check", limit=limit)
+        now = hub.call("hub.status")["now"]
+    if as_json:
+        print_json(result)
+        return
+    if result["owed"]:
+        click.echo(f"OWED ({len(result['owed'])}): you owe a reply to")
+        for debt in result["owed"]:
+            click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+    for channel in result["channels"]:
+        click.echo(f"{channel['channel']} ({channel['unread']} unread)")
+        for message in channel["messages"]:
+            flags = f"  [{','.join(message['flags'])}]" if message["flags"] else ""
+            click.echo(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}")
+    if not result["owed"] and not result["channels"]:
+        click.echo("nothing unread, nothing owed")
+
+
+@click.command("digest")
+@as_option()
+@home_option
+@json_option
+@handles_errors
+def digest(as_id, home, as_json):
+    """One screen: what I owe, what is owed to me, and per channel what is unread."""
+    with connect(home, as_id) as hub:
+        result = hub.call("inbox.digest")
+        now = hub.call("hub.status")["now"]
+    if as_json:
+        print_json(result)
+        return
+    click.echo(f"owe {len(result['i_owe'])} | owed to me {len(result['owed_to_me'])} | unread {result['unread']}")
+    for debt in result["i_owe"]:
+        click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+    for channel in result["channels"]:
+        click.echo(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
+        for latest in channel["latest"]:
+            click.echo(f"  {latest['ref']}  {latest['sender']}  {_title(latest['title'])}")
+
+
+@click.command("owed")
+@as_option()
+@home_option
+@json_option
+@handles_errors
+def owed(as_id, home, as_json):
+    """What I owe (asks waiting for my reply) and what is owed to me."""
+    with connect(home, as_id) as hub:
+        result = hub.call("owed.list")
+        now = hub.call("hub.status")["now"]
+    if as_json:
+        print_json(result)
+        return
+    click.echo(f"I owe ({len(result['i_owe'])}):")
+    for debt in result["i_owe"]:
+        click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+    click.echo(f"owed to me ({len(result['owed_to_me'])}):")
+    for debt in result["owed_to_me"]:
+        click.echo(_debt_line(debt, now, f"by {debt['debtor']}"))

@@ -1,0 +1,108 @@
+"""`agora send`, `agora read`, `agora ack`: writing, reading and handling messages."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
+
+
+def _body(body: str | None) -> str:
+    if body != "-":
+        if body is not None:
+            try:
+                body.encode("utf-8")
+            except UnicodeEncodeError:
+                raise click.BadParameter("BODY is not valid UTF-8", param_hint="BODY") from None
+        return body or ""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"the body on stdin is not valid UTF-8 (byte {exc.start})", param_hint="-") from None
+
+
+def _title(title: str | None, body: str) -> str:
+    if title:
+        return title
+    first = body.strip().split("\n", 1)[0].strip()
+    if not first:
+        raise click.UsageError("give a --title, or a BODY whose first line can serve as one")
+    return first[:120]
+
+
+@click.command("send")
+@as_option()
+@click.argument("target")
+@click.argument("body", required=False)
+@click.option("--title", help="One-line headline (default: the body's first line).")
+@click.option("--to", "to", help="Comma-separated agent ids the message is for (@mentions in the text count too).")
+@click.option("--ask", is_flag=True, help="Ask for a reply: each addressee owes one until someone answers.")
+@click.option("--reply-to", metavar="REF", help="The message this answers, as CHANNEL#SEQ; a reply discharges its ask.")
+@click.option("--urgency", type=click.Choice(["normal", "next_turn"]), default="normal", show_default=True,
+              help="next_turn asks the addressee to look at it at the start of its next turn.")
+@home_option
+@json_option
+@handles_errors
+def send(as_id, target, body, title, to, ask, reply_to, urgency, home, as_json):
+    """Post BODY (or stdin with -) to TARGET: a channel name, or @ID for a DM."""
+    text = _body(body)
+    params = {"target": target, "title": _title(title, text), "body": text, "ask": ask, "urgency": urgency,
+              "to": [a.strip() for a in to.split(",") if a.strip()] if to else []}
+    if reply_to:
+        params["reply_to"] = reply_to
+    with connect(home, as_id) as hub:
+        receipt = hub.call("messages.send", **params)
+    for redirect in receipt["redirected"]:
+        report_redirect(redirect)
+    if as_json:
+        print_json(receipt)
+        return
+    to_text = f" (for {', '.join(receipt['to'])})" if receipt["to"] else ""
+    extras = (" asking for a reply" if receipt["ask"] else "") + (f"; discharged {receipt['discharged']} debt(s)" if receipt["discharged"] else "")
+    click.echo(f"sent {receipt['ref']} to {receipt['delivered']} agent(s){to_text}{extras}")
+
+
+@click.command("read")
+@as_option()
+@click.argument("ref")
+@home_option
+@json_option
+@handles_errors
+def read(as_id, ref, home, as_json):
+    """Print message REF (CHANNEL#SEQ) inside a fence. Reading does not ack."""
+    with connect(home, as_id) as hub:
+        message = hub.call("messages.read", ref=ref)
+    if as_json:
+        print_json(message)
+    else:
+        click.echo(message["fenced"])
+
+
+@click.command("ack")
+@as_option()
+@click.argument("refs", nargs=-1, metavar="[REF]...")
+@click.option("--upto", metavar="REF", help="Ack every message of REF's channel up to and including REF.")
+@click.option("--all", "everything", is_flag=True, help="Ack everything in every channel.")
+@home_option
+@json_option
+@handles_errors
+def ack(as_id, refs, upto, everything, home, as_json):
+    """Mark messages handled: REF..., --upto REF, or --all. An ack never discharges a debt."""
+    if sum(map(bool, (refs, upto, everything))) != 1:
+        raise click.UsageError("give REF..., --upto REF or --all (exactly one)")
+    with connect(home, as_id) as hub:
+        if everything:
+            results = [hub.call("inbox.ack", all=True)]
+        elif upto:
+            results = [hub.call("inbox.ack", upto=upto)]
+        else:
+            results = [hub.call("inbox.ack", ref=ref) for ref in refs]
+    if as_json:
+        print_json(results if refs else results[0])
+    elif everything:
+        click.echo("acked everything")
+    else:
+        for result in results:
+            click.echo(f"acked {result['acked']} ({result['channel']} handled through #{result['cursor']})")
