@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from agorad import obligations, registry
+from agorad import faults, obligations, registry
 from agorad.batch import Batch
 from agorad.clock import Clock
 from agorad.messages import DEFAULT_MAX_BODY
@@ -71,6 +71,7 @@ class HubState:
             effect()
 
     def _announce(self, events: list[dict]) -> None:
+        faults.point("after-commit")
         by_agent: dict[int, list[dict]] = {}
         for event in events:
             by_agent.setdefault(event["agent_pk"], []).append(event)
@@ -79,6 +80,7 @@ class HubState:
             for connection in list(self.subscribers.get(agent_pk, ())):
                 for row in rows:
                     connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(row)}))
+        faults.point("after-notify")
 
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""

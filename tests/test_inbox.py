@@ -1,0 +1,95 @@
+"""Inbox cursors: check, read-does-not-ack, ack one / up to / all, digest."""
+
+from __future__ import annotations
+
+import pytest
+
+from agorad.errors import Forbidden, InvalidParams
+from tests.seats import seats, send, unread_refs
+
+
+def test_owed_block_comes_first_and_reading_does_not_ack(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "commons", "fyi")
+        send(s["memory"], "@runtime", "review?", ask=True)
+        inbox = s["runtime"].call("inbox.check")
+        assert [d["ref"] for d in inbox["owed"]] == ["dm:memory--runtime#1"]
+        assert inbox["unread"] == 2 and inbox["charter"] is None
+        s["runtime"].call("messages.read", ref="commons#1")
+        assert unread_refs(s["runtime"]) == ["commons#1", "dm:memory--runtime#1"]
+
+
+def test_ack_one_out_of_order_then_the_cursor_swallows_it(hub):
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(4):
+            send(s["memory"], "commons", f"m{i}")
+        assert s["runtime"].call("inbox.ack", ref="commons#3")["cursor"] == 0
+        assert unread_refs(s["runtime"]) == ["commons#1", "commons#2", "commons#4"]
+        assert s["runtime"].call("inbox.check")["unread"] == 3
+        s["runtime"].call("inbox.ack", ref="commons#1")
+        assert s["runtime"].call("inbox.ack", ref="commons#2")["cursor"] == 3
+        assert unread_refs(s["runtime"]) == ["commons#4"]
+        s["runtime"].call("inbox.ack", ref="commons#2")  # acking again changes nothing
+        assert unread_refs(s["runtime"]) == ["commons#4"]
+
+
+def test_ack_upto_and_all(hub):
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(3):
+            send(s["memory"], "commons", f"m{i}")
+        send(s["memory"], "@runtime", "dm")
+        assert s["runtime"].call("inbox.ack", upto="commons#2")["cursor"] == 2
+        assert unread_refs(s["runtime"]) == ["commons#3", "dm:memory--runtime#1"]
+        s["runtime"].call("inbox.ack", upto="commons#1")  # cursors never move backwards
+        assert unread_refs(s["runtime"]) == ["commons#3", "dm:memory--runtime#1"]
+        s["runtime"].call("inbox.ack", all=True)
+        assert unread_refs(s["runtime"]) == []
+
+
+@pytest.mark.parametrize("params, error", [
+    ({"ref": "commons#5"}, InvalidParams),
+    ({"upto": "commons#5"}, InvalidParams),
+    ({}, InvalidParams),
+    ({"ref": "commons#1", "all": True}, InvalidParams),
+    ({"ref": "commons"}, InvalidParams),
+    ({"ref": "dm:memory--runtime#1"}, Forbidden),
+])
+def test_bad_acks_change_nothing(hub, params, error):
+    with seats(hub, "memory", "runtime", "lead") as s:
+        send(s["memory"], "commons", "one")
+        send(s["memory"], "@runtime", "private")
+        with pytest.raises(error):
+            s["lead"].call("inbox.ack", **params)
+        assert unread_refs(s["lead"]) == ["commons#1"]
+
+
+def test_ack_never_discharges_a_debt(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "review?", ask=True)
+        s["runtime"].call("inbox.ack", all=True)
+        assert [d["ref"] for d in s["runtime"].call("owed.list")["i_owe"]] == ["dm:memory--runtime#1"]
+        assert s["runtime"].call("inbox.check")["owed"]
+
+
+def test_digest_counts_senders_and_latest_titles(hub):
+    with seats(hub, "memory", "runtime", "lead") as s:
+        for i in range(5):
+            send(s["memory"], "commons", f"memory {i}")
+        send(s["lead"], "commons", "lead speaks")
+        send(s["lead"], "@runtime", "answer me", ask=True)
+        digest = s["runtime"].call("inbox.digest")
+        assert digest["unread"] == 7 and [d["ref"] for d in digest["i_owe"]] == ["dm:lead--runtime#1"]
+        commons = next(c for c in digest["channels"] if c["channel"] == "commons")
+        assert commons["unread"] == 6 and commons["senders"] == ["lead", "memory"]
+        assert [m["title"] for m in commons["latest"]] == ["lead speaks", "memory 4", "memory 3"]
+        assert [d["ref"] for d in s["lead"].call("inbox.digest")["owed_to_me"]] == ["dm:lead--runtime#1"]
+
+
+def test_inbox_limit_caps_headlines_not_counts(hub):
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(10):
+            send(s["memory"], "commons", f"m{i}")
+        inbox = s["runtime"].call("inbox.check", limit=3)
+        assert inbox["unread"] == 10 and len(inbox["channels"][0]["messages"]) == 3
+        with pytest.raises(InvalidParams):
+            s["runtime"].call("inbox.check", limit=0)

@@ -1,0 +1,105 @@
+"""The owed ledger: debts per addressee, discharge by reply, escalation on the hub's clock."""
+
+from __future__ import annotations
+
+import json
+
+from tests.seats import seats, send
+
+MINUTE = 60
+
+
+def owes(client) -> list[str]:
+    return [d["ref"] for d in client.call("owed.list")["i_owe"]]
+
+
+def test_ask_puts_a_debt_on_each_addressee_and_the_first_reply_discharges_all(hub):
+    with seats(hub, "lead", "memory", "runtime", "quiet") as s:
+        ask = send(s["lead"], "commons", "who takes #12?", to=["memory", "runtime"], ask=True)
+        assert ask["to"] == ["memory", "runtime"]
+        assert owes(s["memory"]) == owes(s["runtime"]) == ["commons#1"]
+        assert owes(s["quiet"]) == []
+        assert [(d["debtor"], d["ref"]) for d in s["lead"].call("owed.list")["owed_to_me"]] == [
+            ("memory", "commons#1"), ("runtime", "commons#1")]
+        # A reply from someone who owes nothing discharges nothing.
+        assert send(s["quiet"], "commons", "not me", reply_to="commons#1")["discharged"] == 0
+        assert send(s["runtime"], "commons", "mine", reply_to="commons#1")["discharged"] == 2
+        assert owes(s["memory"]) == owes(s["runtime"]) == []
+        assert s["lead"].call("owed.list")["owed_to_me"] == []
+
+
+def test_the_askers_own_reply_never_discharges_its_ask(hub):
+    with seats(hub, "lead", "memory") as s:
+        send(s["lead"], "@memory", "review?", ask=True)
+        assert send(s["lead"], "@memory", "ping", reply_to="dm:lead--memory#1")["discharged"] == 0
+        assert owes(s["memory"]) == ["dm:lead--memory#1"]
+
+
+def test_open_flag_follows_the_debt(hub):
+    with seats(hub, "lead", "memory") as s:
+        send(s["lead"], "@memory", "review?", ask=True)
+        flags = s["memory"].call("inbox.check")["channels"][0]["messages"][0]["flags"]
+        assert flags == ["to-me", "dm", "open"]
+        send(s["memory"], "@lead", "done", reply_to="dm:lead--memory#1")
+        flags = s["memory"].call("inbox.check")["channels"][0]["messages"][0]["flags"]
+        assert flags == ["to-me", "dm"]
+
+
+def notify_lines(hub, agent_id: str) -> list[dict]:
+    path = hub.home / f"{agent_id}-inbox.log"
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_escalation_follows_the_schedule_and_renotifies(hub):
+    with seats(hub, "lead", "memory") as s:
+        send(s["lead"], "@memory", "review?", ask=True)
+        hub.advance(14 * MINUTE)
+        assert hub.call("hub.sweep")["escalated"] == 0
+        hub.advance(2 * MINUTE)
+        assert hub.call("hub.sweep")["escalated"] == 1
+        assert hub.call("hub.sweep")["escalated"] == 0  # once per step
+        lines = notify_lines(hub, "memory")
+        assert [line["flags"] for line in lines] == [["to-me", "dm", "open"], ["to-me", "dm", "open", "escalated"]]
+        assert [line["id"] for line in lines] == [1, 2] and lines[1]["seq"] == 1 and lines[1]["owed"] == 1
+        assert s["memory"].call("owed.list")["i_owe"][0]["escalations"] == 1
+        hub.advance(45 * MINUTE)
+        assert hub.call("hub.sweep")["escalated"] == 1  # the 1 h step
+        hub.advance(3 * 3600)
+        assert hub.call("hub.sweep")["escalated"] == 1  # the 4 h step, the last
+        hub.advance(86400)
+        assert hub.call("hub.sweep")["escalated"] == 0
+        assert s["memory"].call("owed.list")["i_owe"][0]["escalations"] == 3
+
+
+def test_a_discharged_debt_never_escalates(hub):
+    with seats(hub, "lead", "memory") as s:
+        send(s["lead"], "@memory", "review?", ask=True)
+        send(s["memory"], "@lead", "done", reply_to="dm:lead--memory#1")
+        hub.advance(5 * 3600)
+        assert hub.call("hub.sweep")["escalated"] == 0
+
+
+def test_debts_of_a_dormant_seat_wait_until_it_is_back(hub):
+    key = hub.add_agent("analyst", liveness_mode="async", interval=10 * MINUTE)
+    with seats(hub, "lead") as s:
+        send(s["lead"], "@analyst", "thoughts?", ask=True)
+        hub.advance(30 * MINUTE)  # dormant after 20 min of silence; the 15 min step is due
+        assert hub.call("hub.sweep")["escalated"] == 0
+        with hub.client("analyst", key) as analyst:
+            analyst.call("agents.heartbeat")
+            assert hub.call("hub.sweep")["escalated"] == 1
+            assert analyst.call("owed.list")["i_owe"][0]["escalations"] == 1
+
+
+def test_escalation_schedule_is_configurable(home):
+    from tests.hubproc import Hub
+
+    quick = Hub(home, "--escalate", "1m,2m").start()
+    try:
+        with seats(quick, "lead", "memory") as s:
+            send(s["lead"], "@memory", "?", ask=True)
+            quick.advance(5 * MINUTE)  # both steps passed: one ring, not two
+            assert quick.call("hub.sweep")["escalated"] == 1
+            assert s["memory"].call("owed.list")["i_owe"][0]["escalations"] == 2
+    finally:
+        quick.stop()
