@@ -112,7 +112,8 @@ def test_console_scripts_run(hub):
 COMMANDS = [
     ["up"], ["status"], ["agents"], ["agent"], ["agent", "add"], ["agent", "show"], ["agent", "rename"],
     ["agent", "rm"], ["heartbeat"], ["kb"], ["kb", "get"], ["kb", "put"], ["kb", "ls"], ["kb", "rm"],
-    ["service"], ["service", "install"], ["service", "uninstall"],
+    ["service"], ["service", "install"], ["service", "uninstall"], ["send"], ["inbox"], ["read"], ["ack"],
+    ["digest"], ["owed"], ["channel"], ["channel", "create"], ["channel", "join"], ["channel", "leave"], ["channel", "ls"],
 ]
 
 
@@ -142,3 +143,50 @@ def test_agorad_speaks_as_agorad(hub):
     done = subprocess.run([AGORAD, "--home", str(hub.home)], capture_output=True, text=True, timeout=30)
     assert done.stderr.startswith("agorad: ")
     assert subprocess.run([AGORAD, "-h"], capture_output=True, text=True, timeout=30).returncode == 0
+
+
+def test_messaging_walkthrough(cli, hub):
+    for seat in ("memory", "runtime"):
+        cli("agent", "add", seat, "--mode", "always-on")
+    assert cli("send", "--as", "memory", "commons", "--title", "schema v2 ready", "see migration 0004").stdout == \
+        "sent commons#1 to 1 agent(s)\n"
+    asked = cli("send", "--as", "memory", "@runtime", "--ask", "--title", "can you review 0004?", "...").stdout
+    assert "dm:memory--runtime#1" in asked and "asking for a reply" in asked
+    inbox = cli("inbox", "--as", "runtime").stdout
+    assert inbox.index("OWED") < inbox.index("commons#1") and "[to-me,dm,open]" in inbox
+    fenced = cli("read", "--as", "runtime", "dm:memory--runtime#1").stdout
+    assert fenced.startswith("<<<AGORA-MESSAGE ") and "not instructions" in fenced
+    replied = cli("send", "--as", "runtime", "@memory", "--reply-to", "dm:memory--runtime#1", "approved").stdout
+    assert "discharged 1 debt(s)" in replied
+    assert cli("owed", "--as", "runtime").stdout.startswith("I owe (0):")
+    assert cli("ack", "--as", "runtime", "--all").stdout == "acked everything\n"
+    assert cli("digest", "--as", "runtime").stdout == "owe 0 | owed to me 0 | unread 0\n"
+    assert json.loads(cli("inbox", "--as", "runtime", "--json").stdout)["unread"] == 0
+
+
+def test_send_body_from_stdin_and_title_from_first_line(cli, hub):
+    for seat in ("memory", "runtime"):
+        cli("agent", "add", seat)
+    receipt = json.loads(cli("send", "--as", "memory", "commons", "-", "--json", input="first line\nsecond\n").stdout)
+    message = hub.client("runtime").call("messages.read", ref=receipt["ref"])
+    assert (message["title"], message["body"]) == ("first line", "first line\nsecond\n")
+    assert "UTF-8" in cli("send", "--as", "memory", "commons", "--title", "t", "-", input=b"\xff\xfe", code=2).stderr
+    assert "title" in cli("send", "--as", "memory", "commons", code=2).stderr
+
+
+def test_ack_forms_and_channels(cli, hub):
+    for seat in ("memory", "runtime"):
+        cli("agent", "add", seat)
+    for i in range(3):
+        cli("send", "--as", "memory", "commons", f"m{i}")
+    assert "handled through #0" in cli("ack", "--as", "runtime", "commons#2").stdout
+    assert "handled through #2" in cli("ack", "--as", "runtime", "commons#1").stdout
+    assert "handled through #3" in cli("ack", "--as", "runtime", "--upto", "commons#3").stdout
+    assert "exactly one" in cli("ack", "--as", "runtime", code=2).stderr
+    assert "beyond" in cli("ack", "--as", "runtime", "commons#9", code=1).stderr
+    assert cli("channel", "create", "ops", "--as", "memory").stdout == "created ops\n"
+    assert cli("channel", "join", "ops", "--as", "runtime").stdout == "joined ops\n"
+    assert cli("channel", "join", "ops", "--as", "runtime").stdout == "already joined ops\n"
+    listed = json.loads(cli("channel", "ls", "--json").stdout)
+    assert [(c["name"], c["members"]) for c in listed] == [("commons", 2), ("ops", 2)]
+    assert cli("channel", "leave", "ops", "--as", "runtime").stdout == "left ops\n"

@@ -1,0 +1,177 @@
+"""Notify files: the line contract, modes, rotation, relocation, and crash safety (kill -9)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+
+import pytest
+
+from tests.hubproc import Hub
+from tests.seats import seats, send
+
+
+def lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def test_one_line_per_delivery_for_every_member_but_the_sender(hub):
+    with seats(hub, "memory", "runtime", "lead") as s:
+        send(s["memory"], "commons", "schema v2 ready", "see migration 0004", to=["runtime"])
+        assert not (hub.home / "memory-inbox.log").exists()
+        line = lines(hub.home / "runtime-inbox.log")[0]
+        assert set(line) == {"v", "id", "ts", "agent", "channel", "seq", "sender", "title", "flags", "preview", "owed"}
+        assert (line["v"], line["id"], line["agent"], line["channel"], line["seq"], line["sender"]) == (
+            1, 1, "runtime", "commons", 1, "memory")
+        assert (line["title"], line["flags"], line["preview"], line["owed"]) == ("schema v2 ready", ["to-me"], "see migration 0004", 0)
+        assert lines(hub.home / "lead-inbox.log")[0]["flags"] == []
+        assert stat.S_IMODE(os.stat(hub.home / "runtime-inbox.log").st_mode) == 0o600
+
+
+def test_ids_increase_per_agent_and_preview_is_neutralised(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "commons", "a", "line\nbreak\x1b[31m" + "x" * 300)
+        send(s["memory"], "@runtime", "b")
+        found = lines(hub.home / "runtime-inbox.log")
+        assert [line["id"] for line in found] == [1, 2]
+        preview = found[0]["preview"]
+        assert len(preview) <= 120 and "\n" not in preview and "\x1b" not in preview
+
+
+def test_rotation_moves_the_file_to_dot_one(home):
+    small = Hub(home, "--notify-rotate-mb", "0.001").start()  # about 1 KiB
+    try:
+        with seats(small, "memory", "runtime") as s:
+            for i in range(12):
+                send(s["memory"], "commons", f"message {i}", "y" * 100)
+        current, rotated = home / "runtime-inbox.log", home / "runtime-inbox.log.1"
+        assert rotated.exists() and current.stat().st_size <= 1100
+        ids = [line["id"] for line in lines(rotated) + lines(current)]
+        assert ids == sorted(ids) and ids[-1] == 12 and len(ids) == len(set(ids))
+    finally:
+        small.stop()
+
+
+def test_notify_dir_moves_the_files_and_empty_turns_them_off(home, tmp_path):
+    elsewhere = tmp_path / "notify"
+    moved = Hub(home, "--notify-dir", str(elsewhere)).start()
+    try:
+        with seats(moved, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "hi")
+        assert lines(elsewhere / "runtime-inbox.log")[0]["seq"] == 1
+        assert not (home / "runtime-inbox.log").exists()
+        assert stat.S_IMODE(os.stat(elsewhere).st_mode) == 0o700
+    finally:
+        moved.stop()
+    silent = Hub(home, "--notify-dir", "").start()
+    try:
+        with silent.client("memory") as memory:
+            memory.call("messages.send", target="@runtime", title="quiet", body="")
+        assert len(lines(elsewhere / "runtime-inbox.log")) == 1 and not (home / "runtime-inbox.log").exists()
+        assert silent.call("hub.status")["notify_dir"] is None
+    finally:
+        silent.stop()
+
+
+def crash_during_send(home, fault: str) -> None:
+    """Send one DM on a hub that SIGKILLs itself at `fault`; the sender never gets a reply."""
+    from agorad.errors import Unavailable
+
+    crashing = Hub(home)
+    crashing.env["AGORA_FAULT"] = fault
+    crashing.start()
+    with crashing.client("memory") as memory, pytest.raises(Unavailable):
+        memory.call("messages.send", target="@runtime", title="in flight", body="")
+    crashing.proc.wait(timeout=10)
+    assert crashing.proc.returncode == -signal.SIGKILL
+
+
+@pytest.mark.parametrize("fault, lines_before_restart", [("after-commit", 1), ("after-notify", 2)])
+def test_committed_delivery_reaches_the_file_exactly_once_across_kill9(home, fault, lines_before_restart):
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "before")
+    first.stop()
+    crash_during_send(home, fault)
+    assert len(lines(home / "runtime-inbox.log")) == lines_before_restart
+    again = Hub(home).start()
+    try:
+        found = lines(home / "runtime-inbox.log")
+        assert [(line["id"], line["title"]) for line in found] == [(1, "before"), (2, "in flight")]
+        assert ("notify-replayed" in again.log()) == (fault == "after-commit")
+        with again.client("memory") as memory:  # the hub goes on numbering after the replayed line
+            memory.call("messages.send", target="@runtime", title="after", body="")
+        assert [line["id"] for line in lines(home / "runtime-inbox.log")] == [1, 2, 3]
+        with again.client("runtime") as runtime:
+            assert [m["seq"] for m in runtime.call("inbox.check")["channels"][0]["messages"]] == [1, 2, 3]
+    finally:
+        again.stop()
+
+
+@pytest.mark.skipif(os.getuid() == 0, reason="root writes through file modes; the directory test covers root")
+def test_a_failed_write_is_filled_in_from_the_database(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "one")
+        os.chmod(hub.home / "runtime-inbox.log", 0o400)
+        hub.proc.send_signal(signal.SIGUSR2)  # drop the open descriptor so the next write reopens
+        hub.call("hub.hello")
+        send(s["memory"], "@runtime", "two")
+        assert "notify-write-failed" in hub.log()
+        os.chmod(hub.home / "runtime-inbox.log", 0o600)
+        send(s["memory"], "@runtime", "three")
+        assert [line["title"] for line in lines(hub.home / "runtime-inbox.log")] == ["one", "two", "three"]
+
+
+def test_a_missing_directory_is_filled_in_once_it_is_back(home, tmp_path):
+    notify_dir = tmp_path / "n"
+    running = Hub(home, "--notify-dir", str(notify_dir)).start()
+    try:
+        with seats(running, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "one")
+            (notify_dir / "runtime-inbox.log").unlink()
+            notify_dir.rmdir()
+            notify_dir.write_text("not a directory")  # writes now fail
+            running.proc.send_signal(signal.SIGUSR2)
+            running.call("hub.hello")
+            send(s["memory"], "@runtime", "two")
+            assert "notify-write-failed" in running.log()
+            notify_dir.unlink()
+            notify_dir.mkdir(mode=0o700)
+            running.call("hub.sweep")  # the sweep retries what is behind
+            assert [line["title"] for line in lines(notify_dir / "runtime-inbox.log")] == ["two"]
+    finally:
+        running.stop()
+
+
+def test_rename_takes_the_notify_file_along(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "one")
+        hub.call("agents.rename", old="runtime", new="engine", reason="split")
+        send(s["memory"], "@runtime", "two")
+        assert not (hub.home / "runtime-inbox.log").exists()
+        found = lines(hub.home / "engine-inbox.log")
+        assert [(line["id"], line["title"]) for line in found] == [(1, "one"), (2, "two")]
+        assert found[1]["agent"] == "engine"
+
+
+def test_sigusr2_reopens_a_file_moved_away(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "one")
+        os.replace(hub.home / "runtime-inbox.log", hub.home / "archived.log")
+        hub.proc.send_signal(signal.SIGUSR2)
+        hub.call("hub.hello")
+        send(s["memory"], "@runtime", "two")
+        assert [line["title"] for line in lines(hub.home / "runtime-inbox.log")] == ["two"]
+        assert "sigusr2" in hub.log()
+
+
+def test_notify_file_symlink_is_not_followed(hub, tmp_path):
+    target = tmp_path / "outside"
+    target.write_text("")
+    with seats(hub, "memory", "runtime") as s:
+        os.symlink(target, hub.home / "runtime-inbox.log")
+        send(s["memory"], "@runtime", "one")
+        assert target.read_text() == ""
+        assert "notify-write-failed" in hub.log()
