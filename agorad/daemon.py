@@ -16,6 +16,7 @@ import socket
 import stat
 
 from agorad import __version__
+from agorad.checkpoint import Checkpointer
 from agorad.clock import Clock
 from agorad.log import log
 from agorad.hub import HubState, Settings
@@ -93,6 +94,8 @@ def _recover_socket(home: Home) -> None:
 async def _serve(home: Home, settings: Settings) -> int:
     clock = Clock(controllable=settings.test_clock)
     db = connect(home.db, settings.synchronous)
+    db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer thread does it, off the request path
+    checkpointer = Checkpointer(home.db)
     try:
         applied = migrate(db)
         if applied:
@@ -108,6 +111,7 @@ async def _serve(home: Home, settings: Settings) -> int:
             log("recovered", what="stale-pidfile", pid=stale)
         log("ready", home=home.root, pid=os.getpid(), version=__version__)
         sweeper = asyncio.create_task(_sweep_forever(hub))
+        checkpointer.start()
         await stop.wait()
         log("stopping", reason="signal")
         sweeper.cancel()
@@ -118,6 +122,8 @@ async def _serve(home: Home, settings: Settings) -> int:
             messages_sql.set_notified_upto(db, hub.notifier.written)
         return 0
     finally:
+        if checkpointer.is_alive():
+            checkpointer.stop()
         if "hub" in locals():
             hub.notifier.close()
         db.close()

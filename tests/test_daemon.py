@@ -151,3 +151,13 @@ def test_peer_with_another_uid_is_refused(hub):
     assert '"agents"' not in done.stdout
     assert "peer-uid" in hub.log()
     assert hub.call("hub.hello")["protocol"] == 1
+
+
+def test_wal_is_checkpointed_off_the_request_path(hub):
+    from tests.hubproc import wait_for
+
+    # Autocheckpoint is off in the hub; the schema it wrote reaches the main file only
+    # through the checkpoint thread.
+    wait_for(lambda: (hub.home / "agora.db").stat().st_size > 8192, what="the checkpointer to copy the WAL")
+    status = hub.call("hub.status")
+    assert status["counts"]["messages"] == 0 and status["counts"]["channels"] == 1

@@ -35,6 +35,8 @@ def status(home, as_json):
     click.echo(f"home: {info['home']}")
     click.echo(f"database: {_bytes(info['db_bytes'])}; {counts['agents']} agents registered, "
                f"{counts['listed']} listed, {counts['kb']} KB entries")
+    click.echo(f"messages: {counts['messages']} in {counts['channels']} channels, {counts['open_debts']} open debts; "
+               f"notify files: {info['notify_dir'] or 'off'}")
     if info["agents"]:
         click.echo("")
         print_table(agent_rows(info["agents"], info["now"]), AGENT_HEADERS)

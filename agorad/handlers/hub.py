@@ -10,6 +10,7 @@ from agorad.handlers import Call
 from agorad.policy import Actor, require
 from agorad.protocol import PROTOCOL_VERSION
 from agorad.store import agents as agents_sql
+from agorad.store import messages as messages_sql
 
 
 def hello(call: Call) -> dict:
@@ -39,7 +40,8 @@ def status(call: Call) -> dict:
         "pid": os.getpid(), "home": str(hub.home.root), "socket": str(hub.home.socket),
         "hub_version": __version__, "protocol": PROTOCOL_VERSION,
         "started_at": hub.started_at, "uptime": call.now - hub.started_at, "now": call.now,
-        "db_bytes": db_bytes, "counts": {**agents_sql.counts(hub.db), "listed": len(agents), "by_status": by_status},
+        "db_bytes": db_bytes,
+        "counts": {**agents_sql.counts(hub.db), **messages_sql.counts(hub.db), "listed": len(agents), "by_status": by_status},
         "ephemeral_ttl": hub.ephemeral_ttl, "sweep_interval": hub.sweep_interval, "last_sweep": hub.last_sweep,
         "notify_dir": str(hub.notifier.directory) if hub.notifier.enabled else None,
     }

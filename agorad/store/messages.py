@@ -108,3 +108,10 @@ def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, l
         f"ORDER BY m.seq {order} LIMIT ?",
         (channel_pk, acked, agent_pk, agent_pk, limit),
     ))
+
+
+def counts(db: apsw.Connection) -> dict:
+    """Totals for `hub.status`, cheap at any size: seqs are gapless, so the heads sum to the messages."""
+    channels, messages = db.execute("SELECT COUNT(*), COALESCE(SUM(head), 0) FROM channels").fetchone()
+    debts = db.execute("SELECT COUNT(*) FROM debts WHERE discharged_at IS NULL").fetchone()[0]
+    return {"channels": channels, "messages": messages, "open_debts": debts}
