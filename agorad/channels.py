@@ -59,11 +59,22 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
         raise InvalidParams("a DM needs two agents; this one names the sender", field="target")
     channel = sql.dm_between(db, actor.agent_pk, peer["pk"])
     if channel is None:
-        pk = sql.create(db, dm_name(actor.agent_id, peer["id"]), "dm", now, actor.agent_id, (actor.agent_pk, peer["pk"]))
+        pk = sql.create(db, _free_dm_name(db, actor.agent_id, peer["id"]), "dm", now, actor.agent_id,
+                        (actor.agent_pk, peer["pk"]))
         for member in (actor.agent_pk, peer["pk"]):
             sql.join(db, member, pk, now)
         channel = sql.by_pk(db, pk)
     return channel, redirect
+
+
+def _free_dm_name(db: apsw.Connection, a: str, b: str) -> str:
+    """`dm:<a>--<b>`, or `...:2`, `...:3` when an older pair (a removed or renamed agent) holds the name."""
+    base = dm_name(a, b)
+    name, n = base, 1
+    while sql.by_name(db, name):
+        n += 1
+        name = f"{base}:{n}"
+    return name
 
 
 def resolve_target(db: apsw.Connection, actor: Actor, target, now: float) -> tuple[dict, dict | None]:

@@ -174,3 +174,17 @@ def test_read_names_reply_and_addressees(hub):
         shown = s["memory"].call("messages.read", ref="dm:memory--runtime#2")
         assert shown["reply_to_ref"] == "dm:memory--runtime#1" and shown["to"] == ["memory"]
         assert "reply-to: dm:memory--runtime#1" in shown["fenced"]
+
+
+def test_a_new_agent_under_a_removed_id_inherits_nothing(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "secret", "for the old runtime only", ask=True)
+    hub.call("agents.remove", agent="runtime")
+    key = hub.add_agent("runtime")
+    with hub.client("runtime", key) as newcomer:
+        assert newcomer.call("inbox.check")["unread"] == 0
+        assert newcomer.call("owed.list")["i_owe"] == []
+        with pytest.raises(Forbidden):
+            newcomer.call("messages.read", ref="dm:memory--runtime#1")
+        # A fresh DM with memory is a new channel, not the old one.
+        assert send(newcomer, "@memory", "hello")["ref"] != "dm:memory--runtime#2"

@@ -2,7 +2,7 @@
 -- Agents have an integer pk so that a rename changes one column and every
 -- row that points at the agent follows it.
 CREATE TABLE agents (
-    pk            INTEGER PRIMARY KEY,
+    pk            INTEGER PRIMARY KEY AUTOINCREMENT,  -- never reused: history and DMs point at pks
     id            TEXT NOT NULL UNIQUE,
     key_hash      TEXT NOT NULL,
     liveness_mode TEXT NOT NULL CHECK (liveness_mode IN ('ephemeral', 'async', 'always-on')),
