@@ -76,25 +76,30 @@ def digest(db: apsw.Connection, actor: Actor, now: float) -> dict:
 
 
 def ack(db: apsw.Connection, actor: Actor, ref=None, upto=None, everything: bool = False) -> dict:
-    """Mark handled: one message, everything up to one, or everything."""
+    """Mark handled: one or more messages (all or none), everything up to one, or everything."""
     chosen = [name for name, value in (("ref", ref), ("upto", upto), ("all", everything)) if value]
     if len(chosen) != 1:
         raise InvalidParams("ack takes exactly one of: ref, upto, all", field="ref")
     if everything:
         with write(db):
             return {"acked": "all", "channels": channels_sql.ack_all(db, actor.agent_pk)}
-    target = ref or upto
-    channel, seq = channels.parse_ref(db, target, chosen[0])
+    refs = [upto] if upto else ([ref] if isinstance(ref, str) else ref)
+    targets = [_ack_target(db, actor, target, chosen[0]) for target in refs]  # all checked before any write
+    with write(db):
+        for channel, seq in targets:
+            if upto:
+                channels_sql.ack_upto(db, actor.agent_pk, channel["pk"], seq)
+            else:
+                channels_sql.ack_one(db, actor.agent_pk, channel["pk"], seq)
+        cursors = {target: {"channel": channel["name"],
+                            "cursor": channels_sql.membership(db, actor.agent_pk, channel["pk"])["acked"]}
+                   for target, (channel, _) in zip(refs, targets)}
+    return {"acked": refs, "cursors": cursors}
+
+
+def _ack_target(db, actor: Actor, target, field: str) -> tuple[dict, int]:
+    channel, seq = channels.parse_ref(db, target, field)
     channels.require_member(db, actor, channel)
     if seq > channel["head"]:
-        raise InvalidParams(f"{target} is beyond the newest message of {channel['name']} (#{channel['head']})",
-                            field=chosen[0])
-    with write(db):
-        if ref:
-            channels_sql.ack_one(db, actor.agent_pk, channel["pk"], seq)
-        else:
-            channels_sql.ack_upto(db, actor.agent_pk, channel["pk"], seq)
-        cursor = channels_sql.membership(db, actor.agent_pk, channel["pk"])["acked"]
-    return {"acked": target, "channel": channel["name"], "cursor": cursor}
-
-
+        raise InvalidParams(f"{target} is beyond the newest message of {channel['name']} (#{channel['head']})", field=field)
+    return channel, seq

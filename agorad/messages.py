@@ -21,6 +21,7 @@ from agorad.policy import Actor
 from agorad.protocol import is_agent_id
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
+from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
 from agorad.text import check_line
@@ -73,6 +74,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         if draft.ask and not addressees:
             raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
         original = _original(db, actor, draft.reply_to)
+        if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
+            addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
         seq = channels_sql.next_seq(db, channel["pk"])
         message = {
             "channel_pk": channel["pk"], "seq": seq, "sender_pk": actor.agent_pk, "sender": actor.agent_id,
@@ -134,7 +137,9 @@ def _original(db, actor: Actor, reply_to) -> dict | None:
     original = sql.by_ref(db, channel["pk"], seq)
     if original is None:
         raise NotFound(f"no message {reply_to} to reply to (the channel's newest is #{channel['head']})", field="reply_to")
-    channels.require_member(db, actor, channel)
+    # A debtor may always answer what it owes, even after leaving the channel it was asked in.
+    if actor.agent_pk not in debts_sql.debtor_pks(db, original["pk"]):
+        channels.require_member(db, actor, channel)
     return original
 
 

@@ -23,11 +23,11 @@ def test_ack_one_out_of_order_then_the_cursor_swallows_it(hub):
     with seats(hub, "memory", "runtime") as s:
         for i in range(4):
             send(s["memory"], "commons", f"m{i}")
-        assert s["runtime"].call("inbox.ack", ref="commons#3")["cursor"] == 0
+        assert s["runtime"].call("inbox.ack", ref="commons#3")["cursors"]["commons#3"]["cursor"] == 0
         assert unread_refs(s["runtime"]) == ["commons#1", "commons#2", "commons#4"]
         assert s["runtime"].call("inbox.check")["unread"] == 3
         s["runtime"].call("inbox.ack", ref="commons#1")
-        assert s["runtime"].call("inbox.ack", ref="commons#2")["cursor"] == 3
+        assert s["runtime"].call("inbox.ack", ref="commons#2")["cursors"]["commons#2"]["cursor"] == 3
         assert unread_refs(s["runtime"]) == ["commons#4"]
         s["runtime"].call("inbox.ack", ref="commons#2")  # acking again changes nothing
         assert unread_refs(s["runtime"]) == ["commons#4"]
@@ -38,7 +38,7 @@ def test_ack_upto_and_all(hub):
         for i in range(3):
             send(s["memory"], "commons", f"m{i}")
         send(s["memory"], "@runtime", "dm")
-        assert s["runtime"].call("inbox.ack", upto="commons#2")["cursor"] == 2
+        assert s["runtime"].call("inbox.ack", upto="commons#2")["cursors"]["commons#2"]["cursor"] == 2
         assert unread_refs(s["runtime"]) == ["commons#3", "dm:memory--runtime#1"]
         s["runtime"].call("inbox.ack", upto="commons#1")  # cursors never move backwards
         assert unread_refs(s["runtime"]) == ["commons#3", "dm:memory--runtime#1"]
@@ -93,3 +93,27 @@ def test_inbox_limit_caps_headlines_not_counts(hub):
         assert inbox["unread"] == 10 and len(inbox["channels"][0]["messages"]) == 3
         with pytest.raises(InvalidParams):
             s["runtime"].call("inbox.check", limit=0)
+
+
+def test_acking_several_is_all_or_nothing(hub):
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(3):
+            send(s["memory"], "commons", f"m{i}")
+        with pytest.raises(InvalidParams, match="commons#7"):
+            s["runtime"].call("inbox.ack", ref=["commons#1", "commons#7"])
+        assert unread_refs(s["runtime"]) == ["commons#1", "commons#2", "commons#3"]
+        s["runtime"].call("inbox.ack", ref=["commons#1", "commons#3"])
+        assert unread_refs(s["runtime"]) == ["commons#2"]
+
+
+def test_own_message_acked_singly_is_counted_once(hub):
+    with seats(hub, "memory", "runtime") as s:
+        s["memory"].call("channels.create", channel="ops")
+        s["runtime"].call("channels.join", channel="ops")
+        send(s["runtime"], "ops", "theirs 1")
+        send(s["memory"], "ops", "mine")
+        send(s["runtime"], "ops", "theirs 2")
+        s["memory"].call("inbox.ack", ref="ops#2")  # its own message, above its cursor
+        inbox = s["memory"].call("inbox.check")
+        ops = next(c for c in inbox["channels"] if c["channel"] == "ops")
+        assert ops["unread"] == len(ops["messages"]) == 2

@@ -103,3 +103,18 @@ def test_escalation_schedule_is_configurable(home):
             assert s["memory"].call("owed.list")["i_owe"][0]["escalations"] == 2
     finally:
         quick.stop()
+
+
+def test_a_reply_is_for_the_asker_and_a_debtor_who_left_can_still_answer(hub):
+    with seats(hub, "lead", "memory") as s:
+        s["lead"].call("channels.create", channel="ops")
+        s["memory"].call("channels.join", channel="ops")
+        send(s["lead"], "ops", "who takes it?", to=["memory"], ask=True)
+        s["memory"].call("channels.leave", channel="ops")
+        assert send(s["memory"], "@lead", "I do", reply_to="ops#1")["discharged"] == 1
+        s["memory"].call("channels.join", channel="ops")
+        send(s["lead"], "ops", "thanks")
+        reply = send(s["memory"], "ops", "welcome", reply_to="ops#2")
+        assert reply["to"] == ["lead"]
+        lead_flags = {m["ref"]: m["flags"] for c in s["lead"].call("inbox.check")["channels"] for m in c["messages"]}
+        assert lead_flags["ops#3"] == ["to-me"]

@@ -6,6 +6,7 @@ import sys
 
 import click
 
+from agorad.fence import one_line
 from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
 
 
@@ -26,7 +27,7 @@ def _body(body: str | None) -> str:
 def _title(title: str | None, body: str) -> str:
     if title:
         return title
-    first = body.strip().split("\n", 1)[0].strip()
+    first = one_line(body.strip().split("\n", 1)[0]).strip()
     if not first:
         raise click.UsageError("give a --title, or a BODY whose first line can serve as one")
     return first[:120]
@@ -94,15 +95,15 @@ def ack(as_id, refs, upto, everything, home, as_json):
         raise click.UsageError("give REF..., --upto REF or --all (exactly one)")
     with connect(home, as_id) as hub:
         if everything:
-            results = [hub.call("inbox.ack", all=True)]
+            result = hub.call("inbox.ack", all=True)
         elif upto:
-            results = [hub.call("inbox.ack", upto=upto)]
+            result = hub.call("inbox.ack", upto=upto)
         else:
-            results = [hub.call("inbox.ack", ref=ref) for ref in refs]
+            result = hub.call("inbox.ack", ref=list(refs))  # one request: all of them or none
     if as_json:
-        print_json(results if refs else results[0])
+        print_json(result)
     elif everything:
         click.echo("acked everything")
     else:
-        for result in results:
-            click.echo(f"acked {result['acked']} ({result['channel']} handled through #{result['cursor']})")
+        for ref, cursor in result["cursors"].items():
+            click.echo(f"acked {ref} ({cursor['channel']} handled through #{cursor['cursor']})")

@@ -22,8 +22,8 @@ from agorad.paths import Home
               help="Where the <id>-inbox.log notify files go (default: the home; '' turns them off).")
 @click.option("--notify-rotate-mb", type=click.FloatRange(min=0), default=8, show_default=True,
               help="Rotate a notify file to .1 above this size in MiB; 0 never rotates.")
-@click.option("--max-body-kib", type=click.IntRange(1, 512), default=64, show_default=True,
-              help="The largest message body accepted, in KiB.")
+@click.option("--max-body-kib", type=click.IntRange(1, 128), default=64, show_default=True,
+              help="The largest message body accepted, in KiB (at most 128, so any body fits a 1 MiB frame).")
 @click.option("--escalate", "escalation", default="15m,1h,4h", show_default=True,
               help="When an unanswered ask re-notifies its debtors: offsets from the ask ('' never).")
 def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation):

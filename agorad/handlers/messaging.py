@@ -42,7 +42,7 @@ def digest(call: Call) -> dict:
 
 def ack(call: Call) -> dict:
     p = call.params
-    ref, upto, everything = p.get("ref", str, None), p.get("upto", str, None), p.get("all", bool, False)
+    ref, upto, everything = p.get("ref", (str, list), None), p.get("upto", str, None), p.get("all", bool, False)
     call.finish()
     return inbox.ack(call.db, call.actor, ref, upto, everything)
 

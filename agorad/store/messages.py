@@ -84,13 +84,14 @@ def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:
 def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
     """Channels where the agent's cursor is behind the head, with the exact unread count.
 
-    unread = (head - acked) - single acks above the cursor - own messages above the cursor.
+    unread = (head - acked) - single acks above the cursor - own messages above the cursor not acked singly.
     """
     return rows(db.execute(
         "SELECT c.pk AS channel_pk, c.name AS channel, c.kind, mb.acked, c.head, "
         "c.head - mb.acked "
         "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk) "
-        "- (SELECT COUNT(*) FROM messages o WHERE o.channel_pk = c.pk AND o.sender_pk = mb.agent_pk AND o.seq > mb.acked) "
+        "- (SELECT COUNT(*) FROM messages o WHERE o.channel_pk = c.pk AND o.sender_pk = mb.agent_pk AND o.seq > mb.acked "
+        "   AND NOT EXISTS (SELECT 1 FROM acks_above y WHERE y.agent_pk = mb.agent_pk AND y.channel_pk = c.pk AND y.seq = o.seq)) "
         "AS unread "
         "FROM members mb JOIN channels c ON c.pk = mb.channel_pk "
         "WHERE mb.agent_pk = ? AND c.head > mb.acked ORDER BY c.name",
