@@ -8,8 +8,8 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
 
 
-def parse_duration(text: str | int | float) -> float:
-    """Seconds in `text`; raise ValueError with the accepted forms when it is not a duration."""
+def parse_duration(text: str | int | float, minimum: float = 1.0) -> float:
+    """Seconds in `text`, at least `minimum`; raise ValueError with the accepted forms otherwise."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         seconds = float(text)
     else:
@@ -17,8 +17,8 @@ def parse_duration(text: str | int | float) -> float:
         if not match:
             raise ValueError(f"{text!r} is not a duration (use seconds or a suffix: 90, 90s, 30m, 2h, 1d)")
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
-    if seconds < 1:
-        raise ValueError(f"{text!r} is shorter than one second")
+    if seconds < minimum:
+        raise ValueError(f"{text!r} is shorter than {minimum:g} second(s)")
     return seconds
 
 

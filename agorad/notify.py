@@ -19,11 +19,11 @@ from pathlib import Path
 import apsw
 
 from agorad.fence import PREVIEW_CHARS, one_line
+from agorad.notifyfile import inbox_file, last_id_in
 from agorad.log import log
 from agorad.store import messages as sql
 
 MAX_OPEN_FILES = 128
-_TAIL_BYTES = 64 * 1024
 _OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -41,24 +41,6 @@ def notify_line(row: dict) -> bytes:
     return json.dumps(line_fields(row), separators=(",", ":")).encode() + b"\n"
 
 
-def last_id_in(path: Path) -> int | None:
-    """The id of the last complete line of `path`, or None when it holds none."""
-    try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - _TAIL_BYTES))
-            tail = handle.read()
-    except (FileNotFoundError, IsADirectoryError):
-        return None
-    for line in reversed(tail.split(b"\n")):
-        try:
-            return int(json.loads(line)["id"])
-        except (ValueError, KeyError, TypeError):
-            continue  # an empty or torn line: look further back
-    return None
-
-
 class Notifier:
     """Appends delivery lines per agent and knows how far each file has got."""
 
@@ -74,7 +56,7 @@ class Notifier:
         return self.directory is not None
 
     def path(self, agent_id: str) -> Path:
-        return self.directory / f"{agent_id}-inbox.log"
+        return inbox_file(self.directory, agent_id)
 
     def start(self, db: apsw.Connection) -> int:
         """Learn each file's position and append what the database holds beyond it; return lines replayed."""

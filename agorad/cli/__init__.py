@@ -9,6 +9,7 @@ from agorad.cli.agents import agent, agents, heartbeat
 from agorad.cli.channels import channel
 from agorad.cli.inbox import digest, inbox, owed
 from agorad.cli.kb import kb
+from agorad.cli.listen import listen
 from agorad.cli.messaging import ack, read, send
 from agorad.cli.service import service
 from agorad.cli.status import status
@@ -25,5 +26,5 @@ def main():
     """
 
 
-for command in (up, status, agents, agent, heartbeat, send, inbox, read, ack, digest, owed, channel, kb, service):
+for command in (up, status, agents, agent, heartbeat, send, inbox, read, ack, digest, owed, channel, listen, kb, service):
     main.add_command(command)

@@ -102,13 +102,17 @@ class Duration(click.ParamType):
 
     name = "duration"
 
+    def __init__(self, minimum: float = 1.0):
+        self.minimum = minimum
+
     def convert(self, value, param, ctx):
         from agorad.durations import parse_duration
 
         try:
-            return parse_duration(value)
+            return parse_duration(value, self.minimum)
         except ValueError as exc:
             self.fail(str(exc), param, ctx)
 
 
 DURATION = Duration()
+DURATION_OR_ZERO = Duration(minimum=0)

@@ -17,7 +17,9 @@ def hello(call: Call) -> dict:
     agent_id = call.params.get("agent", str, None)
     key = call.params.get("key", str, None)
     call.finish()
-    result = {"protocol": PROTOCOL_VERSION, "hub_version": __version__}
+    notifier = call.hub.notifier
+    result = {"protocol": PROTOCOL_VERSION, "hub_version": __version__,
+              "notify_dir": str(notifier.directory) if notifier.enabled else None}
     if agent_id is None:
         return result
     row, redirect = registry.resolve(call.hub.db, agent_id)

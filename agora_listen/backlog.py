@@ -1,0 +1,50 @@
+"""Backlog at arm: debt the seat owes but has not been woken for rings once.
+
+The debts a wake covered are remembered in `listen-<id>.owedsig` as
+`<ref>@<escalations>` entries, so unchanged debt does not re-ring every loop,
+while a new or newly escalated debt does. Any wake covers all current debt
+(the woken seat sees the owed block first in its inbox). Needs the hub and
+the seat's key; without them there is no backlog check and the notify file
+still rings.
+"""
+
+from __future__ import annotations
+
+from agora_listen.seat import CORRUPT, Seat
+
+
+def current_debts(seat: Seat, home, key: str | None) -> list[dict] | None:
+    """What the seat owes now, or None when the hub or the key is not there to say."""
+    if not key:
+        return None
+    from agorad.client import Client
+    from agorad.errors import AgoraError
+
+    try:
+        with Client(home, timeout=5) as hub:
+            hub.hello(seat.agent, key)
+            return hub.call("owed.list")["i_owe"]
+    except AgoraError:
+        return None
+
+
+def unrung(seat: Seat, debts: list[dict]) -> list[dict]:
+    """The debts missing from the remembered signature, as wake-line deliveries."""
+    stored = seat.load("owedsig")
+    known = set(stored) if isinstance(stored, list) and stored != CORRUPT else set()  # corrupt: ring again
+    return [_as_delivery(d) for d in debts if _mark(d) not in known]
+
+
+def remember(seat: Seat, debts: list[dict] | None) -> None:
+    if debts is not None:
+        seat.save("owedsig", sorted(_mark(d) for d in debts))
+
+
+def _mark(debt: dict) -> str:
+    return f"{debt['ref']}@{debt['escalations']}"
+
+
+def _as_delivery(debt: dict) -> dict:
+    channel, _, seq = debt["ref"].rpartition("#")
+    flags = ["to-me", "open"] + (["escalated"] if debt["escalations"] else [])
+    return {"channel": channel, "seq": int(seq), "flags": flags, "title": debt["title"], "sender": debt["asker"]}

@@ -1,0 +1,77 @@
+"""A seat's files under the home: lock, pidfile, offset, backoff, owed signature.
+
+Writes are atomic (temp file and rename, never through a symlink). Reads that
+find a file corrupt say so, and the caller fails toward more wakes.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+from pathlib import Path
+
+from agorad.paths import FILE_MODE, write_private
+from agorad.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
+
+CORRUPT = "corrupt"
+
+
+class Seat:
+    def __init__(self, home: Path, agent: str):
+        self.home, self.agent = home, agent
+        self._lock_fd: int | None = None
+
+    def file(self, suffix: str) -> Path:
+        return self.home / f"listen-{self.agent}.{suffix}"
+
+    @property
+    def driver_pidfile(self) -> Path:
+        return self.home / f"drive-{self.agent}.pid"
+
+    def driver_owns_reception(self) -> bool:
+        return self.driver_pidfile.exists() and pidfile_state(self.driver_pidfile) == LIVE
+
+    # --- lock and pidfile ----------------------------------------------------------
+
+    def take_lock(self, path: Path | None = None) -> bool:
+        """Hold the seat's listener lock; False if a live process holds it (a dead one's is free)."""
+        fd = os.open(path or self.file("lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        return True
+
+    def release_lock(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def write_pid(self, heartbeat: float, source: str) -> None:
+        write_pidfile(self.file("pid"), heartbeat=int(heartbeat), source=source, agent=self.agent)
+
+    def touch_pid(self) -> None:
+        try:
+            os.utime(self.file("pid"), follow_symlinks=False)
+        except FileNotFoundError:
+            pass
+
+    def remove_pid(self) -> None:
+        remove_if_ours(self.file("pid"))
+
+    # --- state files ----------------------------------------------------------------
+
+    def load(self, suffix: str):
+        """The JSON in listen-<id>.<suffix>: the value, None when missing, CORRUPT when unreadable."""
+        try:
+            return json.loads(self.file(suffix).read_text())
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError):
+            return CORRUPT
+
+    def save(self, suffix: str, value) -> None:
+        write_private(self.file(suffix), json.dumps(value))

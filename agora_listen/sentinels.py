@@ -1,0 +1,85 @@
+"""The four sentinel lines of DESIGN.md "Reception", built only from validated identifiers.
+
+Nothing a message contains reaches these lines except through `clamp`
+(channel names) and `preview` (a JSON-escaped, neutralised title), so no
+message can start a line with AGORA_WAKE or split a sentinel line.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+import time
+
+MAX_CHANNELS = 6
+FLAG_WORDS = ("to-me", "dm", "open", "escalated")
+_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+_REASON = re.compile(r"[a-z-]+")
+
+
+def clamp(channel: str) -> str:
+    """A channel name in the wake-line charset: anything else becomes `?`."""
+    return _UNSAFE.sub("?", str(channel))[:80] or "?"
+
+
+def emit(line: str) -> None:
+    """One sentinel line on stdout, flushed at once."""
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()
+
+
+def armed(agent: str, hub: str, source: str = "file") -> str:
+    return f"AGORA_LISTEN armed source={source} agent={agent} hub={clamp(hub) if source != 'file' else _path(hub)}"
+
+
+def _path(path: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._:/~+-]", "?", path)
+
+
+def heartbeat(now: float | None = None) -> str:
+    return f"AGORA_LISTEN heartbeat ts={int(now if now is not None else time.time())}"
+
+
+def ended(reason: str, cause: str | None = None) -> str:
+    assert _REASON.fullmatch(reason), reason
+    line = f"AGORA_LISTEN ended reason={reason}"
+    if cause:
+        line += " cause=" + json.dumps(" ".join(cause.split())[:200])  # ASCII, one line, quoted
+    return line
+
+
+def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None, backlog: bool = False,
+         preview: bool = False) -> str:
+    """`AGORA_WAKE agent= n= channels= flags= owed=` for a batch of notify lines (n=0 for backlog)."""
+    newest: dict[str, int] = {}
+    flags: set[str] = set()
+    for delivery in deliveries:
+        channel = clamp(delivery["channel"])
+        newest[channel] = max(newest.get(channel, 0), _int(delivery.get("seq")))
+        flags.update(f for f in delivery.get("flags", ()) if f in FLAG_WORDS)
+    shown = [f"{channel}#{seq}" for channel, seq in list(newest.items())[:MAX_CHANNELS]]
+    parts = [
+        f"AGORA_WAKE agent={agent}", f"n={0 if backlog else len(deliveries)}",
+        f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in FLAG_WORDS if f in flags) or '-'}",
+        f"owed={_int(owed)}",
+    ]
+    if len(newest) > MAX_CHANNELS:
+        parts.append(f"more={len(newest) - MAX_CHANNELS}")
+    stamps = [d["ts"] for d in deliveries if isinstance(d.get("ts"), (int, float))]
+    if stamps and now is not None:
+        parts.append(f"age={max(0, int(now - max(stamps)))}")
+    if backlog:
+        parts.append("backlog")
+    if preview and deliveries:
+        parts.append("preview=" + json.dumps(_neutral(deliveries[-1].get("title", "")), ensure_ascii=True))
+    return " ".join(parts)
+
+
+def _int(value) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
+
+
+def _neutral(title) -> str:
+    text = "".join(ch if ch.isprintable() else " " for ch in str(title))
+    return text[:80]

@@ -1,0 +1,69 @@
+"""`agora listen`: the seat's ear. A thin adapter over agora_listen."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from agorad.cli.common import DURATION, DURATION_OR_ZERO, home_option
+
+
+@click.command("listen")
+@click.option("--as", "as_id", metavar="ID", required=True, help="The seat to listen for.")
+@click.option("--once", is_flag=True, help="Exit after the first wake (2), or at --max-wait (0).")
+@click.option("--max-wait", type=DURATION, help="With --once: give up after this long (exit 0). With --adaptive: the cap.")
+@click.option("--debounce", type=DURATION_OR_ZERO, default="15s", show_default=True,
+              help="Coalesce deliveries arriving within this window into one wake.")
+@click.option("--important-only", is_flag=True, help="Wake only for to-me, dm, open or escalated deliveries.")
+@click.option("--preview", is_flag=True, help="Append the newest title, neutralised and quoted, to a wake line.")
+@click.option("--source", type=click.Choice(["auto", "file", "ws"]), default="auto", show_default=True,
+              help="file tails the notify file on this host; ws is for remote seats (not in this release).")
+@click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
+              help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
+@click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
+@click.option("--heartbeat", type=DURATION, default="300s", show_default=True,
+              help="Print a heartbeat line and touch listen-ID.pid this often.")
+@click.option("--notify-dir", type=click.Path(file_okay=False, path_type=Path),
+              help="Where the hub writes notify files (default: what the hub says, else the home).")
+@home_option
+def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir, home):
+    """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
+    from agora_listen.listener import Options, run
+    from agora_listen import sentinels
+    from agorad.protocol import is_agent_id
+
+    if not is_agent_id(as_id):
+        sentinels.emit(sentinels.ended("error", f"--as {as_id!r} is not a valid agent id"))
+        sys.exit(1)
+    options = _options(as_id, home, notify_dir)
+    options.once, options.max_wait, options.debounce = once, max_wait, debounce
+    options.important_only, options.preview, options.source = important_only, preview, source
+    options.lock, options.adaptive, options.heartbeat = lock, adaptive, heartbeat
+    sys.exit(run(options))
+
+
+def _options(as_id: str, home: str | None, notify_dir: Path | None):
+    """Ask the hub (if it answers) for the current id behind an alias and its notify directory."""
+    from agora_listen.listener import Options
+    from agorad import keys
+    from agorad.client import Client
+    from agorad.errors import AgoraError
+    from agorad.paths import Home
+
+    where = Home.resolve(home)
+    agent, told_dir = as_id, None
+    try:
+        with Client(where, timeout=5) as hub:
+            told_dir = hub.call("hub.hello").get("notify_dir")
+            resolved = hub.call("agents.resolve", agent=as_id)
+            agent = resolved["agent"]
+            if resolved["redirected"]:
+                r = resolved["redirected"]
+                click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
+    except AgoraError:
+        pass  # no hub now: the file source works without it
+    directory = notify_dir or (Path(told_dir) if told_dir else where.root)
+    return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
+                   key=keys.read_key(where, agent) or keys.read_key(where, as_id))

@@ -1,0 +1,34 @@
+"""Notify-file names and reading a file's last delivery id: shared by the hub and the listener.
+
+Kept free of the database and other heavy imports, for `agora listen`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+_TAIL_BYTES = 64 * 1024
+
+
+def inbox_file(directory: Path, agent_id: str) -> Path:
+    return Path(directory) / f"{agent_id}-inbox.log"
+
+
+def last_id_in(path: Path) -> int | None:
+    """The id of the last complete line of `path`, or None when it holds none."""
+    try:
+        with open(path, "rb") as handle:
+            handle.seek(0, os.SEEK_END)
+            size = handle.tell()
+            handle.seek(max(0, size - _TAIL_BYTES))
+            tail = handle.read()
+    except (FileNotFoundError, IsADirectoryError):
+        return None
+    for line in reversed(tail.split(b"\n")):
+        try:
+            return int(json.loads(line)["id"])
+        except (ValueError, KeyError, TypeError):
+            continue  # an empty or torn line: look further back
+    return None
