@@ -114,12 +114,14 @@ def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
     follower = Follower(notify_path)
     follower.arm(_offset(seat))
     seat.write_pid(options.heartbeat, "file")
-    sentinels.emit(sentinels.armed(options.agent, options.hub))
     try:
         initial = [line for line in follower.read_new() if _rings(options, line)]
-        if not initial:  # lines already waiting ring through the loop; otherwise unrung debt rings now
-            debts = current_debts(seat, options.home, options.key)
-            fresh = unrung(seat, debts) if debts else []
+        # Lines already waiting ring through the loop; otherwise debt not yet rung for rings now.
+        debts = None if initial else current_debts(seat, options.home, options.key)
+        # Armed once the position is fixed and the hub asked: anything later reaches the loop.
+        sentinels.emit(sentinels.armed(options.agent, options.hub))
+        if debts:
+            fresh = unrung(seat, debts)
             if fresh:
                 _wake(options, seat, follower, fresh, len(debts), backlog=True, debts=debts)
                 if options.once:

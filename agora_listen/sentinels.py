@@ -45,7 +45,7 @@ def ended(reason: str, cause: str | None = None) -> str:
     assert _REASON.fullmatch(reason), reason
     line = f"AGORA_LISTEN ended reason={reason}"
     if cause:
-        line += " cause=" + json.dumps(" ".join(cause.split())[:200])  # ASCII, one line, quoted
+        line += " cause=" + quoted_token(" ".join(cause.split())[:200])
     return line
 
 
@@ -72,8 +72,13 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
     if backlog:
         parts.append("backlog")
     if preview and deliveries:
-        parts.append("preview=" + json.dumps(_neutral(deliveries[-1].get("title", "")), ensure_ascii=True))
+        parts.append("preview=" + quoted_token(_neutral(deliveries[-1].get("title", ""))))
     return " ".join(parts)
+
+
+def quoted_token(text: str) -> str:
+    """`text` as a JSON string with no space and no `=`, so a key=value splitter sees one token."""
+    return json.dumps(text, ensure_ascii=True).replace(" ", "\\u0020").replace("=", "\\u003d")
 
 
 def _int(value) -> int:

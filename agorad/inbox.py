@@ -12,7 +12,9 @@ import apsw
 from agorad import channels, obligations
 from agorad.errors import InvalidParams
 from agorad.policy import Actor
+from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
+from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
 
@@ -103,3 +105,13 @@ def _ack_target(db, actor: Actor, target, field: str) -> tuple[dict, int]:
     if seq > channel["head"]:
         raise InvalidParams(f"{target} is beyond the newest message of {channel['name']} (#{channel['head']})", field=field)
     return channel, seq
+
+
+def add_counts(db: apsw.Connection, agents: list[dict]) -> None:
+    """Give each listed agent its `unread` and `owed` counts (for `agora status`)."""
+    rows = {row["id"]: row["pk"] for row in agents_sql.all_agents(db)}
+    owed = debts_sql.open_counts(db, rows.values())
+    for agent in agents:
+        pk = rows.get(agent["id"])
+        agent["unread"] = sum(max(c["unread"], 0) for c in sql.unread_channels(db, pk)) if pk else 0
+        agent["owed"] = owed.get(pk, 0)

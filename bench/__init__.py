@@ -4,6 +4,10 @@ Every project figure is printed next to a bare reference measured on the same
 machine, in the same run, by the same code, so the ratio is the figure:
 
   heartbeat calls/s    the hub      vs  a bare asyncio echo server (bench/echo.py)
+  DM sends/s           the hub      vs  the bare combined loop (bench/bare.py: json, one apsw
+                                        transaction, one O_APPEND write per request), and
+                                        beside its parts alone: the echo server, an apsw loop
+  inbox.check/digest   a hub holding 1M messages  vs  an empty hub (bench/messaging.py)
   cold start           agorad       vs  `python -c pass` with the same interpreter
   idle RSS             agorad       vs  the idle echo server process
 

@@ -9,35 +9,18 @@ import statistics
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import load
+from bench import load, messaging
+from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
 MIB = 1024 * 1024
 CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server's
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
-
-
-@dataclass
-class Figure:
-    name: str
-    unit: str
-    project: float
-    bare: float
-    bare_is: str
-    goal: str = ""
-    passed: bool | None = None  # None: no goal for this figure
-
-    @property
-    def ratio(self) -> float:
-        return self.project / self.bare if self.bare else float("nan")
-
-    @property
-    def verdict(self) -> str:
-        return "-" if self.passed is None else ("PASS" if self.passed else "MISS")
+SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
 
 
 @dataclass
@@ -48,6 +31,8 @@ class Settings:
     cold_runs: int = 5
     idle: float = 1.0
     clients: tuple = (1, 8)
+    inbox_duration: float = 0.5  # per round, per hub and method
+    population: messaging.Population = field(default_factory=messaging.Population)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -55,11 +40,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     parser.add_argument("--quick", action="store_true", help="short durations: a smoke test, not a measurement")
     args = parser.parse_args(argv)
-    settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5) if args.quick else Settings()
+    settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5, inbox_duration=0.3,
+                        population=messaging.Population(agents=100, messages=20_000)) if args.quick else Settings()
 
     work = Path(tempfile.mkdtemp(prefix="agb", dir="/tmp"))  # short: socket paths are at most 107 bytes
+    notes: list[str] = []
     try:
-        figures = measure(work, settings)
+        figures = measure(work, settings, notes)
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -69,20 +56,18 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({
             "environment": environment(), "settings": asdict(settings), "quick": args.quick,
-            "figures": [{**asdict(f), "ratio": f.ratio, "verdict": f.verdict} for f in figures],
+            "figures": [{**asdict(f), "ratio": f.ratio, "verdict": f.verdict} for f in figures], "notes": notes,
         }, indent=2))
     else:
-        print(table(figures, settings, args.quick))
+        print(table(figures, settings, args.quick, notes))
     return 0
 
 
-def progress(text: str) -> None:
-    print(f"bench: {text}", file=sys.stderr, flush=True)
-
-
-def measure(work: Path, s: Settings) -> list[Figure]:
+def measure(work: Path, s: Settings, notes: list[str]) -> list[Figure]:
     figures: list[Figure] = []
     figures += throughput(work, s)
+    figures += messaging.sends(work, s)
+    figures += messaging.inbox(work, s, notes)
     figures += startup(work, s)
     figures += memory(work, s)
     return figures
@@ -102,9 +87,11 @@ def throughput(work: Path, s: Settings) -> list[Figure]:
         for n in s.clients:
             plural = "s" * (n > 1)
             progress(f"heartbeats, {n} client{plural}: {s.rounds} rounds of {s.duration:g} s, echo and hub alternating")
-            sides = _rounds(s, lambda: _cpu(hub, lambda: load.run(str(hub.socket_path), n, s.warmup, s.duration, hellos[:n])),
-                        lambda: _cpu(echo, lambda: load.run(str(echo.socket_path), n, s.warmup, s.duration)))
-            (h_rate, h_p50, h_p99, h_cpu), (e_rate, e_p50, e_p99, e_cpu) = sides
+            echo_side, hub_side = alternate(
+                s.rounds,
+                lambda: with_cpu(echo, lambda: load.run(str(echo.socket_path), n, s.warmup, s.duration)),
+                lambda: with_cpu(hub, lambda: load.run(str(hub.socket_path), n, s.warmup, s.duration, hellos[:n])))
+            (h_rate, h_p50, h_p99, h_cpu), (e_rate, e_p50, e_p99, e_cpu) = medians(hub_side), medians(echo_side)
             figures += [
                 Figure(f"heartbeat calls/s, {n} client{plural}", "calls/s", h_rate, e_rate,
                        "echo", f">= {CALLS_GOAL:.2f}x", h_rate >= CALLS_GOAL * e_rate),
@@ -113,38 +100,6 @@ def throughput(work: Path, s: Settings) -> list[Figure]:
                 Figure(f"server CPU per call, {n} client{plural}", "us", h_cpu, e_cpu, "echo"),
             ]
     return figures
-
-
-def _rounds(s: Settings, hub_run, echo_run):
-    """Alternate echo and hub runs; per side: the medians of the rounds' calls/s, p50, p99 and server CPU per call.
-
-    On a small VM the scheduler's placement of client and server (same CPU or
-    not) moves one-client round trips by 3x; alternating rounds and taking the
-    median keeps that noise from landing on one side only.
-    """
-    hub_results, echo_results = [], []  # (LoadResult, server CPU seconds per call)
-    for _ in range(s.rounds):
-        echo_results.append(echo_run())
-        hub_results.append(hub_run())
-    return [
-        (statistics.median(r.calls_per_s for r, _ in results),
-         statistics.median(r.p50_ms for r, _ in results),
-         statistics.median(r.p99_ms for r, _ in results),
-         statistics.median(cpu for _, cpu in results) * 1e6)
-        for results in (hub_results, echo_results)
-    ]
-
-
-def _cpu(server, run):
-    """Run the load; return its result and the server's CPU seconds (user + system) per answered call."""
-    import psutil
-
-    proc = psutil.Process(server.proc.pid)
-    before = proc.cpu_times()
-    result = run()
-    after = proc.cpu_times()
-    used = (after.user - before.user) + (after.system - before.system)
-    return result, used / max(1, result.all_calls)
 
 
 def startup(work: Path, s: Settings) -> list[Figure]:
@@ -192,9 +147,9 @@ def _fmt(value: float, unit: str) -> str:
     return f"{value:g}"
 
 
-def table(figures: list[Figure], s: Settings, quick: bool) -> str:
+def table(figures: list[Figure], s: Settings, quick: bool, notes: list[str] = ()) -> str:
     head = ("figure", "agorad", "bare", "ratio", "goal", "", "bare is")
-    rows = [(("  " if f.unit in ("ms", "us") else "") + f.name, _fmt(f.project, f.unit), _fmt(f.bare, f.unit), f"{f.ratio:.2f}x", f.goal or "-", f.verdict, f.bare_is)
+    rows = [(("  " if f.name.startswith(SUB_ROWS) else "") + f.name, _fmt(f.project, f.unit), _fmt(f.bare, f.unit), f"{f.ratio:.2f}x", f.goal or "-", f.verdict, f.bare_is)
             for f in figures]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     align = ["<", ">", ">", ">", "<", "<", "<"]
@@ -208,6 +163,8 @@ def table(figures: list[Figure], s: Settings, quick: bool) -> str:
             f"calls/s: median of {s.rounds} alternating rounds of {s.duration:g} s after {s.warmup:g} s warm-up, "
             "one client process per connection, one request in flight each;\n"
             "latency and server CPU per call (psutil user+system / calls answered): median of the rounds")
+    for line in notes:
+        note += "\n" + line
     if quick:
         note += "\n--quick: a smoke test; these figures are not measurements"
     return "\n".join([*lines, "", note])

@@ -1,6 +1,6 @@
 """The load client: N processes, each one connection, one request in flight, the same code for every server.
 
-Each client sends a heartbeat frame, reads one reply line, parses it as JSON
+Each client sends a frame (a heartbeat unless told otherwise), reads one reply line, parses it as JSON
 and checks its id; the hub answers it, the echo server sends the frame back.
 Clients are separate processes (the GIL would otherwise make the client side
 the bottleneck); they warm up, meet at a barrier, then run for a fixed time.
@@ -35,18 +35,19 @@ class LoadResult:
 
 
 def run(socket_path: str, clients: int, warmup: float, duration: float,
-        hellos: list[bytes | None] | None = None) -> LoadResult:
+        hellos: list[bytes | None] | None = None, frame: bytes = FRAME) -> LoadResult:
     """Run `clients` client processes against the server at `socket_path` and merge their figures.
 
     `hellos[i]`, when given, is a frame client i sends (and checks) before its warm-up,
     e.g. the hub's `hub.hello {agent, key}` that makes its connection act as a seat.
+    `frame` is the request every call sends, with one `%d` for its id (default: a heartbeat).
     """
     hellos = hellos or [None] * clients
     ctx = multiprocessing.get_context("fork")
     barrier = ctx.Barrier(clients)
     results = ctx.Queue()
     procs = [
-        ctx.Process(target=_client, args=(i, socket_path, hellos[i], warmup, duration, barrier, results), daemon=True)
+        ctx.Process(target=_client, args=(i, socket_path, hellos[i], frame, warmup, duration, barrier, results), daemon=True)
         for i in range(clients)
     ]
     for proc in procs:
@@ -81,7 +82,7 @@ def _percentile(ordered, q: float) -> float:
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
 
 
-def _client(index, socket_path, hello, warmup, duration, barrier, results) -> None:
+def _client(index, socket_path, hello, frame, warmup, duration, barrier, results) -> None:
     sock = None
     try:
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -94,11 +95,11 @@ def _client(index, socket_path, hello, warmup, duration, barrier, results) -> No
             if "result" not in reply:
                 raise BenchError(f"hello refused: {reply}")
         ids = _Ids()
-        _loop(sock, reader, ids, time.perf_counter() + warmup, array("d"))
+        _loop(sock, reader, frame, ids, time.perf_counter() + warmup, array("d"))
         barrier.wait(timeout=warmup + 3 * SOCKET_TIMEOUT)
         latencies = array("d")
         start = time.perf_counter()
-        end = _loop(sock, reader, ids, start + duration, latencies)
+        end = _loop(sock, reader, frame, ids, start + duration, latencies)
         results.put(("ok", index, len(latencies), end - start, latencies.tobytes(), ids.last))
     except Exception as exc:  # report, never hang the parent
         results.put(("error", index, f"{type(exc).__name__}: {exc}"))
@@ -114,14 +115,14 @@ class _Ids:
         self.last = 1  # 1 was the hello
 
 
-def _loop(sock, reader, ids: _Ids, deadline: float, latencies: array) -> float:
+def _loop(sock, reader, template: bytes, ids: _Ids, deadline: float, latencies: array) -> float:
     """Call until `deadline`; append each call's latency (s); return the time the last reply arrived."""
     send, readline, loads, clock, record = sock.sendall, reader.readline, json.loads, time.perf_counter, latencies.append
     request_id = ids.last
     now = clock()
     for _ in range(MAX_CALLS):
         request_id += 1
-        frame = FRAME % request_id
+        frame = template % request_id
         sent = clock()
         send(frame)
         line = readline()

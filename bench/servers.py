@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 ECHO_SCRIPT = Path(__file__).with_name("echo.py")
+BARE_SCRIPT = Path(__file__).with_name("bare.py")
 HELLO_FRAME = b'{"jsonrpc":"2.0","id":1,"method":"hub.hello"}\n'
 PROBE_SLEEP = 0.001  # between connection attempts while a server starts
 
@@ -117,15 +118,19 @@ class Hub(Server):
         self.wait_ready(probe=HELLO_FRAME)
         return self
 
-    def register(self, count: int, prefix: str = "bench") -> list[tuple[str, str]]:
-        """Add `count` async seats as the operator; return their (id, key) pairs."""
+    def register(self, count: int, prefix: str = "bench", mode: str = "async") -> list[tuple[str, str]]:
+        """Add `count` seats (`mode`) as the operator; return their (id, key) pairs."""
+        return self.add_agents([f"{prefix}-{i}" for i in range(count)], mode)
+
+    def add_agents(self, agents: list[str], mode: str = "async") -> list[tuple[str, str]]:
+        """Add the named seats as the operator; return their (id, key) pairs."""
         from agorad.client import Client
 
         seats = []
         with Client(self.home, timeout=10) as operator:
-            for i in range(count):
-                agent = f"{prefix}-{i}"
-                reply = operator.call("agents.add", agent=agent, liveness_mode="async", interval=1800)
+            for agent in agents:
+                params = {"interval": 1800} if mode == "async" else {}
+                reply = operator.call("agents.add", agent=agent, liveness_mode=mode, **params)
                 seats.append((agent, reply["key"]))
         return seats
 
@@ -139,6 +144,25 @@ class Echo(Server):
         return [sys.executable, str(ECHO_SCRIPT), str(self.socket_path)]
 
     def start(self) -> "Echo":
+        self.spawn()
+        self.wait_ready()
+        return self
+
+
+class Bare(Server):
+    """`python bench/bare.py SOCKET DB NOTIFY`: the bare combined loop (socket, json, apsw, O_APPEND)."""
+
+    name = "bare combined server"
+
+    def __init__(self, socket_path: Path, log_path: Path, db_path: Path, notify_path: Path):
+        super().__init__(socket_path, log_path)
+        self.db_path = db_path
+        self.notify_path = notify_path
+
+    def command(self) -> list[str]:
+        return [sys.executable, str(BARE_SCRIPT), str(self.socket_path), str(self.db_path), str(self.notify_path)]
+
+    def start(self) -> "Bare":
         self.spawn()
         self.wait_ready()
         return self

@@ -8,6 +8,7 @@ from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import EXIT_UNAVAILABLE, connect, handles_errors, home_option, json_option, print_json, print_table
 from agorad.errors import Unavailable
 from agorad.paths import Home
+from pathlib import Path
 
 
 @click.command("status")
@@ -19,7 +20,7 @@ def status(home, as_json):
     try:
         with connect(home) as hub:
             info = hub.call("hub.status")
-            info["agents"] = hub.call("agents.list")["agents"]
+            info["agents"] = hub.call("agents.list", counts=True)["agents"]
     except Unavailable as exc:
         if as_json:
             print_json({"running": False, "home": str(Home.resolve(home).root), "error": exc.message})
@@ -27,6 +28,10 @@ def status(home, as_json):
             click.echo(f"hub: not running ({exc.message})", err=True)
         raise SystemExit(EXIT_UNAVAILABLE)
     info["running"] = True
+    root = Path(info["home"])
+    for agent in info["agents"]:
+        agent["listener"] = _seat_state(root / f"listen-{agent['id']}.pid", "armed")
+        agent["driver"] = _seat_state(root / f"drive-{agent['id']}.pid", "running")
     if as_json:
         print_json(info)
         return
@@ -39,7 +44,21 @@ def status(home, as_json):
                f"notify files: {info['notify_dir'] or 'off'}")
     if info["agents"]:
         click.echo("")
-        print_table(agent_rows(info["agents"], info["now"]), AGENT_HEADERS)
+        rows = [row + [_shown(a["listener"]), _shown(a["driver"]), str(a["unread"]), str(a["owed"])]
+                for row, a in zip(agent_rows(info["agents"], info["now"]), info["agents"])]
+        print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "UNREAD", "OWED"])
+
+
+def _seat_state(pidfile: Path, live_word: str) -> str | None:
+    """`live_word` for a live pidfile, "stale" for a dead or silent one, None for none."""
+    from agorad.pidfiles import LIVE, pidfile_state
+
+    state = pidfile_state(pidfile)
+    return None if state is None else (live_word if state == LIVE else "stale")
+
+
+def _shown(state: str | None) -> str:
+    return "-" if state is None else "STALE" if state == "stale" else state
 
 
 def _span(seconds: float) -> str:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agorad import registry
+from agorad import inbox, registry
 from agorad.handlers import Call, duration_param
 from agorad.policy import require
 from agorad.protocol import check_agent_id
@@ -36,9 +36,13 @@ def resolve(call: Call) -> dict:
 
 def list_agents(call: Call) -> dict:
     include_expired = call.params.get("include_expired", bool, False)
+    with_counts = call.params.get("counts", bool, False)
     call.finish()
     now = call.now
-    return {"agents": registry.list_agents(call.hub.db, now, call.hub.ephemeral_ttl, include_expired), "now": now}
+    listed = registry.list_agents(call.hub.db, now, call.hub.ephemeral_ttl, include_expired)
+    if with_counts:
+        inbox.add_counts(call.hub.db, listed)
+    return {"agents": listed, "now": now}
 
 
 def heartbeat(call: Call) -> dict:
