@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import apsw
 
+from agorad.notify import preview
 from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 
@@ -25,13 +26,14 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
         return []
     ids = sql.take_delivery_ids(db, list(recipients))
     owed = debts_sql.open_counts(db, recipients)
+    shown = preview(message["body"])  # once per message, not once per recipient
     rows = []
     for pk, flags in recipients.items():
         agent_id, delivery_id = ids[pk]
         rows.append({
             "agent_pk": pk, "id": delivery_id, "ts": now, "agent": agent_id, "channel": message["channel"],
             "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
-            "flags": flag_text(flags), "owed": owed.get(pk, 0),
+            "flags": flag_text(flags), "owed": owed.get(pk, 0), "preview": shown,
         })
     sql.insert_deliveries(db, [(r["agent_pk"], r["id"], message["pk"], r["flags"], r["owed"], now) for r in rows])
     return rows

@@ -24,7 +24,7 @@ DIGEST_TITLES = 3
 
 
 def check(db: apsw.Connection, actor: Actor, now: float, limit: int = DEFAULT_LIMIT) -> dict:
-    owed = obligations.owed(db, actor, now)["i_owe"]
+    owed = obligations.i_owe(db, actor, now)
     open_refs = {debt["ref"] for debt in owed}
     listed, total = [], 0
     for channel in sql.unread_channels(db, actor.agent_pk):

@@ -86,7 +86,7 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         message["channel"] = channel["name"]
         sql.add_addressees(db, message["pk"], addressees)
         if draft.ask:
-            obligations.open_debts(db, message["pk"], addressees, now, schedule)
+            obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
         discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
         channels_sql.advance_if_next(db, actor.agent_pk, channel["pk"], seq)
         recipients = {pk: _flags(pk, channel, addressees, draft.ask) for pk in members if pk != actor.agent_pk}

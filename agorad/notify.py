@@ -33,8 +33,12 @@ def line_fields(row: dict) -> dict:
     return {
         "v": 1, "id": row["id"], "ts": row["ts"], "agent": row["agent"], "channel": row["channel"],
         "seq": row["seq"], "sender": row["sender"], "title": one_line(row["title"], 200),
-        "flags": [f for f in flags if f], "preview": one_line(row["body"], PREVIEW_CHARS), "owed": row["owed"],
+        "flags": [f for f in flags if f], "preview": row.get("preview") or preview(row["body"]), "owed": row["owed"],
     }
+
+
+def preview(body: str) -> str:
+    return one_line(body, PREVIEW_CHARS)
 
 
 def notify_line(row: dict) -> bytes:

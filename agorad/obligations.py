@@ -21,8 +21,8 @@ def first_due(now: float, schedule: tuple[float, ...]) -> float | None:
     return now + schedule[0] if schedule else None
 
 
-def open_debts(db: apsw.Connection, message_pk: int, debtor_pks: set[int], now: float, schedule) -> None:
-    sql.create(db, message_pk, debtor_pks, now, first_due(now, schedule))
+def open_debts(db: apsw.Connection, message_pk: int, asker_pk: int, debtor_pks: set[int], now: float, schedule) -> None:
+    sql.create(db, message_pk, asker_pk, debtor_pks, now, first_due(now, schedule))
 
 
 def discharge_by_reply(db: apsw.Connection, original: dict, replier_pk: int, reply_pk: int, now: float) -> int:
@@ -33,10 +33,11 @@ def discharge_by_reply(db: apsw.Connection, original: dict, replier_pk: int, rep
 
 
 def owed(db: apsw.Connection, actor: Actor, now: float) -> dict:
-    return {
-        "i_owe": [_shown(d, now) for d in sql.owed_by(db, actor.agent_pk)],
-        "owed_to_me": [_shown(d, now) for d in sql.owed_to(db, actor.agent_pk)],
-    }
+    return {"i_owe": i_owe(db, actor, now), "owed_to_me": [_shown(d, now) for d in sql.owed_to(db, actor.agent_pk)]}
+
+
+def i_owe(db: apsw.Connection, actor: Actor, now: float) -> list[dict]:
+    return [_shown(d, now) for d in sql.owed_by(db, actor.agent_pk)]
 
 
 def _shown(debt: dict, now: float) -> dict:

@@ -201,8 +201,8 @@ def populate(home: Path, pop: Population) -> Populated:
             db.executemany("INSERT INTO messages (pk, channel_pk, seq, sender_pk, sender, title, body, ask, created_at) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
             db.executemany("INSERT INTO addressees (message_pk, agent_pk) VALUES (?, ?)", addressees)
-            db.executemany("INSERT INTO debts (message_pk, debtor_pk, created_at, level, due_at, discharged_at) "
-                           "VALUES (?, ?, ?, ?, NULL, ?)", debts)
+            db.executemany("INSERT INTO debts (message_pk, debtor_pk, asker_pk, created_at, level, due_at, discharged_at) "
+                           "VALUES (?, ?, ?, ?, ?, NULL, ?)", debts)
             db.execute("COMMIT")
             batch.clear(), addressees.clear(), debts.clear()
 
@@ -228,7 +228,8 @@ def populate(home: Path, pop: Population) -> Populated:
                     still_open = rand() < pop.open_share and seat_pk not in (debtor, agent_pk[sender])
                     open_debts += still_open
                     addressees.append((pk, debtor))
-                    debts.append((pk, debtor, at, 3 if still_open else 0, None if still_open else at + 600))
+                    debts.append((pk, debtor, agent_pk[sender], at, 3 if still_open else 0,
+                                  None if still_open else at + 600))
             seq = head[channel] = head.get(channel, 0) + 1
             off = randrange(text_len)
             batch.append((pk, channel, seq, agent_pk[sender], ids[sender], f"update {seq}",

@@ -12,9 +12,9 @@ _DEBT = ("d.message_pk, d.debtor_pk, a.id AS debtor, d.created_at, d.level, d.du
 _JOINS = "FROM debts d JOIN agents a ON a.pk = d.debtor_pk JOIN messages m ON m.pk = d.message_pk JOIN channels c ON c.pk = m.channel_pk"
 
 
-def create(db: apsw.Connection, message_pk: int, debtor_pks, now: float, due_at: float | None) -> None:
-    db.executemany("INSERT OR IGNORE INTO debts (message_pk, debtor_pk, created_at, due_at) VALUES (?, ?, ?, ?)",
-                   [(message_pk, pk, now, due_at) for pk in debtor_pks])
+def create(db: apsw.Connection, message_pk: int, asker_pk: int, debtor_pks, now: float, due_at: float | None) -> None:
+    db.executemany("INSERT OR IGNORE INTO debts (message_pk, debtor_pk, asker_pk, created_at, due_at) VALUES (?, ?, ?, ?, ?)",
+                   [(message_pk, pk, asker_pk, now, due_at) for pk in debtor_pks])
 
 
 def debtor_pks(db: apsw.Connection, message_pk: int) -> set[int]:
@@ -40,7 +40,7 @@ def owed_by(db: apsw.Connection, agent_pk: int) -> list[dict]:
 
 
 def owed_to(db: apsw.Connection, agent_pk: int) -> list[dict]:
-    return rows(db.execute(f"SELECT {_DEBT} {_JOINS} WHERE {_OPEN} AND m.sender_pk = ? ORDER BY d.created_at", (agent_pk,)))
+    return rows(db.execute(f"SELECT {_DEBT} {_JOINS} WHERE {_OPEN} AND d.asker_pk = ? ORDER BY d.created_at", (agent_pk,)))
 
 
 def due(db: apsw.Connection, now: float) -> list[dict]:

@@ -72,6 +72,7 @@ ALTER TABLE agents ADD COLUMN notified_upto INTEGER NOT NULL DEFAULT 0;
 CREATE TABLE debts (
     message_pk    INTEGER NOT NULL REFERENCES messages(pk),
     debtor_pk     INTEGER NOT NULL REFERENCES agents(pk) ON DELETE CASCADE,
+    asker_pk      INTEGER NOT NULL,   -- the ask's sender, so "owed to me" is an index lookup
     created_at    REAL NOT NULL,
     level         INTEGER NOT NULL DEFAULT 0,   -- escalations so far
     due_at        REAL,                          -- next escalation; NULL when the schedule is done
@@ -81,3 +82,4 @@ CREATE TABLE debts (
 );
 CREATE INDEX debts_open_by_debtor ON debts(debtor_pk) WHERE discharged_at IS NULL;
 CREATE INDEX debts_open_due ON debts(due_at) WHERE discharged_at IS NULL AND due_at IS NOT NULL;
+CREATE INDEX debts_open_by_asker ON debts(asker_pk) WHERE discharged_at IS NULL;
