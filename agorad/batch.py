@@ -39,7 +39,8 @@ class Batch:
 
     def commit(self) -> None:
         effects, self.effects = self.effects, []
-        stored = True
+        # Effects exist only while a transaction is open; if it is gone, SQLite rolled it back.
+        stored = self.db.in_transaction or not effects
         try:
             if self.db.in_transaction:
                 self.db.execute("COMMIT")
@@ -49,4 +50,7 @@ class Batch:
             if self.db.in_transaction:
                 self.db.execute("ROLLBACK")
         for effect in effects:
-            effect(stored)
+            try:
+                effect(stored)
+            except Exception as exc:  # one failing effect must not cost the others their reply
+                log("effect-failed", error=type(exc).__name__, detail=str(exc)[:200])

@@ -34,13 +34,20 @@ def check_new_name(name) -> str:
     return name
 
 
-def named(db: apsw.Connection, name, field: str = "channel") -> dict:
-    """The channel called `name`; NotFound says how to create it."""
+def named(db: apsw.Connection, name, field: str = "channel", actor: Actor | None = None) -> dict:
+    """The channel called `name`; NotFound says how to create it.
+
+    With an agent `actor`, a DM it is not part of does not exist either: an
+    outsider learns nothing about other agents' DMs, not even their length.
+    """
     if not isinstance(name, str) or not name:
         raise InvalidParams(f"{field} must be a channel name", field=field)
     channel = sql.by_name(db, name)
-    if channel is None:
-        raise NotFound(f"no channel {name!r} (create it with `agora channel create {name}`)", field=field)
+    hidden = (channel is not None and channel["kind"] == "dm" and actor is not None and not actor.is_operator
+              and sql.membership(db, actor.agent_pk, channel["pk"]) is None)
+    if channel is None or hidden:
+        hint = "" if name.startswith("dm:") else f" (create it with `agora channel create {name}`)"
+        raise NotFound(f"no channel {name!r}{hint}", field=field)
     return channel
 
 
@@ -81,17 +88,17 @@ def resolve_target(db: apsw.Connection, actor: Actor, target, now: float) -> tup
     """Where a send goes: `@id` is a DM, anything else a channel the actor belongs to."""
     if isinstance(target, str) and target.startswith("@"):
         return open_dm(db, actor, target[1:], now)
-    channel = named(db, target, "target")
+    channel = named(db, target, "target", actor)
     require_member(db, actor, channel)
     return channel, None
 
 
-def parse_ref(db: apsw.Connection, ref, field: str = "ref") -> tuple[dict, int]:
+def parse_ref(db: apsw.Connection, ref, field: str = "ref", actor: Actor | None = None) -> tuple[dict, int]:
     """`<channel>#<seq>` -> (channel, seq); the message itself may still not exist."""
     match = REF.fullmatch(ref) if isinstance(ref, str) else None
     if not match:
         raise InvalidParams(f"{field} {ref!r} is not a message reference like commons#12", field=field)
-    return named(db, match.group(1), field), int(match.group(2))
+    return named(db, match.group(1), field, actor), int(match.group(2))
 
 
 def create(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
@@ -106,7 +113,7 @@ def create(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
 
 
 def join(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
-    channel = named(db, name)
+    channel = named(db, name, actor=actor)
     if channel["kind"] == "dm":
         raise Forbidden("DM channels have exactly their two agents", rule="channel.dm")
     with write(db):
@@ -115,7 +122,7 @@ def join(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
 
 
 def leave(db: apsw.Connection, actor: Actor, name) -> dict:
-    channel = named(db, name)
+    channel = named(db, name, actor=actor)
     if channel["kind"] != "named":
         raise Forbidden(f"{channel['name']} cannot be left: every agent is in commons, and a DM is for its two agents",
                         rule="channel.leave")

@@ -17,6 +17,8 @@ def parse_duration(text: str | int | float, minimum: float = 1.0) -> float:
         if not match:
             raise ValueError(f"{text!r} is not a duration (use seconds or a suffix: 90, 90s, 30m, 2h, 1d)")
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
+    if not seconds < float("inf"):  # NaN and infinity compare false
+        raise ValueError(f"{text!r} is not a finite duration")
     if seconds < minimum:
         raise ValueError(f"{text!r} is shorter than {minimum:g} second(s)")
     return seconds

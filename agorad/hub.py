@@ -7,8 +7,9 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from agorad import faults, obligations, registry
+from agorad import faults, keys, obligations, registry, seat_files
 from agorad.batch import Batch
+from agorad.log import log
 from agorad.clock import Clock
 from agorad.messages import DEFAULT_MAX_BODY
 from agorad.notify import Notifier, line_fields
@@ -42,7 +43,8 @@ class HubState:
     last_sweep: dict = field(default_factory=dict)
     notifier: Notifier = field(init=False)
     batch: Batch = field(init=False)
-    subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections
+    subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
+    sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
 
     def __post_init__(self):
         self.batch = Batch(self.db)
@@ -82,6 +84,22 @@ class HubState:
                     connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(row)}))
         faults.point("after-notify")
 
+    def agent_renamed(self, pk: int, old_id: str, new_id: str) -> None:
+        """After a committed rename: live connections act under the new id; files follow it."""
+        for connection in self.sessions.get(pk, ()):
+            connection.actor.agent_id = new_id
+        _each(lambda: keys.move_key_file(self.home, old_id, new_id), lambda: self.notifier.rename(old_id, new_id),
+              lambda: seat_files.rename(self.home, old_id, new_id))
+
+    def agent_removed(self, pk: int, agent_id: str) -> None:
+        """After a committed removal: its connections hang up; its key, notify and seat files go."""
+        for connection in list(self.sessions.get(pk, ())):
+            connection.revoke(f"agent {agent_id} was removed")
+        self.sessions.pop(pk, None)
+        self.subscribers.pop(pk, None)
+        _each(lambda: keys.remove_key_file(self.home, agent_id), lambda: self.notifier.forget(pk, agent_id),
+              lambda: seat_files.remove(self.home, agent_id))
+
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""
         now = self.clock.now()
@@ -95,3 +113,12 @@ class HubState:
         self.last_sweep = {"at": now, **counts, "escalated": len(events)}
         return self.last_sweep
 
+
+
+def _each(*steps) -> None:
+    """Run every file step of a committed change; one failing does not stop the others."""
+    for step in steps:
+        try:
+            step()
+        except OSError as exc:
+            log("file-step-failed", error=exc.strerror or exc, path=getattr(exc, "filename", None))

@@ -100,7 +100,7 @@ def ack(db: apsw.Connection, actor: Actor, ref=None, upto=None, everything: bool
 
 
 def _ack_target(db, actor: Actor, target, field: str) -> tuple[dict, int]:
-    channel, seq = channels.parse_ref(db, target, field)
+    channel, seq = channels.parse_ref(db, target, field, actor)
     channels.require_member(db, actor, channel)
     if seq > channel["head"]:
         raise InvalidParams(f"{target} is beyond the newest message of {channel['name']} (#{channel['head']})", field=field)

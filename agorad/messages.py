@@ -111,11 +111,13 @@ def _addressees(db, actor: Actor, channel: dict, members: set[int], draft: Draft
         found.add(row["pk"])
     for mentioned in _mentions(draft.title + "\n" + draft.body):
         try:
-            row, _ = registry.resolve(db, mentioned)
+            row, redirect = registry.resolve(db, mentioned)
         except NotFound:
             continue  # an @word that names nobody is just text
         if row["pk"] in members:
             found.add(row["pk"])
+            if redirect:
+                redirects.append(redirect)
     found.discard(actor.agent_pk)
     return found
 
@@ -133,7 +135,7 @@ def _mentions(text: str) -> set[str]:
 def _original(db, actor: Actor, reply_to) -> dict | None:
     if reply_to is None:
         return None
-    channel, seq = channels.parse_ref(db, reply_to, "reply_to")
+    channel, seq = channels.parse_ref(db, reply_to, "reply_to", actor)
     original = sql.by_ref(db, channel["pk"], seq)
     if original is None:
         raise NotFound(f"no message {reply_to} to reply to (the channel's newest is #{channel['head']})", field="reply_to")
@@ -156,12 +158,12 @@ def _flags(pk: int, channel: dict, addressees: set[int], ask: bool) -> set[str]:
 
 def read(db: apsw.Connection, actor: Actor, ref) -> dict:
     """One message, its metadata, and its body inside a fence. Reading never acks."""
-    channel, seq = channels.parse_ref(db, ref)
+    channel, seq = channels.parse_ref(db, ref, "ref", actor)
+    if not actor.is_operator and channels_sql.membership(db, actor.agent_pk, channel["pk"]) is None:
+        raise Forbidden(f"{actor.agent_id} is not a member of {channel['name']}", rule="channel.member")
     message = sql.by_ref(db, channel["pk"], seq)
     if message is None:
         raise NotFound(f"no message {ref} (the channel's newest is #{channel['head']})", field="ref")
-    if not actor.is_operator and channels_sql.membership(db, actor.agent_pk, channel["pk"]) is None:
-        raise Forbidden(f"{actor.agent_id} is not a member of {channel['name']}", rule="channel.member")
     original = sql.by_pk(db, message["reply_to"]) if message["reply_to"] else None
     shown = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "sender": message["sender"],

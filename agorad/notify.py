@@ -24,7 +24,7 @@ from agorad.log import log
 from agorad.store import messages as sql
 
 MAX_OPEN_FILES = 128
-_OPEN_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
 def line_fields(row: dict) -> dict:
@@ -67,11 +67,16 @@ class Notifier:
         if not self.enabled:
             return 0
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _tighten(self.directory)
         replayed = 0
         for pk, agent_id, last_delivery, notified_upto in sql.delivery_marks(db):
             on_disk = last_id_in(self.path(agent_id))
             if on_disk is None:
                 on_disk = last_id_in(self.path(agent_id).with_name(self.path(agent_id).name + ".1"))
+            if on_disk is not None and on_disk > last_delivery:
+                # Not this agent's lines (a restored database, a file put there by hand): never skip ours.
+                log("notify-file-ahead", agent=agent_id, file_id=on_disk, database_id=last_delivery)
+                on_disk = notified_upto if notified_upto <= last_delivery else 0
             self.written[pk] = on_disk if on_disk is not None else notified_upto
             if last_delivery > self.written[pk]:
                 replayed += self.catch_up(db, pk)
@@ -113,8 +118,10 @@ class Notifier:
             for row in rows:
                 data = notify_line(row)
                 fd = self._fd(agent_id, len(data))
-                os.write(fd, data)  # one write per line on O_APPEND: never interleaved, never torn
-                self._grew(agent_id, len(data))
+                written = os.write(fd, data)  # one write per line on O_APPEND: never interleaved
+                self._grew(agent_id, written)
+                if written != len(data):
+                    raise OSError(f"short write ({written} of {len(data)} bytes)")
                 self.written[agent_pk] = row["id"]
             return True
         except OSError as exc:
@@ -134,6 +141,8 @@ class Notifier:
                 return fd
         fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
         size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            size += os.write(fd, b"\n")  # end a line torn by a failed write, so the next one stands alone
         self._files[agent_id] = (fd, size)
         if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
             self._rotate(agent_id)
@@ -162,15 +171,22 @@ class Notifier:
             return
         self._close(old_id)
         for suffix in ("", ".1"):
+            source, target = (self.directory / f"{agent}-inbox.log{suffix}" for agent in (old_id, new_id))
             try:
-                os.replace(self.directory / f"{old_id}-inbox.log{suffix}", self.directory / f"{new_id}-inbox.log{suffix}")
+                os.replace(source, target)
             except FileNotFoundError:
                 pass
+            except OSError as exc:
+                log("notify-rename-failed", path=source, error=exc.strerror or exc)
 
     def forget(self, agent_pk: int, agent_id: str) -> None:
+        """A removed agent: its files go, so a later agent of the same id starts clean."""
         self._close(agent_id)
         self.written.pop(agent_pk, None)
         self.behind.discard(agent_pk)
+        if self.enabled:
+            for suffix in ("", ".1"):
+                self.path(agent_id).with_name(f"{agent_id}-inbox.log{suffix}").unlink(missing_ok=True)
 
     def reopen(self) -> None:
         """Close every descriptor (SIGUSR2): the next write opens the file by name again."""
@@ -179,3 +195,14 @@ class Notifier:
 
     def close(self) -> None:
         self.reopen()
+
+
+def _tighten(directory: Path) -> None:
+    """Make our own notify directory 0700; leave a shared one (not ours, or sticky like /tmp) alone, and say so."""
+    info = directory.stat()
+    if info.st_mode & 0o077 == 0:
+        return
+    if info.st_uid == os.getuid() and not info.st_mode & 0o1000:
+        os.chmod(directory, 0o700)
+    else:
+        log("notify-dir-shared", path=directory, mode=oct(info.st_mode & 0o7777))

@@ -26,6 +26,8 @@ class Params:
         value = self._raw[name]
         if not _is(value, kind):
             raise InvalidParams(f"parameter {name!r} must be {_describe(kind)}", field=name)
+        if not _valid_text(value):
+            raise InvalidParams(f"parameter {name!r} is not valid Unicode (it holds a lone surrogate)", field=name)
         return value
 
     def done(self) -> None:
@@ -47,3 +49,17 @@ def _is(value, kind) -> bool:
 def _describe(kind) -> str:
     kinds = kind if isinstance(kind, tuple) else (kind,)
     return " or ".join(_TYPE_NAMES.get(k, k.__name__) for k in kinds)
+
+
+def _valid_text(value) -> bool:
+    """Strings (also inside lists) must encode as UTF-8: JSON's \\ud800 escapes can smuggle lone surrogates."""
+    try:
+        if isinstance(value, str):
+            value.encode("utf-8")
+        elif isinstance(value, list):
+            for item in value:
+                if isinstance(item, str):
+                    item.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

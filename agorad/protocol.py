@@ -42,13 +42,13 @@ def is_agent_id(value) -> bool:
 
 def encode(obj: dict) -> bytes:
     """One frame: compact JSON and a newline. Non-ASCII stays escaped so a frame is ASCII."""
-    return json.dumps(obj, separators=(",", ":")).encode() + b"\n"
+    return json.dumps(obj, separators=(",", ":"), allow_nan=False).encode() + b"\n"
 
 
 def decode_request(line: bytes) -> dict:
     """Parse one request frame; raise ParseError or InvalidRequest when it is not one."""
     try:
-        obj = json.loads(line)
+        obj = json.loads(line, parse_constant=_no_constant, parse_float=_finite_float)
     except (ValueError, RecursionError) as exc:
         raise ParseError(f"the frame is not valid JSON: {_short(exc)}") from None
     if not isinstance(obj, dict):
@@ -60,6 +60,17 @@ def decode_request(line: bytes) -> dict:
     if "id" in obj and not _valid_id(obj["id"]):
         raise InvalidRequest('"id" must be a string, an integer or null')
     return obj
+
+
+def _no_constant(name: str):
+    raise ValueError(f"{name} is not JSON")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if value in (float("inf"), float("-inf")):
+        raise ValueError(f"the number {text[:20]} is too large")
+    return value
 
 
 def _valid_id(value) -> bool:

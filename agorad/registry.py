@@ -15,7 +15,7 @@ import json
 import apsw
 
 from agorad import keys
-from agorad.errors import Conflict, InvalidParams, NotFound, TooLarge
+from agorad.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
 from agorad.paths import Home
 from agorad.protocol import (
     LIVENESS_MODES, MAX_META, MAX_REASON, MAX_TASK, REPORTED_STATUSES, check_agent_id, is_agent_id,
@@ -70,7 +70,11 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
         })
         channels_sql.join_commons(db, pk, now)
         # Inside the transaction: if the key file cannot be written, the agent is not added.
-        keys.save_key_file(home, agent_id, key)
+        try:
+            keys.save_key_file(home, agent_id, key)
+        except OSError as exc:
+            raise InternalError(f"writing the key file {home.key_file(agent_id)}: {exc.strerror or exc}; "
+                                "the agent was not added") from None
     return view(sql.by_pk(db, pk), now, ttl), key
 
 
@@ -146,8 +150,12 @@ def _profile_only(agent_id: str, profile: dict) -> dict:
     }
 
 
-def rename(db: apsw.Connection, home: Home, now: float, old_id, new_id, reason) -> dict:
-    """Give an agent a new id, leaving `old_id` as an alias that redirects with `reason`."""
+def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dict, int]:
+    """Give an agent a new id, leaving `old_id` as an alias that redirects with `reason`.
+
+    Returns the receipt and the agent's pk. Files named after the agent (key,
+    notify, seat files) are the caller's to move once this is committed.
+    """
     check_agent_id(new_id, "new")
     reason = check_line(reason, "reason", MAX_REASON)
     if not reason.strip():
@@ -167,17 +175,18 @@ def rename(db: apsw.Connection, home: Home, now: float, old_id, new_id, reason) 
             )
         sql.rename(db, row["pk"], row["id"], new_id, reason, now)
         kb_sql.move(db, PROFILE_PREFIX + row["id"], PROFILE_PREFIX + new_id)
-        keys.move_key_file(home, row["id"], new_id)
-    return {"from": row["id"], "to": new_id, "reason": reason}
+    return {"from": row["id"], "to": new_id, "reason": reason}, row["pk"]
 
 
-def remove(db: apsw.Connection, home: Home, agent_id) -> tuple[dict, int]:
-    """Delete an agent, its aliases, its KB profile and its key file; return the receipt and its pk."""
+def remove(db: apsw.Connection, agent_id) -> tuple[dict, int]:
+    """Delete an agent, its aliases and its KB profile; return the receipt and its pk.
+
+    Its key and seat files are the caller's to remove once this is committed.
+    """
     with write(db):
         row, redirect = resolve(db, agent_id)
         sql.delete(db, row["pk"])
         kb_sql.delete(db, PROFILE_PREFIX + row["id"])
-        keys.remove_key_file(home, row["id"])
     return {"removed": row["id"], "redirected": redirect}, row["pk"]
 
 
@@ -190,7 +199,11 @@ def sweep(db: apsw.Connection, now: float, ttl: float) -> dict:
 def _meta_text(meta) -> str:
     if not isinstance(meta, dict):
         raise InvalidParams("meta must be a JSON object", field="meta")
-    text = json.dumps(meta, separators=(",", ":"))
+    try:
+        text = json.dumps(meta, separators=(",", ":"), allow_nan=False)
+        text.encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        raise InvalidParams("meta must be plain JSON (no NaN or Infinity, valid Unicode)", field="meta") from None
     if len(text) > MAX_META:
         raise TooLarge(f"meta is {len(text)} bytes as JSON; the limit is {MAX_META}", field="meta", limit=MAX_META)
     return text

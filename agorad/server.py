@@ -55,11 +55,32 @@ class Connection(asyncio.Protocol):
             self._hang_up()
 
     def connection_lost(self, exc) -> None:
-        if self.actor.agent_pk is not None:
-            self.hub.subscribers.get(self.actor.agent_pk, set()).discard(self)
+        self._leave_seat()
+
+    def _leave_seat(self) -> None:
+        pk = self.actor.agent_pk
+        if pk is not None:
+            self.hub.sessions.get(pk, set()).discard(self)
+            self.hub.subscribers.get(pk, set()).discard(self)
+
+    def _become(self, actor: Actor) -> None:
+        """Switch the identity this connection acts as (hub.hello); a subscription does not carry over."""
+        if actor is self.actor:
+            return
+        self._leave_seat()
+        self.actor = actor
+        if actor.agent_pk is not None:
+            self.hub.sessions.setdefault(actor.agent_pk, set()).add(self)
 
     def subscribe(self, agent_pk: int) -> None:
         self.hub.subscribers.setdefault(agent_pk, set()).add(self)
+
+    def revoke(self, why: str) -> None:
+        """The identity behind this connection is gone: say so and hang up."""
+        self._leave_seat()
+        self.actor = Actor()
+        self._write_error(None, Unauthorized(f"{why}; this connection is closed"))
+        self._hang_up()
 
     def push(self, frame: bytes) -> None:
         """A notification for a subscriber; dropped if the peer stopped reading long ago."""
@@ -126,20 +147,24 @@ class Connection(asyncio.Protocol):
             self._reply_error(None, exc)
             return
         request_id = request.get("id")
+        wants_reply = "id" in request  # a request without an id is a notification: no reply at all (JSON-RPC 2.0, 4.1)
         try:
             self.hub.batch.join()
             result = self._dispatch(request)
         except AgoraError as exc:
-            self._reply_error(request_id, exc)
+            if wants_reply:
+                self._reply_error(request_id, exc)
             return
         except apsw.BusyError:
-            self._reply_error(request_id, InternalError("the database is locked by another process; nothing was changed, retry"))
+            if wants_reply:
+                self._reply_error(request_id, InternalError("the database is locked by another process; nothing was changed, retry"))
             return
         except Exception as exc:  # a bug: answer, log, keep serving
             log("error", method=request["method"], error=type(exc).__name__, detail=str(exc)[:200])
-            self._reply_error(request_id, InternalError())
+            if wants_reply:
+                self._reply_error(request_id, InternalError())
             return
-        if "id" in request:  # a request without an id is a notification: no reply (JSON-RPC 2.0 section 4.1)
+        if wants_reply:
             reply = encode({"jsonrpc": "2.0", "id": request_id, "result": result})
             self.hub.batch.after_commit(lambda stored: self._send_result(request_id, reply, stored))
 
@@ -155,7 +180,8 @@ class Connection(asyncio.Protocol):
         params = request.get("params", {})
         if not isinstance(params, dict):
             raise InvalidParams('"params" must be an object (named parameters)')
-        result, self.actor = dispatch(self.hub, self.actor, request["method"], params, self)
+        result, actor = dispatch(self.hub, self.actor, request["method"], params, self)
+        self._become(actor)
         return result
 
     def _reply_error(self, request_id, exc: AgoraError) -> None:

@@ -24,10 +24,15 @@ def test_dm_is_named_by_sorted_ids_and_created_on_first_use(hub):
         assert (first["ref"], reply["ref"]) == ("dm:memory--runtime#1", "dm:memory--runtime#2")
         assert first["to"] == ["memory"] and first["delivered"] == 1
         assert unread_refs(s["lead"]) == []
-        with pytest.raises(Forbidden):
-            s["lead"].call("messages.read", ref="dm:memory--runtime#1")
-        with pytest.raises(Forbidden):
+        # For an outsider the DM does not exist: the same answer as for a DM that really does not.
+        for ref in ("dm:memory--runtime#1", "dm:memory--runtime#99", "dm:lead--memory#1"):
+            with pytest.raises(NotFound) as caught:
+                s["lead"].call("messages.read", ref=ref)
+            assert "newest" not in caught.value.message
+        with pytest.raises(NotFound):
             send(s["lead"], "dm:memory--runtime", "intrude")
+        with pytest.raises(NotFound):
+            send(s["lead"], "commons", "re", reply_to="dm:memory--runtime#1")
         with pytest.raises(InvalidParams, match="two agents"):
             send(s["lead"], "@lead", "self")
 
@@ -184,7 +189,7 @@ def test_a_new_agent_under_a_removed_id_inherits_nothing(hub):
     with hub.client("runtime", key) as newcomer:
         assert newcomer.call("inbox.check")["unread"] == 0
         assert newcomer.call("owed.list")["i_owe"] == []
-        with pytest.raises(Forbidden):
+        with pytest.raises(NotFound):
             newcomer.call("messages.read", ref="dm:memory--runtime#1")
         # A fresh DM with memory is a new channel, not the old one.
         assert send(newcomer, "@memory", "hello")["ref"] != "dm:memory--runtime#2"

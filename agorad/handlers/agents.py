@@ -60,8 +60,8 @@ def rename(call: Call) -> dict:
     call.finish()
     require(call.actor, "registry.admin")
     check_agent_id(old, "old")
-    renamed = registry.rename(call.hub.db, call.hub.home, call.now, old, new, reason)
-    call.hub.after_commit(lambda: call.hub.notifier.rename(renamed["from"], renamed["to"]))
+    renamed, pk = registry.rename(call.hub.db, call.now, old, new, reason)
+    call.hub.after_commit(lambda: call.hub.agent_renamed(pk, renamed["from"], renamed["to"]))
     return {"renamed": renamed}
 
 
@@ -69,6 +69,6 @@ def remove(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
     require(call.actor, "registry.admin")
-    removed, pk = registry.remove(call.hub.db, call.hub.home, agent_id)
-    call.hub.after_commit(lambda: call.hub.notifier.forget(pk, removed["removed"]))
+    removed, pk = registry.remove(call.hub.db, agent_id)
+    call.hub.after_commit(lambda: call.hub.agent_removed(pk, removed["removed"]))
     return removed
