@@ -1,4 +1,5 @@
 # Every target creates .venv on first use, so a fresh clone needs only `make`.
+# editable_mode=compat: a plain path entry, not an import hook that taxes every start-up.
 PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
@@ -9,7 +10,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
 run: $(STAMP)  ## set up and run the hub in the foreground on $$AGORA_HOME (default ~/.agora)

@@ -7,8 +7,6 @@ body cannot contain the line that closes it.
 
 from __future__ import annotations
 
-import secrets
-
 PREVIEW_CHARS = 120
 _LINE_BREAKS = "\n\r\t\v\f\x85\u2028\u2029"
 
@@ -39,6 +37,8 @@ def _escape(ch: str) -> str:
 
 def fenced(message: dict) -> str:
     """One message inside a fence: header, a note that it is data, title, body, closing line."""
+    import secrets  # only the read path pays for it
+
     body = visible(message["body"])
     boundary = secrets.token_hex(8)
     while boundary in body:  # never true in practice; cheap to guarantee

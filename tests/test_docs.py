@@ -49,7 +49,7 @@ def walk(command: click.Command, path: tuple[str, ...] = ()):
         yield from walk(sub, (*path, name))
 
 
-TOP = sorted(main.commands)
+TOP = sorted(main.all_commands())
 LEAVES = [(path, cmd) for path, cmd in walk(main) if not isinstance(cmd, click.Group)]
 LEAF_OPTIONS = [(path, option) for path, cmd in LEAVES for option in long_options(cmd)]
 SUBCOMMANDS = [path for path, _ in walk(main) if len(path) > 1]
@@ -71,7 +71,7 @@ def test_every_command_has_a_page(top):
 @pytest.mark.parametrize("page", [p for p in PAGES if p.name.startswith("agora-")], ids=lambda p: p.name)
 def test_every_page_names_a_command(page):
     top = page.name[len("agora-"):-len(".1")]
-    assert top in main.commands, f"{page.name} documents `agora {top}`, which does not exist"
+    assert top in main.all_commands(), f"{page.name} documents `agora {top}`, which does not exist"
 
 
 @pytest.mark.parametrize(
@@ -99,7 +99,7 @@ def test_overview_documents_global_options(option):
     assert mentions(page_text(MAN / "agora.1"), option), f"agora.1 does not document `agora {option}`"
 
 
-@pytest.mark.parametrize("option", long_options(main.commands["up"]))
+@pytest.mark.parametrize("option", long_options(main.all_commands()["up"]))
 def test_agorad_page_lists_every_up_option(option):
     assert mentions(page_text(MAN / "agorad.1"), option), f"agorad.1 does not list {option} (agorad = agora up)"
 

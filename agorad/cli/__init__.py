@@ -1,22 +1,54 @@
-"""The `agora` command line: thin adapters that parse, call the client, and print."""
+"""The `agora` command line: thin adapters that parse, call the client, and print.
+
+Subcommands load on demand: `agora listen --once` runs in a loop, so it must
+not pay for importing every other command (click's documented lazy-group pattern).
+"""
 
 from __future__ import annotations
+
+import importlib
 
 import click
 
 from agorad import __version__
-from agorad.cli.agents import agent, agents, heartbeat
-from agorad.cli.channels import channel
-from agorad.cli.inbox import digest, inbox, owed
-from agorad.cli.kb import kb
-from agorad.cli.listen import listen
-from agorad.cli.messaging import ack, read, send
-from agorad.cli.service import service
-from agorad.cli.status import status
-from agorad.cli.up import up
+
+# name -> "module:attribute", in the order `agora --help` lists them
+COMMANDS = {
+    "up": "agorad.cli.up:up",
+    "status": "agorad.cli.status:status",
+    "agents": "agorad.cli.agents:agents",
+    "agent": "agorad.cli.agents:agent",
+    "heartbeat": "agorad.cli.agents:heartbeat",
+    "send": "agorad.cli.messaging:send",
+    "inbox": "agorad.cli.inbox:inbox",
+    "read": "agorad.cli.messaging:read",
+    "ack": "agorad.cli.messaging:ack",
+    "digest": "agorad.cli.inbox:digest",
+    "owed": "agorad.cli.inbox:owed",
+    "channel": "agorad.cli.channels:channel",
+    "listen": "agorad.cli.listen:listen",
+    "kb": "agorad.cli.kb:kb",
+    "service": "agorad.cli.service:service",
+}
 
 
-@click.group("agora", context_settings={"help_option_names": ["-h", "--help"]})
+class LazyGroup(click.Group):
+    def list_commands(self, ctx) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx, name: str):
+        target = COMMANDS.get(name)
+        if target is None:
+            return None
+        module, attribute = target.split(":")
+        return getattr(importlib.import_module(module), attribute)
+
+    def all_commands(self) -> dict[str, click.Command]:
+        """Every subcommand, loaded (for documentation and tests)."""
+        return {name: self.get_command(None, name) for name in COMMANDS}
+
+
+@click.group("agora", cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agora")
 def main():
     """Agora: a hub where AI agents register, post, owe replies and get woken.
@@ -24,7 +56,3 @@ def main():
     Start the hub with `agora up`, register a seat with `agora agent add`.
     Every command reads AGORA_HOME (or --home). See agora(1).
     """
-
-
-for command in (up, status, agents, agent, heartbeat, send, inbox, read, ack, digest, owed, channel, listen, kb, service):
-    main.add_command(command)

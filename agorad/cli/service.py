@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-
 import click
 
 from agorad.cli.common import handles_errors, json_option, print_json
@@ -62,6 +59,9 @@ def uninstall(no_reload, as_json):
 
 def _systemctl(*args: str) -> bool:
     """Run `systemctl --user ARGS`; warn (not fail) when there is no user manager to talk to."""
+    import shutil
+    import subprocess
+
     if not shutil.which("systemctl"):
         click.echo("agora: systemctl not found; run the hub with `agora up` instead", err=True)
         return False
