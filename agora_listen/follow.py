@@ -25,6 +25,7 @@ class Follower:
         self.pos = 0
         self.partial = b""
         self.last_id = 0
+        self.missed = 0  # deliveries whose lines were rotated away before they were read
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
 
     # --- arming ---------------------------------------------------------------
@@ -55,7 +56,11 @@ class Follower:
     # --- reading --------------------------------------------------------------
 
     def read_new(self) -> list[dict]:
-        """Every complete new line (as dicts), following a rotation if the name moved on."""
+        """Every complete new line (as dicts), following a rotation if the name moved on.
+
+        Lines rotated out of both generations before they were read cannot be
+        returned; their number is added to `missed`, so they still ring.
+        """
         lines, self.pending = self.pending, []
         if self.fd is None:
             self._open(self.path)
@@ -88,6 +93,8 @@ class Follower:
         for raw in complete:
             line = _parse(raw)
             if line is not None and line["id"] > self.last_id:
+                if self.last_id and line["id"] > self.last_id + 1:
+                    self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
                 self.last_id = line["id"]
                 found.append(line)
         return found

@@ -152,28 +152,30 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
     deadline = time.monotonic() + max_wait if options.once and max_wait is not None else None
     next_beat = time.monotonic() + options.heartbeat
     batch: list[dict] = list(initial)
-    window_end = time.monotonic() + options.debounce if batch else None
+    window_end = time.monotonic() + options.debounce if batch or follower.missed else None
     while True:
         signals.check()
         for line in follower.read_new():
             if _rings(options, line):
                 batch.append(line)
                 window_end = window_end or time.monotonic() + options.debounce
+        if follower.missed:  # lines lost to rotation might have been important: they ring
+            window_end = window_end or time.monotonic() + options.debounce
         now = time.monotonic()
-        if batch and now >= window_end:
-            _wake(options, seat, follower, batch, batch[-1].get("owed", 0))
+        if window_end is not None and now >= window_end:
+            _wake(options, seat, follower, batch, batch[-1].get("owed", 0) if batch else 0)
             if options.once:
                 return _end("wake", EXIT_WOKE)
             batch, window_end = [], None
             continue
-        if deadline is not None and not batch and now >= deadline:  # an open window still finishes
+        if deadline is not None and window_end is None and now >= deadline:  # an open window still finishes
             _save_idle(options, seat, follower, max_wait)
             return _end("max-wait", EXIT_QUIET)
         if now >= next_beat:
             sentinels.emit(sentinels.heartbeat())
             seat.touch_pid()
             next_beat = now + options.heartbeat
-        wakeups = [t for t in (window_end, None if batch else deadline, next_beat) if t is not None]
+        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat) if t is not None]
         timeout = max(0.0, min(wakeups) - time.monotonic())
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
@@ -207,18 +209,20 @@ def _save_idle(options: Options, seat: Seat, follower: Follower, waited: float |
 
 def _wake(options: Options, seat: Seat, follower: Follower, batch: list[dict], owed, backlog: bool = False,
           debts: list[dict] | None = None) -> None:
-    sentinels.emit(sentinels.wake(options.agent, batch, owed, time.time(), backlog=backlog, preview=options.preview))
+    missed, follower.missed = follower.missed, 0
+    sentinels.emit(sentinels.wake(options.agent, batch, owed, time.time(), backlog=backlog, preview=options.preview,
+                                  missed=missed))
     seat.save("offset", follower.offset())
     if options.adaptive:
         seat.save("backoff", ADAPTIVE_FIRST)
     if options.once:
-        sys.stderr.write(_digest(options, batch, backlog))
+        sys.stderr.write(_digest(options, batch, backlog, missed))
         sys.stderr.flush()
     # This wake covers all current debt: remember it so the next arm does not ring it again.
     remember(seat, debts if debts is not None else current_debts(seat, options.home, options.key))
 
 
-def _digest(options: Options, batch: list[dict], backlog: bool) -> str:
+def _digest(options: Options, batch: list[dict], backlog: bool, missed: int = 0) -> str:
     """The redacted digest a harness shows the model: headlines only, marked as quoted data."""
     what = f"{len(batch)} owed repl{'y' if len(batch) == 1 else 'ies'} not yet rung" if backlog else \
         f"{len(batch)} new deliver{'y' if len(batch) == 1 else 'ies'}"
@@ -233,6 +237,8 @@ def _digest(options: Options, batch: list[dict], backlog: bool) -> str:
                      f"{sentinels.clamp(item.get('sender', '?'))} [{flags}] {title}")
     if len(batch) > 20:
         lines.append(f"  ... and {len(batch) - 20} more")
+    if missed:
+        lines.append(f"  ... and {missed} rotated out of the notify file before they were read")
     lines.append(f"Next: agora inbox --as {options.agent}; agora read --as {options.agent} REF for what warrants it; "
                  "ack when handled.")
     return "\n".join(lines) + "\n"

@@ -50,8 +50,11 @@ def ended(reason: str, cause: str | None = None) -> str:
 
 
 def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None, backlog: bool = False,
-         preview: bool = False) -> str:
-    """`AGORA_WAKE agent= n= channels= flags= owed=` for a batch of notify lines (n=0 for backlog)."""
+         preview: bool = False, missed: int = 0) -> str:
+    """`AGORA_WAKE agent= n= channels= flags= owed=` for a batch of notify lines (n=0 for backlog).
+
+    `missed` deliveries (rotated away unread) count in n and show as `missed=N`.
+    """
     newest: dict[str, int] = {}
     flags: set[str] = set()
     for delivery in deliveries:
@@ -60,7 +63,7 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
         flags.update(f for f in delivery.get("flags", ()) if f in FLAG_WORDS)
     shown = [f"{channel}#{seq}" for channel, seq in list(newest.items())[:MAX_CHANNELS]]
     parts = [
-        f"AGORA_WAKE agent={agent}", f"n={0 if backlog else len(deliveries)}",
+        f"AGORA_WAKE agent={agent}", f"n={0 if backlog else len(deliveries) + missed}",
         f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in FLAG_WORDS if f in flags) or '-'}",
         f"owed={_int(owed)}",
     ]
@@ -69,6 +72,8 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
     stamps = [d["ts"] for d in deliveries if isinstance(d.get("ts"), (int, float))]
     if stamps and now is not None:
         parts.append(f"age={max(0, int(now - max(stamps)))}")
+    if missed:
+        parts.append(f"missed={missed}")
     if backlog:
         parts.append("backlog")
     if preview and deliveries:
