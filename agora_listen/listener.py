@@ -31,7 +31,7 @@ ADAPTIVE_FIRST, ADAPTIVE_CAP = 60.0, 1200.0
 class Options:
     agent: str
     home: Path
-    notify_dir: Path
+    notify_dir: Path | None  # None: the hub said it writes no notify files
     hub: str
     key: str | None = None
     once: bool = False
@@ -58,11 +58,17 @@ def run(options: Options) -> int:
     if source != "file":
         return _end("error", EXIT_FAILED, f"--source {source} needs the remote hub support, not in this release; "
                     "use --source file on the hub's host")
+    if options.notify_dir is None:
+        return _end("no-notify-file", EXIT_FAILED, "the hub writes no notify files (it was started with "
+                    "--notify-dir ''); start it with notify files to listen")
     notify_path = inbox_file(options.notify_dir, options.agent)
     if not options.notify_dir.is_dir() or (options.source == "file" and not notify_path.exists()):
         reason = "no-notify-file"
         return _end(reason, EXIT_FAILED, f"{notify_path} does not exist (is the hub writing notify files there?)")
-    if (not options.once or options.lock) and not seat.take_lock(options.lock):
+    # Persistent mode always holds the seat's lock (and --lock too, if given); --once only --lock.
+    locks = ([None] if not options.once else []) + ([options.lock] if options.lock else [])
+    if not all(seat.take_lock(path) for path in locks):
+        seat.release_lock()
         return _end("already-armed", EXIT_QUIET)
     try:
         return _listen(options, seat, notify_path)
@@ -78,7 +84,7 @@ def run(options: Options) -> int:
 def _source(options: Options) -> str:
     if options.source != "auto":
         return options.source
-    return "file" if options.notify_dir.is_dir() else "ws"
+    return "file" if options.notify_dir is None or options.notify_dir.is_dir() else "ws"
 
 
 def _end(reason: str, status: int, cause: str | None = None) -> int:
@@ -112,7 +118,10 @@ def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
     signals = _Signals()
     watch = Inotify(str(options.notify_dir))
     follower = Follower(notify_path)
-    follower.arm(_offset(seat))
+    saved = _offset(seat)
+    follower.arm(saved)
+    if saved is None:  # a first arm starts at the end: remember it, so later mail is never behind us
+        seat.save("offset", follower.offset())
     seat.write_pid(options.heartbeat, "file")
     try:
         initial = [line for line in follower.read_new() if _rings(options, line)]

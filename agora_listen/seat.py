@@ -20,7 +20,7 @@ CORRUPT = "corrupt"
 class Seat:
     def __init__(self, home: Path, agent: str):
         self.home, self.agent = home, agent
-        self._lock_fd: int | None = None
+        self._lock_fds: list[int] = []
 
     def file(self, suffix: str) -> Path:
         return self.home / f"listen-{self.agent}.{suffix}"
@@ -42,13 +42,12 @@ class Seat:
         except BlockingIOError:
             os.close(fd)
             return False
-        self._lock_fd = fd
+        self._lock_fds.append(fd)
         return True
 
     def release_lock(self) -> None:
-        if self._lock_fd is not None:
-            os.close(self._lock_fd)
-            self._lock_fd = None
+        while self._lock_fds:
+            os.close(self._lock_fds.pop())
 
     def write_pid(self, heartbeat: float, source: str) -> None:
         write_pidfile(self.file("pid"), heartbeat=int(heartbeat), source=source, agent=self.agent)

@@ -44,13 +44,15 @@ def long_options(command: click.Command) -> list[str]:
 
 def walk(command: click.Command, path: tuple[str, ...] = ()):
     """(path, command) for every command under `command`, groups included, depth first."""
-    for name, sub in sorted(getattr(command, "commands", {}).items()):
+    children = command.all_commands() if hasattr(command, "all_commands") else getattr(command, "commands", {})
+    for name, sub in sorted(children.items()):
         yield (*path, name), sub
         yield from walk(sub, (*path, name))
 
 
 TOP = sorted(main.all_commands())
 LEAVES = [(path, cmd) for path, cmd in walk(main) if not isinstance(cmd, click.Group)]
+assert len(LEAVES) > 20, "the walk found no commands: the checks below would prove nothing"
 LEAF_OPTIONS = [(path, option) for path, cmd in LEAVES for option in long_options(cmd)]
 SUBCOMMANDS = [path for path, _ in walk(main) if len(path) > 1]
 

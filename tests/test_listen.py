@@ -276,3 +276,46 @@ def test_status_shows_listener_driver_unread_and_owed(cli, hub, pair):
     ear.proc.wait()
     wait_for(lambda: json.loads(cli("status", "--json").stdout)["agents"][1]["listener"] == "stale",
              what="a killed listener to show as stale")
+
+
+def test_unknown_seat_and_usage_errors_end_with_a_tombstone_and_exit_1(hub, pair):
+    code, lines, stderr = listen_once(hub, "--as", "ghost", "--max-wait", "1")
+    assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error") and "ghost" in stderr
+    assert not (hub.home / "listen-ghost.lock").exists()
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "soon")
+    assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error")
+    code, lines, _ = listen_once(hub, "--as", "Bad/Id")
+    assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error")
+    persistent_with_max_wait = Listener(hub, "--as", "runtime", "--max-wait", "5")
+    assert persistent_with_max_wait.finish()[0] == 1
+
+
+def test_a_hub_without_notify_files_is_a_clear_failure(home):
+    quiet = Hub(home, "--notify-dir", "").start()
+    try:
+        quiet.add_agent("runtime")
+        code, lines, stderr = listen_once(quiet, "--as", "runtime", "--max-wait", "1")
+        assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=no-notify-file")
+        assert "--notify-dir" in stderr
+    finally:
+        quiet.stop()
+
+
+def test_persistent_listener_holds_the_seat_lock_even_with_lock(hub, pair):
+    other_lock = hub.home.parent / "other.lock"
+    first = Listener(hub, "--as", "runtime", "--lock", str(other_lock))
+    first.next_line()
+    second = Listener(hub, "--as", "runtime")
+    assert second.finish()[1] == ["AGORA_LISTEN ended reason=already-armed"]
+    first.stop()
+
+
+def test_a_first_arm_remembers_its_place_even_if_killed(hub, pair):
+    send(pair["memory"], "commons", "make the file")
+    ear = Listener(hub, "--as", "runtime", "--once")
+    ear.next_line()
+    ear.proc.kill()  # killed: it never reaches a wake or its max-wait
+    ear.proc.wait()
+    send(pair["memory"], "@runtime", "landed between runs")
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"

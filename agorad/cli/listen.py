@@ -10,7 +10,21 @@ import click
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, home_option
 
 
-@click.command("listen")
+class ListenCommand(click.Command):
+    """Usage errors end like every other exit (a tombstone) and exit 1, never 2: 2 means "woke"."""
+
+    def parse_args(self, ctx, args):
+        try:
+            return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            from agora_listen import sentinels
+
+            exc.exit_code = 1
+            sentinels.emit(sentinels.ended("error", exc.format_message()))
+            raise
+
+
+@click.command("listen", cls=ListenCommand)
 @click.option("--as", "as_id", metavar="ID", required=True, help="The seat to listen for.")
 @click.option("--once", is_flag=True, help="Exit after the first wake (2), or at --max-wait (0).")
 @click.option("--max-wait", type=DURATION, help="With --once: give up after this long (exit 0). With --adaptive: the cap.")
@@ -35,13 +49,22 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, loc
     from agorad.protocol import is_agent_id
 
     if not is_agent_id(as_id):
-        sentinels.emit(sentinels.ended("error", f"--as {as_id!r} is not a valid agent id"))
-        sys.exit(1)
+        _fail(f"--as {as_id!r} is not a valid agent id")
+    if (adaptive or max_wait) and not once:
+        _fail("--max-wait and --adaptive go with --once (a persistent listener runs until stopped)")
     options = _options(as_id, home, notify_dir)
     options.once, options.max_wait, options.debounce = once, max_wait, debounce
     options.important_only, options.preview, options.source = important_only, preview, source
     options.lock, options.adaptive, options.heartbeat = lock, adaptive, heartbeat
     sys.exit(run(options))
+
+
+def _fail(cause: str):
+    from agora_listen import sentinels
+
+    click.echo(f"agora listen: {cause}", err=True)
+    sentinels.emit(sentinels.ended("error", cause))
+    sys.exit(1)
 
 
 def _options(as_id: str, home: str | None, notify_dir: Path | None):
@@ -53,17 +76,25 @@ def _options(as_id: str, home: str | None, notify_dir: Path | None):
     from agorad.paths import Home
 
     where = Home.resolve(home)
-    agent, told_dir = as_id, None
+    agent, answered, told_dir = as_id, False, None
     try:
         with Client(where, timeout=5) as hub:
             told_dir = hub.call("hub.hello").get("notify_dir")
+            answered = True
             resolved = hub.call("agents.resolve", agent=as_id)
             agent = resolved["agent"]
             if resolved["redirected"]:
                 r = resolved["redirected"]
                 click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    except AgoraError:
-        pass  # no hub now: the file source works without it
-    directory = notify_dir or (Path(told_dir) if told_dir else where.root)
+    except AgoraError as exc:
+        if exc.reason == "not-found":
+            _fail(exc.message)
+        # No hub now: the file source works without it.
+    if notify_dir is not None:
+        directory = notify_dir
+    elif answered:
+        directory = Path(told_dir) if told_dir else None
+    else:
+        directory = where.root
     return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
                    key=keys.read_key(where, agent) or keys.read_key(where, as_id))
