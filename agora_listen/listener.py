@@ -67,7 +67,12 @@ def run(options: Options) -> int:
         return _end(reason, EXIT_FAILED, f"{notify_path} does not exist (is the hub writing notify files there?)")
     # Persistent mode always holds the seat's lock (and --lock too, if given); --once only --lock.
     locks = ([None] if not options.once else []) + ([options.lock] if options.lock else [])
-    if not all(seat.take_lock(path) for path in locks):
+    try:
+        held = all(seat.take_lock(path) for path in locks)
+    except OSError as exc:  # e.g. a symlink planted at the lock path (opened with O_NOFOLLOW)
+        seat.release_lock()
+        return _end("error", EXIT_FAILED, f"taking the lock {exc.filename or ''}: {exc.strerror or exc}")
+    if not held:
         seat.release_lock()
         return _end("already-armed", EXIT_QUIET)
     try:
