@@ -47,8 +47,11 @@ class Batch:
         except apsw.Error as exc:
             stored = False
             log("commit-failed", error=type(exc).__name__, detail=str(exc)[:200], requests=len(effects))
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
+            try:
+                if self.db.in_transaction:
+                    self.db.execute("ROLLBACK")
+            except apsw.Error as again:  # the transaction may already be gone with the failure
+                log("rollback-failed", error=type(again).__name__)
         for effect in effects:
             try:
                 effect(stored)

@@ -15,6 +15,8 @@ import signal
 import socket
 import stat
 
+import apsw
+
 from agorad import __version__
 from agorad.checkpoint import Checkpointer
 from agorad.clock import Clock
@@ -93,11 +95,15 @@ def _recover_socket(home: Home) -> None:
 
 async def _serve(home: Home, settings: Settings) -> int:
     clock = Clock(controllable=settings.test_clock)
-    db = connect(home.db, settings.synchronous)
-    db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer thread does it, off the request path
+    try:
+        db = connect(home.db, settings.synchronous)
+        db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer thread does it, off the request path
+        applied = migrate(db)
+    except (apsw.Error, RuntimeError) as exc:  # RuntimeError: a schema newer than this agorad
+        raise StartupError(f"opening the database {home.db}: {exc}; move it away (or restore a backup) "
+                           "and start again") from None
     checkpointer = Checkpointer(home.db)
     try:
-        applied = migrate(db)
         if applied:
             log("migrated", versions=",".join(map(str, applied)))
         hub = HubState(home, db, clock, settings, started_at=clock.now())

@@ -159,6 +159,12 @@ class Connection(asyncio.Protocol):
             if wants_reply:
                 self._reply_error(request_id, InternalError("the database is locked by another process; nothing was changed, retry"))
             return
+        except (apsw.FullError, apsw.IOError) as exc:
+            log("storage-failed", method=request["method"], error=type(exc).__name__, detail=str(exc)[:200])
+            if wants_reply:
+                self._reply_error(request_id, InternalError(
+                    "the hub cannot write its database (disk full or an I/O error; see its log); nothing was stored"))
+            return
         except Exception as exc:  # a bug: answer, log, keep serving
             log("error", method=request["method"], error=type(exc).__name__, detail=str(exc)[:200])
             if wants_reply:
