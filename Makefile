@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench clean
+.PHONY: run test bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ run: $(STAMP)  ## set up and run the hub in the foreground on $$AGORA_HOME (defa
 
 test: $(STAMP)  ## set up and run the whole suite
 	$(BIN)/pytest -q
+
+soak: $(STAMP)  ## the reliability suite at soak strength: 200 kills, a minute of load, thousands of examples
+	AGORA_SOAK=1 $(BIN)/pytest -q -s -p no:randomly --timeout 1800 tests/reliability
 
 bench: $(STAMP)  ## print the project's figures beside the raw limits measured in the same run
 	$(BIN)/python -m bench

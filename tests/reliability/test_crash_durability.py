@@ -13,6 +13,7 @@ import random
 import time
 
 import apsw
+import pytest
 
 from agorad.client import Client
 from agorad.errors import AgoraError
@@ -69,6 +70,7 @@ def reader(home, agent: str, key: str, stop, results) -> None:
     results.put((agent, seen))
 
 
+@pytest.mark.timeout(1800)
 def test_sigkill_under_load_loses_and_duplicates_nothing(home):
     kills = scaled(20, 200)
     hub = Hub(home).start()

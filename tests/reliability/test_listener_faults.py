@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tests.hubproc import Hub
 from tests.listenproc import Listener, fields
 from tests.reliability.scale import report, scaled
@@ -24,6 +26,7 @@ def drain(ear: Listener, wakes: list[str], until_seq: int) -> None:
             wakes.append(line)
 
 
+@pytest.mark.timeout(1800)
 def test_no_wake_is_lost_to_restart_rotation_or_listener_kill(home):
     total = scaled(300, 3000)
     hub = Hub(home, "--notify-rotate-mb", "0.01").start()  # ~10 KiB: rotates every few dozen lines

@@ -11,6 +11,7 @@ import threading
 import time
 
 import apsw
+import pytest
 import psutil
 
 from tests.hubproc import AGORA, Hub, wait_for
@@ -47,6 +48,7 @@ def sender(hub, agent: str, key: str, targets: list[str], stop: threading.Event,
     counts.append(sent)
 
 
+@pytest.mark.timeout(600)
 def test_load_is_held_without_errors_or_missed_wakes(home):
     seconds = scaled(8, 60)
     hub = Hub(home).start()
@@ -107,6 +109,7 @@ def test_load_is_held_without_errors_or_missed_wakes(home):
     hub.stop()
 
 
+@pytest.mark.timeout(600)
 def test_ten_thousand_connections_leak_no_descriptor(hub):
     connections = scaled(10_000, 100_000)
     key = hub.add_agent("seat")
