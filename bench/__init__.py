@@ -10,6 +10,10 @@ machine, in the same run, by the same code, so the ratio is the figure:
   inbox.check/digest   a hub holding 1M messages  vs  an empty hub (bench/messaging.py)
   cold start           agorad       vs  `python -c pass` with the same interpreter
   idle RSS             agorad       vs  the idle echo server process
+  send-to-wake         agora listen --debounce 0  vs  a bare ctypes inotify reader
+                                        (bench/bare_inotify.py; bench/reception.py)
+  listen spawn         agora listen --once to armed  vs  `python -c 'import click'`
+  idle listener CPU    agora listen  vs  the bare inotify reader, same window
 
     .venv/bin/python -m bench            # table
     .venv/bin/python -m bench --json     # the same figures as JSON

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import load, messaging
+from bench import load, messaging, reception
 from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
@@ -33,6 +33,10 @@ class Settings:
     clients: tuple = (1, 8)
     inbox_duration: float = 0.5  # per round, per hub and method
     population: messaging.Population = field(default_factory=messaging.Population)
+    wakes: int = 200              # send-to-wake, per side, split over the rounds
+    wake_gap: float = 0.01        # between wakes, both sides: each wake finds its reader asleep
+    spawn_runs: int = 10          # listen --once spawn to armed, and the bare click import
+    reception_idle: float = 3.0   # idle listener CPU window
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -41,7 +45,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="short durations: a smoke test, not a measurement")
     args = parser.parse_args(argv)
     settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5, inbox_duration=0.3,
-                        population=messaging.Population(agents=100, messages=20_000)) if args.quick else Settings()
+                        population=messaging.Population(agents=100, messages=20_000),
+                        wakes=40, spawn_runs=3, reception_idle=1.0) if args.quick else Settings()
 
     work = Path(tempfile.mkdtemp(prefix="agb", dir="/tmp"))  # short: socket paths are at most 107 bytes
     notes: list[str] = []
@@ -56,7 +61,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps({
             "environment": environment(), "settings": asdict(settings), "quick": args.quick,
-            "figures": [{**asdict(f), "ratio": f.ratio, "verdict": f.verdict} for f in figures], "notes": notes,
+            "figures": [{**asdict(f), "ratio": f.ratio if f.bare else None, "verdict": f.verdict} for f in figures], "notes": notes,
         }, indent=2))
     else:
         print(table(figures, settings, args.quick, notes))
@@ -68,6 +73,7 @@ def measure(work: Path, s: Settings, notes: list[str]) -> list[Figure]:
     figures += throughput(work, s)
     figures += messaging.sends(work, s)
     figures += messaging.inbox(work, s, notes)
+    figures += reception.figures(work, s, notes)
     figures += startup(work, s)
     figures += memory(work, s)
     return figures
@@ -142,14 +148,20 @@ def _fmt(value: float, unit: str) -> str:
         return f"{value:.3f} ms"
     if unit == "us":
         return f"{value:.1f} us"
+    if unit == "cpu":
+        return f"{value * 1000:.2f} ms/s"
     if unit == "MiB":
         return f"{value:.1f} MiB"
     return f"{value:g}"
 
 
+def _ratio(f: Figure) -> str:
+    return f"{f.ratio:.2f}x" if f.bare else "-"
+
+
 def table(figures: list[Figure], s: Settings, quick: bool, notes: list[str] = ()) -> str:
     head = ("figure", "agorad", "bare", "ratio", "goal", "", "bare is")
-    rows = [(("  " if f.name.startswith(SUB_ROWS) else "") + f.name, _fmt(f.project, f.unit), _fmt(f.bare, f.unit), f"{f.ratio:.2f}x", f.goal or "-", f.verdict, f.bare_is)
+    rows = [(("  " if f.name.startswith(SUB_ROWS) else "") + f.name, _fmt(f.project, f.unit), _fmt(f.bare, f.unit), _ratio(f), f.goal or "-", f.verdict, f.bare_is)
             for f in figures]
     widths = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
     align = ["<", ">", ">", ">", "<", "<", "<"]
