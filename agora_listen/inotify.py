@@ -21,28 +21,46 @@ IN_DELETE_SELF = 0x400
 IN_MOVE_SELF = 0x800
 IN_Q_OVERFLOW = 0x4000
 IN_ONLYDIR = 0x01000000
-WATCH_DIR = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+# The directory is watched only for names coming and going (rotation, creation); the file itself
+# for appends. Watching the directory for IN_MODIFY would wake every listener on every database
+# write when the notify files live in the home beside agora.db-wal.
+WATCH_DIR = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
+WATCH_FILE = IN_MODIFY | IN_CLOSE_WRITE
 
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then `len` bytes of name
 
 
 class Inotify:
-    """A non-blocking inotify instance watching one directory."""
+    """A non-blocking inotify instance: a directory's names, plus one file's appends."""
 
     def __init__(self, directory: str):
-        libc = ctypes.CDLL(None, use_errno=True)
-        self._libc = libc
-        self.fd = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+        self._libc = ctypes.CDLL(None, use_errno=True)
+        self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), f"inotify_init1: {os.strerror(ctypes.get_errno())}")
-        wd = libc.inotify_add_watch(self.fd, os.fsencode(directory), WATCH_DIR | IN_ONLYDIR)
+        try:
+            self._add(directory, WATCH_DIR | IN_ONLYDIR)
+        except OSError:
+            os.close(self.fd)
+            raise
+
+    def watch_file(self, path: str) -> bool:
+        """Watch `path` (the inode it names now) for appends; False if it does not exist."""
+        try:
+            self._add(path, WATCH_FILE)
+            return True
+        except FileNotFoundError:
+            return False
+
+    def _add(self, path: str, mask: int) -> int:
+        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask)
         if wd < 0:
             errno = ctypes.get_errno()
-            os.close(self.fd)
-            raise OSError(errno, f"watching {directory}: {os.strerror(errno)}")
+            raise OSError(errno, f"watching {path}: {os.strerror(errno)}", path)
+        return wd
 
     def read(self) -> list[tuple[int, str]]:
-        """Pending events as (mask, file name); empty when there are none."""
+        """Pending events as (mask, file name; empty for a watched file); empty when there are none."""
         events = []
         while True:
             try:

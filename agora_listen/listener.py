@@ -122,6 +122,7 @@ def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
 
     signals = _Signals()
     watch = Inotify(str(options.notify_dir))
+    watch.watch_file(str(notify_path))  # before the first read: no append can fall between the two
     follower = Follower(notify_path)
     saved = _offset(seat)
     follower.arm(saved)
@@ -159,6 +160,7 @@ def _offset(seat: Seat):
 
 
 def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Signals, initial: list[dict]) -> int:
+    name = follower.path.name
     poller = select.poll()
     poller.register(watch.fd, select.POLLIN)
     poller.register(signals.read_fd, select.POLLIN)
@@ -194,8 +196,8 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
                 _drain(signals.read_fd)
-            else:
-                watch.read()
+            elif any(event_name == name for _, event_name in watch.read()):
+                watch.watch_file(str(follower.path))  # a new file under the name (rotation): watch its appends
 
 
 def _drain(fd: int) -> None:
@@ -226,14 +228,19 @@ def _wake(options: Options, seat: Seat, follower: Follower, batch: list[dict], o
     missed, follower.missed = follower.missed, 0
     sentinels.emit(sentinels.wake(options.agent, batch, owed, time.time(), backlog=backlog, preview=options.preview,
                                   missed=missed))
-    seat.save("offset", follower.offset())
+    # A persistent listener skips the fsync: losing the newest offset to a machine crash means
+    # ringing again, never missing; and the next delivery is not kept waiting for the disk.
+    seat.save("offset", follower.offset(), sync=options.once)
     if options.adaptive:
         seat.save("backoff", ADAPTIVE_FIRST)
     if options.once:
         sys.stderr.write(_digest(options, batch, backlog, missed))
         sys.stderr.flush()
     # This wake covers all current debt: remember it so the next arm does not ring it again.
-    remember(seat, debts if debts is not None else current_debts(seat, options.home, options.key))
+    # (A persistent listener asks the hub only when the batch carries debt news.)
+    if debts is None and (options.once or any({"open", "escalated"} & set(line["flags"]) for line in batch)):
+        debts = current_debts(seat, options.home, options.key)
+    remember(seat, debts)
 
 
 def _digest(options: Options, batch: list[dict], backlog: bool, missed: int = 0) -> str:

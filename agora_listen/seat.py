@@ -72,5 +72,5 @@ class Seat:
         except (OSError, ValueError):
             return CORRUPT
 
-    def save(self, suffix: str, value) -> None:
-        write_private(self.file(suffix), json.dumps(value))
+    def save(self, suffix: str, value, sync: bool = True) -> None:
+        write_private(self.file(suffix), json.dumps(value), sync=sync)

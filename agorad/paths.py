@@ -63,13 +63,14 @@ class Home:
                 raise OSError(f"creating the directory {directory}: {exc.strerror}") from exc
 
 
-def write_private(path: Path, text: str) -> None:
-    """Write `text` to `path` atomically (temp file, fsync, rename), mode 0600."""
+def write_private(path: Path, text: str, sync: bool = True) -> None:
+    """Write `text` to `path` atomically (temp file, fsync unless told not to, rename), mode 0600."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
     try:
         os.write(fd, text.encode())
-        os.fsync(fd)
+        if sync:
+            os.fsync(fd)
     finally:
         os.close(fd)
     os.replace(tmp, path)
