@@ -84,7 +84,7 @@ def agent_show(agent_id, home, as_json):
     """Show one agent: mode, status, task, last seen, aliases, profile."""
     with connect(home) as hub:
         result = hub.call("agents.get", agent=agent_id)
-        now = hub.call("hub.status")["now"]
+    now = result["now"]
     report_redirect(result["redirected"])
     shown = result["agent"]
     if as_json:

@@ -12,6 +12,16 @@ def _title(text: str) -> str:
     return one_line(text, 100)
 
 
+def _fetch(home, as_id: str, method: str, as_json: bool, **params) -> dict | None:
+    """Call `method` as the seat; print it as JSON and return None when --json asked for that."""
+    with connect(home, as_id) as hub:
+        result = hub.call(method, **params)
+    if as_json:
+        print_json(result)
+        return None
+    return result
+
+
 def _debt_line(debt: dict, now: float, who: str) -> str:
     escalated = f", escalated x{debt['escalations']}" if debt["escalations"] else ""
     return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{escalated})"
@@ -25,12 +35,10 @@ def _debt_line(debt: dict, now: float, who: str) -> str:
 @handles_errors
 def inbox(as_id, limit, home, as_json):
     """What is unread: the owed block first, then headlines by channel."""
-    with connect(home, as_id) as hub:
-        result = hub.call("inbox.check", limit=limit)
-        now = hub.call("hub.status")["now"]
-    if as_json:
-        print_json(result)
+    result = _fetch(home, as_id, "inbox.check", as_json=as_json, limit=limit)
+    if result is None:
         return
+    now = result["now"]
     if result["owed"]:
         click.echo(f"OWED ({len(result['owed'])}): you owe a reply to")
         for debt in result["owed"]:
@@ -51,12 +59,10 @@ def inbox(as_id, limit, home, as_json):
 @handles_errors
 def digest(as_id, home, as_json):
     """One screen: what I owe, what is owed to me, and per channel what is unread."""
-    with connect(home, as_id) as hub:
-        result = hub.call("inbox.digest")
-        now = hub.call("hub.status")["now"]
-    if as_json:
-        print_json(result)
+    result = _fetch(home, as_id, "inbox.digest", as_json=as_json)
+    if result is None:
         return
+    now = result["now"]
     click.echo(f"owe {len(result['i_owe'])} | owed to me {len(result['owed_to_me'])} | unread {result['unread']}")
     for debt in result["i_owe"]:
         click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
@@ -73,12 +79,10 @@ def digest(as_id, home, as_json):
 @handles_errors
 def owed(as_id, home, as_json):
     """What I owe (asks waiting for my reply) and what is owed to me."""
-    with connect(home, as_id) as hub:
-        result = hub.call("owed.list")
-        now = hub.call("hub.status")["now"]
-    if as_json:
-        print_json(result)
+    result = _fetch(home, as_id, "owed.list", as_json=as_json)
+    if result is None:
         return
+    now = result["now"]
     click.echo(f"I owe ({len(result['i_owe'])}):")
     for debt in result["i_owe"]:
         click.echo(_debt_line(debt, now, f"from {debt['asker']}"))

@@ -59,8 +59,8 @@ def kb_put(key, value, home, as_id, as_json):
 def kb_ls(prefix, limit, home, as_id, as_json):
     """List entries whose key starts with PREFIX."""
     with connect(home, as_id) as hub:
-        entries = hub.call("kb.list", prefix=prefix, limit=limit)["entries"]
-        now = hub.call("hub.status")["now"] if entries and not as_json else None
+        listed = hub.call("kb.list", prefix=prefix, limit=limit)
+    entries, now = listed["entries"], listed["now"]
     if as_json:
         print_json(entries)
     elif entries:

@@ -24,7 +24,7 @@ def get(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
     agent, redirect = registry.get(call.hub.db, call.now, call.hub.ephemeral_ttl, agent_id)
-    return {"agent": agent, "redirected": redirect}
+    return {"agent": agent, "redirected": redirect, "now": call.now}
 
 
 def resolve(call: Call) -> dict:

@@ -23,7 +23,7 @@ def list_entries(call: Call) -> dict:
     prefix = call.params.get("prefix", str, "")
     limit = call.params.get("limit", int, 100)
     call.finish()
-    return {"entries": kb.list_entries(call.hub.db, call.actor, prefix, limit)}
+    return {"entries": kb.list_entries(call.hub.db, call.actor, prefix, limit), "now": call.now}
 
 
 def delete(call: Call) -> dict:

@@ -32,12 +32,14 @@ def check(call: Call) -> dict:
     call.finish()
     if not 1 <= limit <= 1000:
         raise InvalidParams("limit must be from 1 to 1000", field="limit")
-    return inbox.check(call.db, call.actor, call.now, limit)
+    now = call.now
+    return {**inbox.check(call.db, call.actor, now, limit), "now": now}
 
 
 def digest(call: Call) -> dict:
     call.finish()
-    return inbox.digest(call.db, call.actor, call.now)
+    now = call.now
+    return {**inbox.digest(call.db, call.actor, now), "now": now}
 
 
 def ack(call: Call) -> dict:
@@ -49,7 +51,8 @@ def ack(call: Call) -> dict:
 
 def owed(call: Call) -> dict:
     call.finish()
-    return obligations.owed(call.db, call.actor, call.now)
+    now = call.now
+    return {**obligations.owed(call.db, call.actor, now), "now": now}
 
 
 def subscribe(call: Call) -> dict:
