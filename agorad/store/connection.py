@@ -30,6 +30,9 @@ def connect(path: Path, synchronous: str = "NORMAL") -> apsw.Connection:
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute("PRAGMA foreign_keys=ON")
+    # Savepoint journals and the ephemeral tables of multi-row UPDATEs are temp files by default:
+    # creating one costs ~80 us per statement on the send path. Memory keeps them off the disk.
+    db.execute("PRAGMA temp_store=MEMORY")
     return db
 
 
