@@ -44,8 +44,7 @@ class ListenCommand(click.Command):
 @home_option
 def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
-    from agora_listen.listener import Options, run
-    from agora_listen import sentinels
+    from agora_listen.listener import run
     from agorad.protocol import is_agent_id
 
     if not is_agent_id(as_id):

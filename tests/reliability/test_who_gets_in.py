@@ -52,7 +52,7 @@ def test_every_file_under_the_home_is_private(hub):
         listen_once(hub, "--as", "runtime", "--max-wait", "1")
     hub.call("hub.sweep")
     found = 0
-    for root, dirs, files in os.walk(hub.home):
+    for root, _dirs, files in os.walk(hub.home):
         assert stat.S_IMODE(os.stat(root).st_mode) == 0o700, root
         for name in files:
             path = os.path.join(root, name)
