@@ -77,10 +77,14 @@ class Client:
     def _await_reply(self, request_id: int):
         while True:
             line = self._reader.readline()
-            if not line:
+            if not line.endswith(b"\n"):  # EOF, or the hub died in the middle of a reply
                 self.close()
                 raise Unavailable(f"the hub at {self.home.socket} closed the connection")
-            message = json.loads(line)
+            try:
+                message = json.loads(line)
+            except ValueError:
+                self.close()
+                raise Unavailable(f"the hub at {self.home.socket} sent a reply that is not JSON") from None
             if "id" not in message:  # a push notification (subscribe); keep it for the caller
                 self.notifications.append(message)
                 continue

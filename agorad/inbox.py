@@ -21,11 +21,13 @@ from agorad.store import write
 DEFAULT_LIMIT = 50
 DIGEST_SCAN = 50  # newest unread per channel the digest looks at for senders and titles
 DIGEST_TITLES = 3
+DIGEST_DEBTS = 20  # one screen: the oldest debts each way, and their totals
 
 
 def check(db: apsw.Connection, actor: Actor, now: float, limit: int = DEFAULT_LIMIT) -> dict:
     owed = obligations.i_owe(db, actor, now)
     open_refs = {debt["ref"] for debt in owed}
+    owed_total, owed = len(owed), owed[:limit]  # the oldest first; the count says how many in all
     listed, total = [], 0
     for channel in sql.unread_channels(db, actor.agent_pk):
         if channel["unread"] <= 0:
@@ -38,7 +40,7 @@ def check(db: apsw.Connection, actor: Actor, now: float, limit: int = DEFAULT_LI
             "channel": channel["channel"], "unread": channel["unread"],
             "messages": [_headline(channel, h, to_me, open_refs) for h in headlines],
         })
-    return {"charter": None, "owed": owed, "channels": listed, "unread": total}
+    return {"charter": None, "owed": owed, "owed_total": owed_total, "channels": listed, "unread": total}
 
 
 def _addressed(db, agent_pk: int, message_pks: list[int]) -> set[int]:
@@ -74,7 +76,11 @@ def digest(db: apsw.Connection, actor: Actor, now: float) -> dict:
             "latest": [{"ref": f"{channel['channel']}#{m['seq']}", "sender": m["sender"], "title": m["title"]}
                        for m in newest[:DIGEST_TITLES]],
         })
-    return {"charter": None, "i_owe": owed["i_owe"], "owed_to_me": owed["owed_to_me"], "channels": summary, "unread": total}
+    return {
+        "charter": None, "i_owe": owed["i_owe"][:DIGEST_DEBTS], "i_owe_total": len(owed["i_owe"]),
+        "owed_to_me": owed["owed_to_me"][:DIGEST_DEBTS], "owed_to_me_total": len(owed["owed_to_me"]),
+        "channels": summary, "unread": total,
+    }
 
 
 def ack(db: apsw.Connection, actor: Actor, ref=None, upto=None, everything: bool = False) -> dict:

@@ -117,3 +117,14 @@ def test_own_message_acked_singly_is_counted_once(hub):
         inbox = s["memory"].call("inbox.check")
         ops = next(c for c in inbox["channels"] if c["channel"] == "ops")
         assert ops["unread"] == len(ops["messages"]) == 2
+
+
+def test_the_owed_block_is_bounded_and_counts_the_rest(hub):
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(7):
+            send(s["memory"], "@runtime", f"q{i}", ask=True)
+        inbox = s["runtime"].call("inbox.check", limit=3)
+        assert inbox["owed_total"] == 7 and [d["title"] for d in inbox["owed"]] == ["q0", "q1", "q2"]
+        digest = s["runtime"].call("inbox.digest")
+        assert digest["i_owe_total"] == 7 and len(digest["i_owe"]) == 7
+        assert s["memory"].call("inbox.digest")["owed_to_me_total"] == 7

@@ -8,6 +8,7 @@ import pytest
 
 from agorad.errors import InvalidParams, MethodNotFound, NotFound, Unauthorized
 from agorad.protocol import MAX_FRAME
+from tests.hubproc import short_home
 from tests.wire import Raw
 
 
@@ -183,3 +184,30 @@ def test_clock_advance_exists_only_on_test_hubs(home):
             plain.call("clock.advance", seconds=10)
     finally:
         plain.stop()
+
+
+def test_a_reply_cut_off_by_a_dying_hub_is_unavailable_not_a_crash(tmp_path):
+    import socket as socket_module
+    import threading
+
+    from agorad.client import Client
+    from agorad.errors import Unavailable
+
+    home = short_home()
+    home.mkdir(parents=True)
+    server = socket_module.socket(socket_module.AF_UNIX)
+    server.bind(str(home / "agorad.sock"))
+    server.listen(1)
+
+    def half_reply():
+        peer, _ = server.accept()
+        peer.recv(65536)
+        peer.sendall(b'{"jsonrpc":"2.0","id":1,"result":{"trunc')  # and then the "hub" dies
+        peer.close()
+
+    thread = threading.Thread(target=half_reply)
+    thread.start()
+    with pytest.raises(Unavailable):
+        Client(home).call("hub.hello")
+    thread.join()
+    server.close()

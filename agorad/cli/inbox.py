@@ -40,7 +40,7 @@ def inbox(as_id, limit, home, as_json):
         return
     now = result["now"]
     if result["owed"]:
-        click.echo(f"OWED ({len(result['owed'])}): you owe a reply to")
+        click.echo(f"OWED ({result['owed_total']}): you owe a reply to")
         for debt in result["owed"]:
             click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
     for channel in result["channels"]:
@@ -48,6 +48,8 @@ def inbox(as_id, limit, home, as_json):
         for message in channel["messages"]:
             flags = f"  [{','.join(message['flags'])}]" if message["flags"] else ""
             click.echo(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}")
+    if result["owed_total"] > len(result["owed"]):
+        click.echo(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
     if not result["owed"] and not result["channels"]:
         click.echo("nothing unread, nothing owed")
 
@@ -63,7 +65,7 @@ def digest(as_id, home, as_json):
     if result is None:
         return
     now = result["now"]
-    click.echo(f"owe {len(result['i_owe'])} | owed to me {len(result['owed_to_me'])} | unread {result['unread']}")
+    click.echo(f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | unread {result['unread']}")
     for debt in result["i_owe"]:
         click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
     for channel in result["channels"]:
