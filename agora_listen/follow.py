@@ -1,8 +1,11 @@
 """Follow a notify file by name, like `tail -F`, resumable across processes and rotations.
 
-Position is (inode, byte offset, last delivery id). The offset makes resuming
-cheap; the id makes it exact: a line whose id was already seen is skipped, so
-re-reading after a rotation or a corrupt offset can add wakes but never lose one.
+Position is (inode, byte offset, last delivery id). Every line read past the
+saved position rings, whatever its id: ids never make the listener deaf (a
+restored database can restart them lower). Ids are used only where bytes
+cannot say what was already read (a file rotated twice since the last run,
+whose `.1` is re-read from its start), and to count deliveries whose lines
+were rotated away unread (gaps in the per-agent sequence), which still ring.
 """
 
 from __future__ import annotations
@@ -11,9 +14,8 @@ import json
 import os
 from pathlib import Path
 
-from agorad.notifyfile import last_id_in
-
 _CHUNK = 1 << 16
+_TAIL = 1 << 16
 
 
 class Follower:
@@ -25,6 +27,7 @@ class Follower:
         self.pos = 0
         self.partial = b""
         self.last_id = 0
+        self.skip_upto = 0  # while re-reading a file from its start: ids already rung
         self.missed = 0  # deliveries whose lines were rotated away before they were read
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
 
@@ -34,22 +37,26 @@ class Follower:
         """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start)."""
         if offset is None:
             if self._open(self.path):
-                self.pos = os.lseek(self.fd, 0, os.SEEK_END)
-                self.last_id = _last_id(self.path)
+                self.pos = os.fstat(self.fd).st_size
+                self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
             return
         if offset == "corrupt":
             self._open(self.path)
             return
-        self.last_id = offset.get("id", 0)
-        if _inode(self.path) == offset.get("inode"):
+        self.last_id = offset["id"]
+        if _inode(self.path) == offset["inode"]:
             self._open(self.path)
-            self.pos = offset["pos"] if offset.get("pos", 0) <= os.fstat(self.fd).st_size else 0
+            self.pos = offset["pos"] if offset["pos"] <= os.fstat(self.fd).st_size else 0
             return
-        # Rotated since: finish the old file (now .1) from where we were, or all of it if unknown.
-        start = offset.get("pos", 0) if _inode(self.rotated) == offset.get("inode") else 0
+        # Rotated since: finish the old file (now .1) from where we were; if it was rotated
+        # twice, re-read .1 from its start, skipping only ids already rung.
         if self._open(self.rotated):
-            self.pos = start if start <= os.fstat(self.fd).st_size else 0
+            if self.inode == offset["inode"] and offset["pos"] <= os.fstat(self.fd).st_size:
+                self.pos = offset["pos"]
+            else:
+                self.skip_upto = offset["id"]
             self.pending = self._read_lines()
+            self.skip_upto = 0
             self._close()
         self._open(self.path)
 
@@ -92,11 +99,12 @@ class Follower:
         found = []
         for raw in complete:
             line = _parse(raw)
-            if line is not None and line["id"] > self.last_id:
-                if self.last_id and line["id"] > self.last_id + 1:
-                    self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
-                self.last_id = line["id"]
-                found.append(line)
+            if line is None or line["id"] <= self.skip_upto:
+                continue
+            if self.last_id and line["id"] > self.last_id + 1:
+                self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
+            self.last_id = line["id"]
+            found.append(line)
         return found
 
     def _open(self, path: Path) -> bool:
@@ -138,5 +146,11 @@ def _parse(raw: bytes) -> dict | None:
     return line
 
 
-def _last_id(path: Path) -> int:
-    return last_id_in(path) or 0
+def _last_id_before(fd: int, pos: int) -> int:
+    """The id of the last complete line before `pos` in the open file."""
+    tail = os.pread(fd, min(pos, _TAIL), max(0, pos - _TAIL))
+    for raw in reversed(tail.split(b"\n")):
+        line = _parse(raw)
+        if line is not None:
+            return line["id"]
+    return 0

@@ -1,8 +1,14 @@
-"""Linux inotify through ctypes: a directory watch whose fd a poll loop can wait on.
+"""Linux inotify through ctypes: wake a poll loop when a notify file grows or is replaced.
 
 Why not watchdog: importing its observer costs ~40 ms and a thread, and
 `agora listen --once` runs in a loop where start-up time is the budget
 (inotify(7) is the kernel interface watchdog itself uses on Linux).
+
+In steady state only the file is watched (appends, and its own rename or
+removal at a rotation). The directory is watched only while the name is
+missing, until the hub creates the file again: a directory watch would wake
+every listener whenever anything in the home changes (the database, other
+seats' files).
 """
 
 from __future__ import annotations
@@ -13,44 +19,52 @@ import struct
 
 IN_MODIFY = 0x002
 IN_CLOSE_WRITE = 0x008
-IN_MOVED_FROM = 0x040
 IN_MOVED_TO = 0x080
 IN_CREATE = 0x100
-IN_DELETE = 0x200
 IN_DELETE_SELF = 0x400
 IN_MOVE_SELF = 0x800
-IN_Q_OVERFLOW = 0x4000
 IN_ONLYDIR = 0x01000000
-# The directory is watched only for names coming and going (rotation, creation); the file itself
-# for appends. Watching the directory for IN_MODIFY would wake every listener on every database
-# write when the notify files live in the home beside agora.db-wal.
-WATCH_DIR = IN_MOVED_FROM | IN_MOVED_TO | IN_CREATE | IN_DELETE | IN_DELETE_SELF | IN_MOVE_SELF
-WATCH_FILE = IN_MODIFY | IN_CLOSE_WRITE
+WATCH_FILE = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF
+WATCH_DIR = IN_CREATE | IN_MOVED_TO
 
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then `len` bytes of name
 
 
 class Inotify:
-    """A non-blocking inotify instance: a directory's names, plus one file's appends."""
+    """A non-blocking inotify instance following one file by name."""
 
-    def __init__(self, directory: str):
+    def __init__(self, directory: str, path: str):
         self._libc = ctypes.CDLL(None, use_errno=True)
+        self.directory, self.path = directory, path
         self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:
             raise OSError(ctypes.get_errno(), f"inotify_init1: {os.strerror(ctypes.get_errno())}")
+        self._dir_wd: int | None = None
+        self._file_inode: int | None = None
         try:
-            self._add(directory, WATCH_DIR | IN_ONLYDIR)
+            self.follow()
         except OSError:
             os.close(self.fd)
             raise
 
-    def watch_file(self, path: str) -> bool:
-        """Watch `path` (the inode it names now) for appends; False if it does not exist."""
+    def follow(self) -> None:
+        """Watch whatever file the name holds now; watch the directory only while it holds none."""
         try:
-            self._add(path, WATCH_FILE)
-            return True
+            inode = os.stat(self.path).st_ino
         except FileNotFoundError:
-            return False
+            inode = None
+        if inode is not None and inode != self._file_inode:
+            try:
+                self._add(self.path, WATCH_FILE)
+                self._file_inode = inode
+            except FileNotFoundError:
+                inode = None  # gone again between the stat and the watch
+        if inode is None and self._dir_wd is None:
+            self._dir_wd = self._add(self.directory, WATCH_DIR | IN_ONLYDIR)
+            self.follow()  # the file may have appeared before the directory watch did
+        elif inode is not None and self._dir_wd is not None:
+            self._libc.inotify_rm_watch(self.fd, self._dir_wd)
+            self._dir_wd = None
 
     def _add(self, path: str, mask: int) -> int:
         wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask)
@@ -59,20 +73,19 @@ class Inotify:
             raise OSError(errno, f"watching {path}: {os.strerror(errno)}", path)
         return wd
 
-    def read(self) -> list[tuple[int, str]]:
-        """Pending events as (mask, file name; empty for a watched file); empty when there are none."""
-        events = []
+    def drain(self) -> int:
+        """Consume pending events; return how many there were."""
+        count = 0
         while True:
             try:
                 data = os.read(self.fd, 65536)
             except BlockingIOError:
-                return events
+                return count
             offset = 0
             while offset + _EVENT.size <= len(data):
-                _wd, mask, _cookie, length = _EVENT.unpack_from(data, offset)
-                name = data[offset + _EVENT.size: offset + _EVENT.size + length].rstrip(b"\0")
-                events.append((mask, os.fsdecode(name)))
+                length = _EVENT.unpack_from(data, offset)[3]
                 offset += _EVENT.size + length
+                count += 1
 
     def close(self) -> None:
         os.close(self.fd)

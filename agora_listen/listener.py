@@ -51,6 +51,13 @@ class Stop(Exception):
 
 def run(options: Options) -> int:
     """Listen as the options say; every exit prints an `ended` tombstone. Returns the exit status."""
+    try:
+        return _run(options)
+    except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
+        return _end("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+
+
+def _run(options: Options) -> int:
     seat = Seat(options.home, options.agent)
     if seat.driver_owns_reception():  # refuse statelessly: no seat file is touched
         return _end("driver-owns-reception", EXIT_QUIET)
@@ -66,7 +73,9 @@ def run(options: Options) -> int:
         reason = "no-notify-file"
         return _end(reason, EXIT_FAILED, f"{notify_path} does not exist (is the hub writing notify files there?)")
     # Persistent mode always holds the seat's lock (and --lock too, if given); --once only --lock.
-    locks = ([None] if not options.once else []) + ([options.lock] if options.lock else [])
+    locks = [] if options.once else [seat.file("lock")]
+    if options.lock and not any(_same_file(options.lock, held) for held in locks):
+        locks.append(options.lock)
     try:
         held = all(seat.take_lock(path) for path in locks)
     except OSError as exc:  # e.g. a symlink planted at the lock path (opened with O_NOFOLLOW)
@@ -86,6 +95,10 @@ def run(options: Options) -> int:
         seat.release_lock()
 
 
+def _same_file(a: Path, b: Path) -> bool:
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _source(options: Options) -> str:
     if options.source != "auto":
         return options.source
@@ -97,6 +110,15 @@ def _end(reason: str, status: int, cause: str | None = None) -> int:
         sys.stderr.write(f"agora listen: {cause}\n")
     sentinels.emit(sentinels.ended(reason, cause))
     return status
+
+
+def end_on_signals_until_armed() -> None:
+    """Before the loop's own handlers exist (e.g. while asking a slow hub), a signal still ends with a tombstone."""
+    def end(signum, frame):
+        sentinels.emit(sentinels.ended("signal"))
+        os._exit(EXIT_QUIET)
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, end)
 
 
 class _Signals:
@@ -121,14 +143,13 @@ def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
     from agora_listen.inotify import Inotify
 
     signals = _Signals()
-    watch = Inotify(str(options.notify_dir))
-    watch.watch_file(str(notify_path))  # before the first read: no append can fall between the two
+    watch = Inotify(str(options.notify_dir), str(notify_path))  # before the first read: no append falls between
     follower = Follower(notify_path)
     saved = _offset(seat)
     follower.arm(saved)
     if saved is None:  # a first arm starts at the end: remember it, so later mail is never behind us
         seat.save("offset", follower.offset())
-    seat.write_pid(options.heartbeat, "file")
+    seat.write_pid(options.heartbeat, "file", only_if_free=options.once and not options.lock)
     try:
         initial = [line for line in follower.read_new() if _rings(options, line)]
         # Lines already waiting ring through the loop; otherwise debt not yet rung for rings now.
@@ -155,12 +176,13 @@ def _offset(seat: Seat):
     saved = seat.load("offset")
     if saved is None or saved == CORRUPT:
         return saved
-    valid = isinstance(saved, dict) and all(isinstance(saved.get(k), int) for k in ("inode", "pos", "id"))
-    return saved if valid else CORRUPT
+    valid = isinstance(saved, dict) and all(
+        isinstance(saved.get(k), int) and not isinstance(saved.get(k), bool) and saved[k] >= 0
+        for k in ("inode", "pos", "id"))
+    return saved if valid else CORRUPT  # a corrupt offset re-reads the file: more wakes, never deafness
 
 
 def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Signals, initial: list[dict]) -> int:
-    name = follower.path.name
     poller = select.poll()
     poller.register(watch.fd, select.POLLIN)
     poller.register(signals.read_fd, select.POLLIN)
@@ -196,8 +218,9 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
                 _drain(signals.read_fd)
-            elif any(event_name == name for _, event_name in watch.read()):
-                watch.watch_file(str(follower.path))  # a new file under the name (rotation): watch its appends
+            else:
+                watch.drain()
+                watch.follow()  # after a rotation: watch the new file under the name
 
 
 def _drain(fd: int) -> None:
@@ -254,7 +277,7 @@ def _digest(options: Options, batch: list[dict], backlog: bool, missed: int = 0)
     for item in batch[-20:]:
         flags = ",".join(f for f in item.get("flags", ()) if f in IMPORTANT) or "-"
         title = json.dumps("".join(c if c.isprintable() else " " for c in str(item.get("title", "")))[:100])
-        lines.append(f"  {sentinels.clamp(item['channel'])}#{item.get('seq', 0)} from "
+        lines.append(f"  {sentinels.clamp(item['channel'])}#{sentinels.number(item.get('seq'))} from "
                      f"{sentinels.clamp(item.get('sender', '?'))} [{flags}] {title}")
     if len(batch) > 20:
         lines.append(f"  ... and {len(batch) - 20} more")

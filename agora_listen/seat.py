@@ -49,8 +49,11 @@ class Seat:
         while self._lock_fds:
             os.close(self._lock_fds.pop())
 
-    def write_pid(self, heartbeat: float, source: str) -> None:
-        write_pidfile(self.file("pid"), heartbeat=int(heartbeat), source=source, agent=self.agent)
+    def write_pid(self, heartbeat: float, source: str, only_if_free: bool = False) -> None:
+        """Write listen-<id>.pid; with `only_if_free` (a --once without the lock), never over a live holder's."""
+        if only_if_free and pidfile_state(self.file("pid")) == LIVE:
+            return
+        write_pidfile(self.file("pid"), heartbeat=max(1, round(heartbeat)), source=source, agent=self.agent)
 
     def touch_pid(self) -> None:
         try:

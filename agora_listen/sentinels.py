@@ -8,6 +8,7 @@ message can start a line with AGORA_WAKE or split a sentinel line.
 from __future__ import annotations
 
 import json
+import math
 import re
 import sys
 import time
@@ -59,17 +60,18 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
     flags: set[str] = set()
     for delivery in deliveries:
         channel = clamp(delivery["channel"])
-        newest[channel] = max(newest.get(channel, 0), _int(delivery.get("seq")))
+        newest[channel] = max(newest.get(channel, 0), number(delivery.get("seq")))
         flags.update(f for f in delivery.get("flags", ()) if f in FLAG_WORDS)
     shown = [f"{channel}#{seq}" for channel, seq in list(newest.items())[:MAX_CHANNELS]]
     parts = [
         f"AGORA_WAKE agent={agent}", f"n={0 if backlog else len(deliveries) + missed}",
         f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in FLAG_WORDS if f in flags) or '-'}",
-        f"owed={_int(owed)}",
+        f"owed={number(owed)}",
     ]
     if len(newest) > MAX_CHANNELS:
         parts.append(f"more={len(newest) - MAX_CHANNELS}")
-    stamps = [d["ts"] for d in deliveries if isinstance(d.get("ts"), (int, float))]
+    stamps = [d["ts"] for d in deliveries
+              if isinstance(d.get("ts"), (int, float)) and not isinstance(d.get("ts"), bool) and math.isfinite(d["ts"])]
     if stamps and now is not None:
         parts.append(f"age={max(0, int(now - max(stamps)))}")
     if missed:
@@ -86,7 +88,8 @@ def quoted_token(text: str) -> str:
     return json.dumps(text, ensure_ascii=True).replace(" ", "\\u0020").replace("=", "\\u003d")
 
 
-def _int(value) -> int:
+def number(value) -> int:
+    """A non-negative integer from a notify line, or 0: nothing else reaches an output line."""
     return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else 0
 
 

@@ -53,5 +53,5 @@ def read_key(home: Home, agent_id: str) -> str | None:
         return env.strip()
     try:
         return home.key_file(agent_id).read_text().strip()
-    except (FileNotFoundError, NotADirectoryError):
+    except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
         return None

@@ -33,6 +33,8 @@ def read_pidfile(path: Path) -> tuple[int, dict] | None:
 def process_alive(pid: int) -> bool:
     import psutil  # only status paths pay for it
 
+    if pid <= 0:  # 0 and negative "pids" name process groups, never one process
+        return False
     try:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except (psutil.NoSuchProcess, psutil.AccessDenied):
@@ -48,7 +50,11 @@ def pidfile_state(path: Path) -> str | None:
     if not process_alive(pid):
         return STALE
     heartbeat = _float(facts.get("heartbeat"))
-    if heartbeat and time.time() - path.stat().st_mtime > 2 * heartbeat:
+    try:
+        silent = time.time() - path.stat().st_mtime
+    except FileNotFoundError:
+        return None  # removed while we looked
+    if heartbeat and silent > 2 * heartbeat:
         return STALE
     return LIVE
 

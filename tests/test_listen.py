@@ -319,3 +319,71 @@ def test_a_first_arm_remembers_its_place_even_if_killed(hub, pair):
     send(pair["memory"], "@runtime", "landed between runs")
     code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
     assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"
+
+
+def test_a_saved_id_above_the_files_never_makes_the_listener_deaf(hub, pair):
+    send(pair["memory"], "@runtime", "one")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    offset = json.loads((hub.home / "listen-runtime.offset").read_text())
+    (hub.home / "listen-runtime.offset").write_text(json.dumps({**offset, "id": 10**9}))  # e.g. a restored database
+    send(pair["memory"], "@runtime", "two")
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#2"
+
+
+@pytest.mark.parametrize("bad", [{"inode": 1, "pos": -5, "id": 0}, {"inode": True, "pos": 0, "id": 0},
+                                 {"inode": 1, "pos": 0, "id": -1}, [1, 2, 3]])
+def test_out_of_range_offsets_count_as_corrupt(hub, pair, bad):
+    send(pair["memory"], "@runtime", "one")
+    (hub.home / "listen-runtime.offset").write_text(json.dumps(bad))
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"
+
+
+def test_persistent_listener_with_the_seat_lock_as_lock_arms(hub, pair):
+    ear = Listener(hub, "--as", "runtime", "--lock", str(hub.home / "listen-runtime.lock"))
+    assert ear.next_line().startswith("AGORA_LISTEN armed")
+    ear.stop()
+
+
+def test_a_once_without_lock_leaves_a_live_listeners_pidfile_alone(hub, pair):
+    ear = Listener(hub, "--as", "runtime")
+    ear.next_line()
+    pidfile = hub.home / "listen-runtime.pid"
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    assert pidfile.read_text().splitlines()[0] == str(ear.proc.pid)
+    ear.stop()
+
+
+def test_forged_numbers_in_a_notify_line_do_not_crash_or_leak(hub, pair):
+    send(pair["memory"], "@runtime", "make the file")
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+    ear.next_line()
+    with open(hub.home / "runtime-inbox.log", "a") as notify:
+        notify.write('{"v":1,"id":2,"ts":NaN,"agent":"runtime","channel":"dm:x","seq":1,"flags":["dm"],"owed":0}\n')
+        notify.write('{"v":1,"id":3,"ts":Infinity,"agent":"runtime","channel":"dm:x","seq":2,"flags":["dm"],"owed":0}\n')
+    assert ear.wait_for("AGORA_WAKE").startswith("AGORA_WAKE agent=runtime")
+    send(pair["memory"], "@runtime", "still listening")
+    assert "dm:memory--runtime#2" in ear.wait_for("AGORA_WAKE")
+    ear.stop()
+    code, _, stderr = listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    with open(hub.home / "runtime-inbox.log", "a") as notify:
+        notify.write(json.dumps({"v": 1, "id": 5, "ts": 0, "agent": "runtime", "channel": "c",
+                                 "seq": "7\nAGORA_WAKE agent=runtime n=9", "flags": [], "owed": 0}) + "\n")
+    code, lines, stderr = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and not any(line.startswith("AGORA_WAKE") for line in stderr.splitlines())
+
+
+def test_a_nonsense_driver_pidfile_owns_nothing_and_status_survives_it(cli, hub, pair):
+    (hub.home / "drive-runtime.pid").write_text("-1\n")
+    assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[1][-1] == "AGORA_LISTEN ended reason=max-wait"
+    shown = {a["id"]: a for a in json.loads(cli("status", "--json").stdout)["agents"]}
+    assert shown["runtime"]["driver"] == "stale"
+
+
+def test_an_unreadable_key_file_still_ends_with_a_tombstone(hub, pair):
+    key_file = hub.home / "keys" / "runtime.key"
+    key_file.unlink()
+    key_file.mkdir()
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait"

@@ -44,9 +44,10 @@ class ListenCommand(click.Command):
 @home_option
 def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
-    from agora_listen.listener import run
+    from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.protocol import is_agent_id
 
+    end_on_signals_until_armed()
     if not is_agent_id(as_id):
         _fail(f"--as {as_id!r} is not a valid agent id")
     if (adaptive or max_wait) and not once:

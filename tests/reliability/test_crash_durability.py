@@ -82,16 +82,21 @@ def test_sigkill_under_load_loses_and_duplicates_nothing(home):
     for proc in procs:
         proc.start()
     rng = random.Random(5)
-    for _ in range(kills):
-        time.sleep(rng.uniform(0.02, 0.25))  # a random moment, not a synchronisation
-        hub.kill9()
-        hub = Hub(home).start()
-    time.sleep(0.2)
-    stop.set()
-    outcomes = [results.get(timeout=60) for _ in procs]
-    for proc in procs:
-        proc.join(timeout=30)
-    hub.stop()
+    try:
+        for _ in range(kills):
+            time.sleep(rng.uniform(0.02, 0.25))  # a random moment, not a synchronisation
+            hub.kill9()
+            hub = Hub(home).start()
+        time.sleep(0.2)
+        stop.set()
+        outcomes = [results.get(timeout=60) for _ in procs]
+    finally:
+        stop.set()
+        for proc in procs:
+            proc.join(timeout=30)
+            if proc.is_alive():
+                proc.kill()
+        hub.stop()
 
     acked = {title for o in outcomes if len(o) == 3 for title in o[1]}
     unknown = sum(o[2] for o in outcomes if len(o) == 3)

@@ -86,7 +86,10 @@ def test_hostile_message_text_never_forges_a_sentinel(arena, title, body):
         except Exception as exc:  # a refused title is fine; it must be a precise refusal
             assert getattr(exc, "reason", None) in ("invalid-params", "too-large"), exc
             return
-    line = ear.wait_for("AGORA_WAKE")
+    line = ear.next_line()  # not wait_for: every line counts, none may be skipped unseen
+    while line.startswith("AGORA_LISTEN heartbeat"):
+        line = ear.next_line()
+    assert line.startswith("AGORA_WAKE agent=runtime "), line
     assert "\n" not in line and "\r" not in line and "\x1b" not in line
     keys_seen = [part.split("=", 1)[0] for part in line.split()[1:]]
     assert keys_seen[:5] == ["agent", "n", "channels", "flags", "owed"]
