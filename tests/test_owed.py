@@ -118,3 +118,14 @@ def test_a_reply_is_for_the_asker_and_a_debtor_who_left_can_still_answer(hub):
         assert reply["to"] == ["lead"]
         lead_flags = {m["ref"]: m["flags"] for c in s["lead"].call("inbox.check")["channels"] for m in c["messages"]}
         assert lead_flags["ops#3"] == ["to-me"]
+
+
+def test_debts_of_an_expired_ephemeral_seat_wait_too(hub):
+    key = hub.add_agent("scratch")  # ephemeral: expires after the 1 h TTL without heartbeats
+    with seats(hub, "lead") as s:
+        send(s["lead"], "@scratch", "still there?", ask=True)
+        hub.advance(2 * 3600)
+        assert hub.call("hub.sweep")["escalated"] == 0
+        with hub.client("scratch", key) as scratch:
+            scratch.call("agents.heartbeat")
+            assert hub.call("hub.sweep")["escalated"] == 1
