@@ -37,6 +37,13 @@ class Batch:
     def after_commit(self, effect: Effect) -> None:
         self.effects.append(effect)
 
+    def when_settled(self, effect: Effect) -> None:
+        """Run `effect` once the open batch is settled (committed or not), or now if none is open."""
+        if self.db.in_transaction:
+            self.effects.append(effect)
+        else:
+            effect(True)
+
     def commit(self) -> None:
         effects, self.effects = self.effects, []
         # Effects exist only while a transaction is open; if it is gone, SQLite rolled it back.

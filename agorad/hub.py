@@ -67,10 +67,7 @@ class HubState:
 
     def after_commit(self, effect) -> None:
         """Run `effect` once what was written so far is committed (now, if nothing is pending)."""
-        if self.db.in_transaction:
-            self.batch.after_commit(lambda stored: stored and effect())
-        else:
-            effect()
+        self.batch.when_settled(lambda stored: stored and effect())
 
     def _announce(self, events: list[dict]) -> None:
         faults.point("after-commit")

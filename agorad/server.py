@@ -126,10 +126,7 @@ class Connection(asyncio.Protocol):
         the connection and the peer could lose the error it is owed."""
         self.closing = True
         self.buffer.clear()
-        if self.hub.batch.db.in_transaction:  # the final error waits for the batch; so does the hang-up
-            self.hub.batch.after_commit(lambda stored: self._half_close())
-        else:
-            self._half_close()
+        self.hub.batch.when_settled(lambda stored: self._half_close())  # after the final error, in order
 
     def _half_close(self) -> None:
         if self.transport.is_closing():
@@ -192,10 +189,7 @@ class Connection(asyncio.Protocol):
 
     def _reply_error(self, request_id, exc: AgoraError) -> None:
         """Errors keep their place in the reply order: they wait for the batch like results."""
-        if self.hub.batch.db.in_transaction:
-            self.hub.batch.after_commit(lambda stored: self._write_error(request_id, exc))
-        else:
-            self._write_error(request_id, exc)
+        self.hub.batch.when_settled(lambda stored: self._write_error(request_id, exc))
 
     def _write_error(self, request_id, exc: AgoraError) -> None:
         if not self.transport.is_closing():
