@@ -190,3 +190,14 @@ def test_ack_forms_and_channels(cli, hub):
     listed = json.loads(cli("channel", "ls", "--json").stdout)
     assert [(c["name"], c["members"]) for c in listed] == [("commons", 2), ("ops", 2)]
     assert cli("channel", "leave", "ops", "--as", "runtime").stdout == "left ops\n"
+
+
+def test_inbox_says_how_many_more_debts_right_under_the_owed_block(cli, hub):
+    for seat in ("memory", "runtime"):
+        cli("agent", "add", seat)
+    for i in range(3):
+        cli("send", "--as", "memory", "@runtime", "--ask", "--title", f"q{i}", "?")
+    lines = cli("inbox", "--as", "runtime", "--limit", "1").stdout.splitlines()
+    assert lines[0] == "OWED (3): you owe a reply to"
+    assert lines[2] == "  ... and 2 more: agora owed --as runtime"
+    assert lines[3].startswith("dm:memory--runtime (3 unread)")

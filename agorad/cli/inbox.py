@@ -43,13 +43,13 @@ def inbox(as_id, limit, home, as_json):
         click.echo(f"OWED ({result['owed_total']}): you owe a reply to")
         for debt in result["owed"]:
             click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+        if result["owed_total"] > len(result["owed"]):
+            click.echo(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
     for channel in result["channels"]:
         click.echo(f"{channel['channel']} ({channel['unread']} unread)")
         for message in channel["messages"]:
             flags = f"  [{','.join(message['flags'])}]" if message["flags"] else ""
             click.echo(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}")
-    if result["owed_total"] > len(result["owed"]):
-        click.echo(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
     if not result["owed"] and not result["channels"]:
         click.echo("nothing unread, nothing owed")
 
