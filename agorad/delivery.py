@@ -20,20 +20,20 @@ def flag_text(flags: set[str]) -> str:
     return ",".join(f for f in FLAG_ORDER if f in flags)
 
 
-def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]], now: float) -> list[dict]:
-    """Record one delivery per recipient pk (with its flags); return the rows notify lines are made of."""
+def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]], names: dict[int, str],
+            now: float) -> list[dict]:
+    """Record one delivery per recipient pk (with its flags); return the rows notify lines are made of.
+
+    `names` maps each recipient pk to its agent id (the notify file it rings).
+    """
     if not recipients:
         return []
-    ids = sql.take_delivery_ids(db, list(recipients))
     owed = debts_sql.open_counts(db, recipients)
     shown = preview(message["body"])  # once per message, not once per recipient
-    rows = []
-    for pk, flags in recipients.items():
-        agent_id, delivery_id = ids[pk]
-        rows.append({
-            "agent_pk": pk, "id": delivery_id, "ts": now, "agent": agent_id, "channel": message["channel"],
-            "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
-            "flags": flag_text(flags), "owed": owed.get(pk, 0), "preview": shown,
-        })
-    sql.insert_deliveries(db, [(r["agent_pk"], r["id"], message["pk"], r["flags"], r["owed"], now) for r in rows])
-    return rows
+    stored = [(pk, flag_text(flags), owed.get(pk, 0)) for pk, flags in recipients.items()]
+    ids = sql.insert_deliveries(db, message["pk"], now, stored)
+    return [{
+        "agent_pk": pk, "id": delivery_id, "ts": now, "agent": names[pk], "channel": message["channel"],
+        "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
+        "flags": flags, "owed": owed_count, "preview": shown,
+    } for (pk, flags, owed_count), delivery_id in zip(stored, ids)]

@@ -15,7 +15,10 @@ def one_line(text: str, limit: int | None = None) -> str:
     """`text` as one printable line: breaks become spaces, other invisible characters U+FFFD."""
     if limit is not None:
         text = text[: limit + 1]  # neutralise only what can be shown: a 64 KiB body costs as much as a title
-    out = "".join(" " if ch in _LINE_BREAKS else ch if ch.isprintable() else "\ufffd" for ch in text)
+    if text.isprintable():  # the common case, checked in C; every break and control is unprintable
+        out = text
+    else:
+        out = "".join(" " if ch in _LINE_BREAKS else ch if ch.isprintable() else "\ufffd" for ch in text)
     if limit is not None and len(out) > limit:
         out = out[: limit - 1] + "\u2026"
     return out

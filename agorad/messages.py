@@ -69,7 +69,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
     with write(db):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
-        members = set(channels_sql.member_pks(db, channel["pk"]))
+        names = channels_sql.members(db, channel["pk"])
+        members = set(names)
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
             raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
@@ -84,13 +85,14 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         }
         message["pk"] = sql.insert(db, message)
         message["channel"] = channel["name"]
-        sql.add_addressees(db, message["pk"], addressees)
+        if channel["kind"] != "dm":  # a DM's addressee is the other party, implied (0003_lean_send.sql)
+            sql.add_addressees(db, message["pk"], addressees)
         if draft.ask:
             obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
         discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
-        channels_sql.advance_if_next(db, actor.agent_pk, channel["pk"], seq)
+        channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         recipients = {pk: _flags(pk, channel, addressees, draft.ask) for pk in members if pk != actor.agent_pk}
-        events = deliver(db, message, recipients, now)
+        events = deliver(db, message, recipients, names, now)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
         "to": sorted(e["agent"] for e in events if e["agent_pk"] in addressees),
@@ -124,6 +126,8 @@ def _addressees(db, actor: Actor, channel: dict, members: set[int], draft: Draft
 
 def _mentions(text: str) -> set[str]:
     found = set()
+    if "@" not in text:  # most messages mention nobody; the regex costs ~25k instructions a send
+        return found
     for word in MENTION.findall(text):
         trimmed = word.rstrip("._-")  # "@runtime." at the end of a sentence
         for candidate in (word, trimmed):

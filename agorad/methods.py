@@ -45,14 +45,18 @@ METHODS = {
 }
 
 
-def dispatch(hub_state: HubState, actor: Actor, name: str, raw_params: dict, connection=None) -> tuple[dict, Actor]:
-    """Run method `name`; return its result and the connection's actor afterwards."""
+def dispatch(hub_state: HubState, actor: Actor, name: str, raw_params: dict, connection=None,
+             plain: bool = False) -> tuple[dict, Actor]:
+    """Run method `name`; return its result and the connection's actor afterwards.
+
+    `plain`: the frame is known to hold no escaped lone surrogate (protocol.decode_request).
+    """
     entry = METHODS.get(name)
     if entry is None:
         raise MethodNotFound(f"no method {name!r} (methods are noun.verb, e.g. agents.list)", method=name)
     handler, access = entry
     if access == AGENT and actor.is_operator:
         raise Unauthorized(f"{name} acts as an agent: call hub.hello {{agent, key}} first (CLI: --as ID)")
-    call = Call(hub_state, actor, Params(raw_params), connection)
+    call = Call(hub_state, actor, Params(raw_params, plain), connection)
     result = handler(call)
     return result, call.new_actor or actor

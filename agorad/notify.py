@@ -11,7 +11,6 @@ rotation size.
 
 from __future__ import annotations
 
-import json
 import os
 from collections import OrderedDict
 from pathlib import Path
@@ -21,6 +20,7 @@ import apsw
 from agorad.fence import PREVIEW_CHARS, one_line
 from agorad.notifyfile import inbox_file, last_id_in
 from agorad.log import log
+from agorad.protocol import encode
 from agorad.store import messages as sql
 
 MAX_OPEN_FILES = 128
@@ -42,7 +42,7 @@ def preview(body: str) -> str:
 
 
 def notify_line(row: dict) -> bytes:
-    return json.dumps(line_fields(row), separators=(",", ":")).encode() + b"\n"
+    return encode(line_fields(row))  # compact, ASCII, one line: the wire's own frame codec
 
 
 class Notifier:
@@ -69,16 +69,16 @@ class Notifier:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         _tighten(self.directory)
         replayed = 0
-        for pk, agent_id, last_delivery, notified_upto in sql.delivery_marks(db):
+        for pk, agent_id, newest, notified_upto in sql.delivery_marks(db):
             on_disk = last_id_in(self.path(agent_id))
             if on_disk is None:
                 on_disk = last_id_in(self.path(agent_id).with_name(self.path(agent_id).name + ".1"))
-            if on_disk is not None and on_disk > last_delivery:
+            if on_disk is not None and on_disk > newest:
                 # Not this agent's lines (a restored database, a file put there by hand): never skip ours.
-                log("notify-file-ahead", agent=agent_id, file_id=on_disk, database_id=last_delivery)
-                on_disk = notified_upto if notified_upto <= last_delivery else 0
+                log("notify-file-ahead", agent=agent_id, file_id=on_disk, database_id=newest)
+                on_disk = notified_upto if notified_upto <= newest else 0
             self.written[pk] = on_disk if on_disk is not None else notified_upto
-            if last_delivery > self.written[pk]:
+            if newest > self.written[pk]:
                 replayed += self.catch_up(db, pk)
         if replayed:
             log("notify-replayed", lines=replayed)

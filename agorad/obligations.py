@@ -61,7 +61,7 @@ def escalate_due(db: apsw.Connection, now: float, ttl: float, schedule: tuple[fl
         sql.escalate_to(db, debt["message_pk"], debt["debtor_pk"], level, due_at)
         message = messages_sql.by_pk(db, debt["message_pk"])
         flags = {"to-me", "open", "escalated"} | ({"dm"} if message["channel_kind"] == "dm" else set())
-        events += deliver(db, message, {debt["debtor_pk"]: flags}, now)
+        events += deliver(db, message, {debt["debtor_pk"]: flags}, {debt["debtor_pk"]: debtor["id"]}, now)
     return events
 
 

@@ -12,9 +12,12 @@ _TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", int: "
 class Params:
     """A view over `params` that records which names a handler read."""
 
-    def __init__(self, raw: dict):
+    __slots__ = ("_raw", "_read", "_plain")
+
+    def __init__(self, raw: dict, plain: bool = False):
         self._raw = raw
         self._read: set[str] = set()
+        self._plain = plain  # the frame held no \\ud escape, so no string can hold a lone surrogate
 
     def get(self, name: str, kind: type | tuple = object, default=_MISSING):
         """The value of `name`, checked to be of `kind`; required unless a default is given."""
@@ -26,7 +29,7 @@ class Params:
         value = self._raw[name]
         if not _is(value, kind):
             raise InvalidParams(f"parameter {name!r} must be {_describe(kind)}", field=name)
-        if not _valid_text(value):
+        if not self._plain and not _valid_text(value):
             raise InvalidParams(f"parameter {name!r} is not valid Unicode (it holds a lone surrogate)", field=name)
         return value
 

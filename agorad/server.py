@@ -139,7 +139,7 @@ class Connection(asyncio.Protocol):
         if not line.strip():
             return
         try:
-            request = decode_request(line)
+            request, plain = decode_request(line)
         except AgoraError as exc:
             self._reply_error(None, exc)
             return
@@ -147,7 +147,7 @@ class Connection(asyncio.Protocol):
         wants_reply = "id" in request  # a request without an id is a notification: no reply at all (JSON-RPC 2.0, 4.1)
         try:
             self.hub.batch.join()
-            result = self._dispatch(request)
+            result = self._dispatch(request, plain)
         except AgoraError as exc:
             if wants_reply:
                 self._reply_error(request_id, exc)
@@ -179,11 +179,11 @@ class Connection(asyncio.Protocol):
         else:
             self._write_error(request_id, InternalError("the hub could not store this change (see its log); nothing was changed"))
 
-    def _dispatch(self, request: dict) -> dict:
+    def _dispatch(self, request: dict, plain: bool) -> dict:
         params = request.get("params", {})
         if not isinstance(params, dict):
             raise InvalidParams('"params" must be an object (named parameters)')
-        result, actor = dispatch(self.hub, self.actor, request["method"], params, self)
+        result, actor = dispatch(self.hub, self.actor, request["method"], params, self, plain)
         self._become(actor)
         return result
 

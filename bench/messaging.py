@@ -191,7 +191,7 @@ def populate(home: Path, pop: Population) -> Populated:
         step = 30 * 86400 / max(1, pop.messages)
         t0 = now - 30 * 86400 - 60
         first_pk = (db.execute("SELECT COALESCE(MAX(pk), 0) FROM messages").fetchone()[0]) + 1
-        batch, debts, addressees, open_debts = [], [], [], 0
+        batch, debts, open_debts = [], [], 0  # a DM's addressee is implied: no addressees rows
         rand, randrange, text_len = rng.random, rng.randrange, len(_TEXT) - 200
         c_share, r_share = pop.commons_share, pop.commons_share + pop.rooms_share
         n_rooms, n_dms = pop.rooms, len(pairs)
@@ -200,11 +200,10 @@ def populate(home: Path, pop: Population) -> Populated:
             db.execute("BEGIN")
             db.executemany("INSERT INTO messages (pk, channel_pk, seq, sender_pk, sender, title, body, ask, created_at) "
                            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", batch)
-            db.executemany("INSERT INTO addressees (message_pk, agent_pk) VALUES (?, ?)", addressees)
             db.executemany("INSERT INTO debts (message_pk, debtor_pk, asker_pk, created_at, level, due_at, discharged_at) "
                            "VALUES (?, ?, ?, ?, ?, NULL, ?)", debts)
             db.execute("COMMIT")
-            batch.clear(), addressees.clear(), debts.clear()
+            batch.clear(), debts.clear()
 
         for n in range(pop.messages):
             pk = first_pk + n
@@ -227,7 +226,6 @@ def populate(home: Path, pop: Population) -> Populated:
                     debtor = agent_pk[other]
                     still_open = rand() < pop.open_share and seat_pk not in (debtor, agent_pk[sender])
                     open_debts += still_open
-                    addressees.append((pk, debtor))
                     debts.append((pk, debtor, agent_pk[sender], at, 3 if still_open else 0,
                                   None if still_open else at + 600))
             seq = head[channel] = head.get(channel, 0) + 1

@@ -119,6 +119,19 @@ def test_own_message_acked_singly_is_counted_once(hub):
         assert ops["unread"] == len(ops["messages"]) == 2
 
 
+def test_own_message_above_the_cursor_is_swallowed_when_the_cursor_reaches_it(hub):
+    with seats(hub, "memory", "runtime") as s:
+        s["memory"].call("channels.create", channel="ops")
+        s["runtime"].call("channels.join", channel="ops")
+        send(s["runtime"], "ops", "theirs 1")
+        send(s["memory"], "ops", "mine")  # above memory's cursor (0): acked singly when sent
+        send(s["runtime"], "ops", "theirs 2")
+        assert [r for r in unread_refs(s["memory"]) if r.startswith("ops")] == ["ops#1", "ops#3"]
+        cursor = s["memory"].call("inbox.ack", upto="ops#1")["cursors"]["ops#1"]["cursor"]
+        assert cursor == 2  # the cursor took its own message with it
+        assert [r for r in unread_refs(s["memory"]) if r.startswith("ops")] == ["ops#3"]
+
+
 def test_the_owed_block_is_bounded_and_counts_the_rest(hub):
     with seats(hub, "memory", "runtime") as s:
         for i in range(7):

@@ -85,3 +85,39 @@ def test_foreign_keys_cascade_aliases(db):
         db.execute("INSERT INTO aliases VALUES ('old-a', 1, 'r', 0)")
         db.execute("DELETE FROM agents WHERE id = 'a'")
     assert db.execute("SELECT COUNT(*) FROM aliases").fetchone()[0] == 0
+
+
+def test_connection_keeps_statements_prepared(db):
+    """QPSG on: no plan may depend on a bound value, so binding never forces a re-prepare."""
+    assert db.config(apsw.SQLITE_DBCONFIG_ENABLE_QPSG, -1) == 1
+
+
+def test_upgrade_to_lean_send_keeps_unread_and_delivery_ids(db):
+    """0003: own messages above the cursor become single acks, DM addressees become implied,
+    and the newest delivery id is read from the deliveries table."""
+    from agorad import inbox
+    from agorad.policy import Actor
+    from agorad.store import messages as messages_sql
+
+    migrate(db, target=2)
+    with write(db):
+        for pk, agent in ((1, "a"), (2, "b")):
+            db.execute("INSERT INTO agents (pk, id, key_hash, liveness_mode, interval_s, created_at, last_delivery) "
+                       "VALUES (?, ?, 'h', 'always-on', 60, 0, ?)", (pk, agent, 3 if agent == "b" else 0))
+        db.execute("INSERT INTO channels (pk, name, kind, dm_low, dm_high, head, created_at) "
+                   "VALUES (9, 'dm:a--b', 'dm', 1, 2, 3, 0)")
+        db.executemany("INSERT INTO members (agent_pk, channel_pk, acked, joined_at) VALUES (?, 9, 0, 0)", [(1,), (2,)])
+        for seq, sender in ((1, 2), (2, 1), (3, 2)):  # a has b's 1 and 3 unread, its own 2 above its cursor
+            db.execute("INSERT INTO messages (pk, channel_pk, seq, sender_pk, sender, title, body, created_at) "
+                       "VALUES (?, 9, ?, ?, ?, 't', 'b', 0)", (seq, seq, sender, "ab"[sender - 1]))
+            db.execute("INSERT INTO addressees (message_pk, agent_pk) VALUES (?, ?)", (seq, 3 - sender))
+        db.executemany("INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) "
+                       "VALUES (?, ?, ?, 'dm', 0, 0)", [(1, 1, 1), (1, 2, 3), (2, 1, 2)])
+
+    migrate(db)
+    assert inbox.check(db, Actor(1, "a", "always-on"), 0)["unread"] == 2  # b's two; a's own is acked
+    assert db.execute("SELECT agent_pk, seq FROM acks_above ORDER BY 1, 2").fetchall() == [(1, 2), (2, 1), (2, 3)]
+    assert db.execute("SELECT COUNT(*) FROM addressees").fetchone()[0] == 0
+    assert messages_sql.addressee_pks(db, 2) == {2}  # the DM's other party, implied
+    assert [(pk, newest) for pk, _, newest, _ in messages_sql.delivery_marks(db)] == [(1, 2), (2, 1)]
+    assert "last_delivery" not in [row[1] for row in db.execute("PRAGMA table_info(agents)")]

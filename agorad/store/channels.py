@@ -58,8 +58,10 @@ def membership(db: apsw.Connection, agent_pk: int, channel_pk: int) -> dict | No
     return one(db.execute("SELECT acked, joined_at FROM members WHERE agent_pk = ? AND channel_pk = ?", (agent_pk, channel_pk)))
 
 
-def member_pks(db: apsw.Connection, channel_pk: int) -> list[int]:
-    return [r[0] for r in db.execute("SELECT agent_pk FROM members WHERE channel_pk = ?", (channel_pk,))]
+def members(db: apsw.Connection, channel_pk: int) -> dict[int, str]:
+    """pk -> id of every member."""
+    return dict(db.execute("SELECT m.agent_pk, a.id FROM members m JOIN agents a ON a.pk = m.agent_pk "
+                           "WHERE m.channel_pk = ?", (channel_pk,)))
 
 
 def next_seq(db: apsw.Connection, channel_pk: int) -> int:
@@ -80,10 +82,15 @@ def listing(db: apsw.Connection, agent_pk: int | None) -> list[dict]:
 
 # --- cursors ---------------------------------------------------------------
 
-def advance_if_next(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:
-    """Move the cursor onto `seq` when it is the next one (an agent's own message is not unread)."""
+def ack_own(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:
+    """An agent's own message is never unread: move its cursor onto `seq` when that is the
+    next one (the usual case, one statement), else ack `seq` singly."""
     db.execute("UPDATE members SET acked = ? WHERE agent_pk = ? AND channel_pk = ? AND acked = ?",
                (seq, agent_pk, channel_pk, seq - 1))
+    if not db.changes():
+        db.execute("INSERT OR IGNORE INTO acks_above (agent_pk, channel_pk, seq) "
+                   "SELECT agent_pk, channel_pk, ? FROM members WHERE agent_pk = ? AND channel_pk = ? AND acked < ?",
+                   (seq, agent_pk, channel_pk, seq))
 
 
 def ack_one(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:

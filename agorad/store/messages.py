@@ -6,8 +6,6 @@ agent's cursor, so their cost follows what is unread, not the channel's size.
 
 from __future__ import annotations
 
-import json
-
 import apsw
 
 from agorad.store.connection import one, rows
@@ -31,7 +29,12 @@ def add_addressees(db: apsw.Connection, message_pk: int, agent_pks) -> None:
 
 
 def addressee_pks(db: apsw.Connection, message_pk: int) -> set[int]:
-    return {r[0] for r in db.execute("SELECT agent_pk FROM addressees WHERE message_pk = ?", (message_pk,))}
+    """Who a message is for: its stored addressees, or in a DM the other party (implied, not stored)."""
+    return {r[0] for r in db.execute(
+        "SELECT agent_pk FROM addressees WHERE message_pk = ?1 UNION "
+        "SELECT CASE WHEN m.sender_pk = c.dm_low THEN c.dm_high ELSE c.dm_low END "
+        "FROM messages m JOIN channels c ON c.pk = m.channel_pk WHERE m.pk = ?1 AND c.kind = 'dm'",
+        (message_pk,))}
 
 
 def by_ref(db: apsw.Connection, channel_pk: int, seq: int) -> dict | None:
@@ -45,17 +48,17 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 # --- deliveries --------------------------------------------------------------
 
-def take_delivery_ids(db: apsw.Connection, agent_pks: list[int]) -> dict[int, tuple[str, int]]:
-    """Take the next delivery id of each agent, in one statement; return {pk: (agent id, delivery id)}."""
-    return {pk: (agent_id, delivery_id) for pk, agent_id, delivery_id in db.execute(
-        "UPDATE agents SET last_delivery = last_delivery + 1 WHERE pk IN (SELECT value FROM json_each(?)) "
-        "RETURNING pk, id, last_delivery", (json.dumps(agent_pks),))}
+def insert_deliveries(db: apsw.Connection, message_pk: int, now: float, recipients: list[tuple[int, str, int]]) -> list[int]:
+    """Rows of (agent_pk, flags, owed): each gets its agent's next delivery id; return the ids in order.
 
-
-def insert_deliveries(db: apsw.Connection, deliveries: list[tuple]) -> None:
-    """Rows of (agent_pk, id, message_pk, flags, owed, created_at)."""
-    db.executemany("INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)",
-                   deliveries)
+    The next id is read from the table in the same statement (an index seek on the
+    page the insert writes anyway), so ids stay gapless per agent and a rolled-back
+    send gives its ids back with its rows.
+    """
+    return [delivery_id for (delivery_id,) in db.executemany(
+        "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) "
+        "VALUES (?1, (SELECT COALESCE(MAX(id), 0) + 1 FROM deliveries WHERE agent_pk = ?1), ?2, ?3, ?4, ?5) RETURNING id",
+        [(agent_pk, message_pk, flags, owed, now) for agent_pk, flags, owed in recipients])]
 
 
 def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, limit: int = 1000) -> list[dict]:
@@ -70,8 +73,10 @@ def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, limit: i
 
 
 def delivery_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
-    """(pk, id, last_delivery, notified_upto) of every agent that has had a delivery."""
-    return list(db.execute("SELECT pk, id, last_delivery, notified_upto FROM agents WHERE last_delivery > 0"))
+    """(pk, id, newest delivery id, notified_upto) of every agent that has had a delivery."""
+    return list(db.execute(
+        "SELECT pk, id, newest, notified_upto FROM (SELECT pk, id, notified_upto, "
+        "(SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk) AS newest FROM agents a) WHERE newest > 0"))
 
 
 def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:
@@ -84,15 +89,13 @@ def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:
 def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
     """Channels where the agent's cursor is behind the head, with the exact unread count.
 
-    unread = (head - acked) - single acks above the cursor - own messages above the cursor not acked singly.
+    unread = (head - acked) - single acks above the cursor. The agent's own messages are
+    never unread: a send moves its sender's cursor or acks the message singly.
     """
     return rows(db.execute(
         "SELECT c.pk AS channel_pk, c.name AS channel, c.kind, mb.acked, c.head, "
         "c.head - mb.acked "
-        "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk) "
-        "- (SELECT COUNT(*) FROM messages o WHERE o.channel_pk = c.pk AND o.sender_pk = mb.agent_pk AND o.seq > mb.acked "
-        "   AND NOT EXISTS (SELECT 1 FROM acks_above y WHERE y.agent_pk = mb.agent_pk AND y.channel_pk = c.pk AND y.seq = o.seq)) "
-        "AS unread "
+        "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk) AS unread "
         "FROM members mb JOIN channels c ON c.pk = mb.channel_pk "
         "WHERE mb.agent_pk = ? AND c.head > mb.acked ORDER BY c.name",
         (agent_pk,),
@@ -100,14 +103,14 @@ def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
 
 
 def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, limit: int, newest_first: bool = False) -> list[dict]:
-    """Unread headlines of one channel: above the cursor, not acked singly, not the agent's own."""
+    """Unread headlines of one channel: above the cursor and not acked singly (own messages are acked when sent)."""
     order = "DESC" if newest_first else "ASC"
     return rows(db.execute(
         "SELECT m.pk, m.seq, m.sender, m.title, m.ask, m.urgency, m.created_at, m.reply_to FROM messages m "
-        "WHERE m.channel_pk = ? AND m.seq > ? AND m.sender_pk IS NOT ? "
+        "WHERE m.channel_pk = ? AND m.seq > ? "
         "AND NOT EXISTS (SELECT 1 FROM acks_above x WHERE x.agent_pk = ? AND x.channel_pk = m.channel_pk AND x.seq = m.seq) "
         f"ORDER BY m.seq {order} LIMIT ?",
-        (channel_pk, acked, agent_pk, agent_pk, limit),
+        (channel_pk, acked, agent_pk, limit),
     ))
 
 
