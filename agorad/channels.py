@@ -12,6 +12,7 @@ import apsw
 from agorad import registry
 from agorad.errors import Conflict, Forbidden, InvalidParams, NotFound
 from agorad.policy import Actor
+from agorad.protocol import check_agent_id
 from agorad.store import channels as sql
 from agorad.store import write
 
@@ -61,14 +62,19 @@ def require_member(db: apsw.Connection, actor: Actor, channel: dict) -> dict:
 
 def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dict, dict | None]:
     """The DM channel between the actor and `peer_id` (created on first use), and any redirect."""
-    peer, redirect = registry.resolve(db, peer_id, "target")
-    if peer["pk"] == actor.agent_pk:
+    check_agent_id(peer_id, "target")
+    found = sql.dm_with(db, actor.agent_pk, peer_id)
+    if found:
+        (peer_pk, channel), peer_name, redirect = found, peer_id, None
+    else:  # not a current id: perhaps a renamed one (or nobody, and resolve says so)
+        peer, redirect = registry.resolve(db, peer_id, "target")
+        peer_pk, peer_name, channel = peer["pk"], peer["id"], sql.dm_between(db, actor.agent_pk, peer["pk"])
+    if peer_pk == actor.agent_pk:
         raise InvalidParams("a DM needs two agents; this one names the sender", field="target")
-    channel = sql.dm_between(db, actor.agent_pk, peer["pk"])
     if channel is None:
-        pk = sql.create(db, _free_dm_name(db, actor.agent_id, peer["id"]), "dm", now, actor.agent_id,
-                        (actor.agent_pk, peer["pk"]))
-        for member in (actor.agent_pk, peer["pk"]):
+        pk = sql.create(db, _free_dm_name(db, actor.agent_id, peer_name), "dm", now, actor.agent_id,
+                        (actor.agent_pk, peer_pk))
+        for member in (actor.agent_pk, peer_pk):
             sql.join(db, member, pk, now)
         channel = sql.by_pk(db, pk)
     return channel, redirect

@@ -10,7 +10,6 @@ from __future__ import annotations
 import apsw
 
 from agorad.notify import preview
-from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 
 FLAG_ORDER = ("to-me", "dm", "open", "escalated")
@@ -24,16 +23,21 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
             now: float) -> list[dict]:
     """Record one delivery per recipient pk (with its flags); return the rows notify lines are made of.
 
-    `names` maps each recipient pk to its agent id (the notify file it rings).
+    `names` maps each recipient pk to its agent id (the notify file it rings). A
+    delivery's id is its agent's newest + 1, read in this transaction by the only
+    writer: ids stay gapless per agent, and a rolled-back send gives them back.
     """
     if not recipients:
         return []
-    owed = debts_sql.open_counts(db, recipients)
+    marks = sql.recipient_marks(db, list(recipients))
     shown = preview(message["body"])  # once per message, not once per recipient
-    stored = [(pk, flag_text(flags), owed.get(pk, 0)) for pk, flags in recipients.items()]
-    ids = sql.insert_deliveries(db, message["pk"], now, stored)
-    return [{
-        "agent_pk": pk, "id": delivery_id, "ts": now, "agent": names[pk], "channel": message["channel"],
-        "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
-        "flags": flags, "owed": owed_count, "preview": shown,
-    } for (pk, flags, owed_count), delivery_id in zip(stored, ids)]
+    rows = []
+    for pk, flags in recipients.items():
+        newest, owed = marks[pk]
+        rows.append({
+            "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": message["channel"],
+            "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
+            "flags": flag_text(flags), "owed": owed, "preview": shown,
+        })
+    sql.insert_deliveries(db, [(r["agent_pk"], r["id"], message["pk"], r["flags"], r["owed"], now) for r in rows])
+    return rows

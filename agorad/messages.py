@@ -77,7 +77,7 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         original = _original(db, actor, draft.reply_to)
         if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
             addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
-        seq = channels_sql.next_seq(db, channel["pk"])
+        seq = channels_sql.take_seq(db, channel)
         message = {
             "channel_pk": channel["pk"], "seq": seq, "sender_pk": actor.agent_pk, "sender": actor.agent_id,
             "title": draft.title, "body": draft.body, "ask": int(draft.ask),

@@ -8,6 +8,7 @@ from agorad.store.connection import one, rows
 
 COMMONS = "commons"
 _CHANNEL = "pk, name, kind, dm_low, dm_high, head, created_at, created_by"
+_CHANNEL_FIELDS = tuple(_CHANNEL.split(", "))
 
 
 def by_name(db: apsw.Connection, name: str) -> dict | None:
@@ -21,6 +22,21 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 def dm_between(db: apsw.Connection, a_pk: int, b_pk: int) -> dict | None:
     low, high = sorted((a_pk, b_pk))
     return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE kind = 'dm' AND dm_low = ? AND dm_high = ?", (low, high)))
+
+
+def dm_with(db: apsw.Connection, agent_pk: int, peer_id: str) -> tuple[int, dict | None] | None:
+    """(peer pk, the DM channel between the two or None) for a registered `peer_id`; None if no agent has that id.
+
+    The send path's one statement for `@id`: the peer and the channel together.
+    """
+    found = db.execute(
+        "SELECT a.pk, c.pk, c.name, c.kind, c.dm_low, c.dm_high, c.head, c.created_at, c.created_by "
+        "FROM agents a LEFT JOIN channels c ON c.kind = 'dm' AND c.dm_low = MIN(a.pk, ?1) AND c.dm_high = MAX(a.pk, ?1) "
+        "WHERE a.id = ?2", (agent_pk, peer_id)).fetchone()
+    if found is None:
+        return None
+    peer_pk, *channel = found
+    return peer_pk, (dict(zip(_CHANNEL_FIELDS, channel)) if channel[0] is not None else None)
 
 
 def create(db: apsw.Connection, name: str, kind: str, now: float, created_by: str,
@@ -64,8 +80,15 @@ def members(db: apsw.Connection, channel_pk: int) -> dict[int, str]:
                            "WHERE m.channel_pk = ?", (channel_pk,)))
 
 
-def next_seq(db: apsw.Connection, channel_pk: int) -> int:
-    return db.execute("UPDATE channels SET head = head + 1 WHERE pk = ? RETURNING head", (channel_pk,)).fetchone()[0]
+def take_seq(db: apsw.Connection, channel: dict) -> int:
+    """The channel's next seq, taken. `channel` was read in this transaction by the only
+    writer, so its head is current (the guard checks); no RETURNING, whose rows SQLite
+    buffers in a temporary table."""
+    seq = channel["head"] + 1
+    db.execute("UPDATE channels SET head = ? WHERE pk = ? AND head = ?", (seq, channel["pk"], seq - 1))
+    if db.changes() != 1:
+        raise RuntimeError(f"channel {channel['name']} moved past head {seq - 1} within its own transaction")
+    return seq
 
 
 def listing(db: apsw.Connection, agent_pk: int | None) -> list[dict]:

@@ -6,6 +6,8 @@ agent's cursor, so their cost follows what is unread, not the channel's size.
 
 from __future__ import annotations
 
+import json
+
 import apsw
 
 from agorad.store.connection import one, rows
@@ -48,17 +50,22 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 # --- deliveries --------------------------------------------------------------
 
-def insert_deliveries(db: apsw.Connection, message_pk: int, now: float, recipients: list[tuple[int, str, int]]) -> list[int]:
-    """Rows of (agent_pk, flags, owed): each gets its agent's next delivery id; return the ids in order.
+def recipient_marks(db: apsw.Connection, agent_pks: list[int]) -> dict[int, tuple[int, int]]:
+    """{pk: (newest delivery id, open debts)} of each agent, in one statement."""
+    if len(agent_pks) == 1:
+        where, args = "a.pk = ?", agent_pks
+    else:
+        where, args = "a.pk IN (SELECT value FROM json_each(?))", (json.dumps(agent_pks),)
+    return {pk: (newest, owed) for pk, newest, owed in db.execute(
+        "SELECT a.pk, COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), "
+        "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL) "
+        f"FROM agents a WHERE {where}", args)}
 
-    The next id is read from the table in the same statement (an index seek on the
-    page the insert writes anyway), so ids stay gapless per agent and a rolled-back
-    send gives its ids back with its rows.
-    """
-    return [delivery_id for (delivery_id,) in db.executemany(
-        "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) "
-        "VALUES (?1, (SELECT COALESCE(MAX(id), 0) + 1 FROM deliveries WHERE agent_pk = ?1), ?2, ?3, ?4, ?5) RETURNING id",
-        [(agent_pk, message_pk, flags, owed, now) for agent_pk, flags, owed in recipients])]
+
+def insert_deliveries(db: apsw.Connection, deliveries: list[tuple]) -> None:
+    """Rows of (agent_pk, id, message_pk, flags, owed, created_at)."""
+    db.executemany("INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+                   deliveries)
 
 
 def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, limit: int = 1000) -> list[dict]:
