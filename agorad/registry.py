@@ -17,6 +17,7 @@ import apsw
 from agorad import keys
 from agorad.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
 from agorad.paths import Home
+from agorad.policy import Actor
 from agorad.protocol import (
     LIVENESS_MODES, MAX_META, MAX_REASON, MAX_TASK, REPORTED_STATUSES, check_agent_id, is_agent_id,
 )
@@ -78,7 +79,7 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
     return view(sql.by_pk(db, pk), now, ttl), key
 
 
-def heartbeat(db: apsw.Connection, now: float, pk: int, status: str | None, task) -> dict:
+def heartbeat(db: apsw.Connection, now: float, actor: Actor, status: str | None, task) -> dict:
     """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise."""
     task = check_line(task, "task", MAX_TASK, optional=True)
     if status is not None and status not in REPORTED_STATUSES:
@@ -86,7 +87,10 @@ def heartbeat(db: apsw.Connection, now: float, pk: int, status: str | None, task
     if task and status not in (None, "working"):
         raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
     # One statement is atomic by itself: no savepoint needed on this hot path.
-    agent_id, status, task, last_seen = sql.record_heartbeat(db, pk, status, task, now)
+    kept = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
+    if kept is None:
+        return {"agent": actor.agent_id, "status": status or "working", "task": task, "last_seen": now}
+    agent_id, status, task, last_seen = kept
     return {"agent": agent_id, "status": status, "task": task, "last_seen": last_seen}
 
 

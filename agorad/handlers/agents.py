@@ -50,7 +50,7 @@ def heartbeat(call: Call) -> dict:
     task = call.params.get("task", str, None)
     call.finish()
     require(call.actor, "heartbeat")
-    return registry.heartbeat(call.hub.db, call.now, call.actor.agent_pk, status_word, task)
+    return registry.heartbeat(call.hub.db, call.now, call.actor, status_word, task)
 
 
 def rename(call: Call) -> dict:

@@ -40,27 +40,31 @@ def aliases_of(db: apsw.Connection, pk: int) -> list[dict]:
     return rows(db.execute("SELECT old_id, reason, renamed_at FROM aliases WHERE agent_pk = ? ORDER BY renamed_at", (pk,)))
 
 
-def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str | None, now: float) -> tuple:
-    """One statement: stamp last_seen and apply the status rule; return (id, status, task, last_seen).
+def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str | None, now: float) -> tuple | None:
+    """One statement: stamp last_seen and apply the status rule.
 
-    With neither status nor task, the agent keeps what it last said, except that
-    a dormant one (stored, or due: async and silent 2x its interval) comes back idle.
+    A heartbeat that says its status (or a task, which means `working`) sets it
+    and returns None: the caller knows the outcome, and RETURNING would cost a
+    temporary table. With neither, the agent keeps what it last said, except that
+    a dormant one (stored, or due: async and silent 2x its interval) comes back
+    idle; that outcome is returned as (id, status, task, last_seen).
     """
+    if status is not None or task is not None:
+        db.execute("UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
+                   (status or "working", task, now, pk))
+        return None
     return db.execute(
         f"""UPDATE agents SET
              status = CASE
-               WHEN :status IS NOT NULL THEN :status
-               WHEN :task IS NOT NULL THEN 'working'
                WHEN status = 'dormant' OR {_DUE_DORMANT} THEN 'idle'
                ELSE status END,
              task = CASE
-               WHEN :status IS NOT NULL OR :task IS NOT NULL THEN :task
                WHEN status = 'dormant' OR {_DUE_DORMANT} THEN NULL
                ELSE task END,
              last_seen = :now, expired_at = NULL
            WHERE pk = :pk
            RETURNING id, status, task, last_seen""",
-        {"status": status, "task": task, "now": now, "pk": pk},
+        {"now": now, "pk": pk},
     ).fetchone()
 
 
