@@ -43,7 +43,7 @@ def is_agent_id(value) -> bool:
 
 def encode(obj: dict) -> bytes:
     """One frame: compact JSON and a newline. Non-ASCII stays escaped so a frame is ASCII."""
-    return (_ENCODER.encode(obj) + "\n").encode()
+    return (_encode_text(obj) + "\n").encode()
 
 
 def decode_request(line: bytes) -> tuple[dict, bool]:
@@ -80,9 +80,24 @@ def _finite_float(text: str) -> float:
 
 
 # Built once: json.loads/dumps with options build a new decoder/encoder per call (~1-2 us each).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False)
+_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
 _DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
 _SCAN = json.scanner.make_scanner(_DECODER)
+
+
+def _c_encoder():
+    """`_ENCODER.encode` without its Python layers: CPython's C encoder called directly
+    (what JSONEncoder.iterencode builds; 1.6 us instead of 2.8 for a reply). Falls back
+    to the plain encoder where the C one is missing."""
+    make = getattr(json.encoder, "c_make_encoder", None)
+    if make is None:
+        return _ENCODER.encode
+    # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
+    chunks = make(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    return lambda obj: "".join(chunks(obj, 0))
+
+
+_encode_text = _c_encoder()
 
 
 def _parse(text: str):

@@ -101,6 +101,9 @@ class Connection(asyncio.Protocol):
     def data_received(self, data: bytes) -> None:
         if self.closing:
             return
+        if not self.buffer and data.find(b"\n") == len(data) - 1 and len(data) <= MAX_FRAME + 1:
+            self._handle(data[:-1])  # the usual case, one whole request: no buffering
+            return
         self.buffer += data
         while not self.closing:
             end = self.buffer.find(b"\n", self.scanned)
@@ -136,7 +139,7 @@ class Connection(asyncio.Protocol):
         asyncio.get_running_loop().call_later(HANG_UP_GRACE, self.transport.close)
 
     def _handle(self, line: bytes) -> None:
-        if not line.strip():
+        if not line or line.isspace():
             return
         try:
             request, plain = decode_request(line)

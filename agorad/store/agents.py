@@ -50,8 +50,14 @@ def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str
     idle; that outcome is returned as (id, status, task, last_seen).
     """
     if status is not None or task is not None:
-        db.execute("UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
-                   (status or "working", task, now, pk))
+        status = status or "working"
+        # Usually the status is unchanged: leaving it out of SET skips its CHECK, whose
+        # five-word IN list SQLite builds as a temporary index on every run.
+        db.execute("UPDATE agents SET task = ?, last_seen = ?, expired_at = NULL WHERE pk = ? AND status = ?",
+                   (task, now, pk, status))
+        if not db.changes():
+            db.execute("UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
+                       (status, task, now, pk))
         return None
     return db.execute(
         f"""UPDATE agents SET
