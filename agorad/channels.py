@@ -61,7 +61,10 @@ def require_member(db: apsw.Connection, actor: Actor, channel: dict) -> dict:
 
 
 def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dict, dict | None]:
-    """The DM channel between the actor and `peer_id` (created on first use), and any redirect."""
+    """The DM channel between the actor and `peer_id` (created on first use), and any redirect.
+
+    The channel carries `members` (pk -> id): a DM cannot be left, so its members are the two.
+    """
     check_agent_id(peer_id, "target")
     found = sql.dm_with(db, actor.agent_pk, peer_id)
     if found:
@@ -77,6 +80,7 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
         for member in (actor.agent_pk, peer_pk):
             sql.join(db, member, pk, now)
         channel = sql.by_pk(db, pk)
+    channel["members"] = {actor.agent_pk: actor.agent_id, peer_pk: peer_name}
     return channel, redirect
 
 

@@ -69,7 +69,7 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
     with write(db):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
-        names = channels_sql.members(db, channel["pk"])
+        names = channel.get("members") or channels_sql.members(db, channel["pk"])
         members = set(names)
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:

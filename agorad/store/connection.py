@@ -8,7 +8,6 @@ throughput for that (SQLite docs, "PRAGMA synchronous").
 
 from __future__ import annotations
 
-import contextlib
 import os
 from pathlib import Path
 
@@ -50,31 +49,34 @@ def _create_private(path: Path) -> None:
     os.close(fd)
 
 
-@contextlib.contextmanager
-def write(db: apsw.Connection):
-    """One logical write, all or nothing.
+class write:
+    """One logical write, all or nothing: `with write(db): ...`.
 
     Alone it is BEGIN IMMEDIATE ... COMMIT. Inside an open transaction (the
     server's group commit) it is a SAVEPOINT, so a failing request undoes only
-    its own changes and the batch goes on.
+    its own changes and the batch goes on. A class, not a generator context
+    manager: it runs on every request.
     """
-    if db.in_transaction:
-        db.execute("SAVEPOINT op")
-        try:
-            yield db
-        except BaseException:
-            db.execute("ROLLBACK TO op")
-            db.execute("RELEASE op")
-            raise
-        db.execute("RELEASE op")
-        return
-    db.execute("BEGIN IMMEDIATE")
-    try:
-        yield db
-    except BaseException:
-        db.execute("ROLLBACK")
-        raise
-    db.execute("COMMIT")
+
+    __slots__ = ("db", "nested")
+
+    def __init__(self, db: apsw.Connection):
+        self.db = db
+        self.nested = db.in_transaction
+
+    def __enter__(self) -> apsw.Connection:
+        self.db.execute("SAVEPOINT op" if self.nested else "BEGIN IMMEDIATE")
+        return self.db
+
+    def __exit__(self, kind, value, traceback) -> bool:
+        if kind is None:
+            self.db.execute("RELEASE op" if self.nested else "COMMIT")
+        elif self.nested:
+            self.db.execute("ROLLBACK TO op")
+            self.db.execute("RELEASE op")
+        else:
+            self.db.execute("ROLLBACK")
+        return False
 
 
 def rows(cursor) -> list[dict]:

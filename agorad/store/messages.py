@@ -16,12 +16,12 @@ _MESSAGE = ("m.pk, c.name AS channel, c.kind AS channel_kind, m.channel_pk, m.se
             "m.title, m.body, m.ask, m.reply_to, m.urgency, m.created_at")
 
 
+_INSERTED = ("channel_pk", "seq", "sender_pk", "sender", "title", "body", "ask", "reply_to", "urgency", "created_at")
+_INSERT = f"INSERT INTO messages ({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})"
+
+
 def insert(db: apsw.Connection, message: dict) -> int:
-    db.execute(
-        "INSERT INTO messages (channel_pk, seq, sender_pk, sender, title, body, ask, reply_to, urgency, created_at) "
-        "VALUES (:channel_pk, :seq, :sender_pk, :sender, :title, :body, :ask, :reply_to, :urgency, :created_at)",
-        message,
-    )
+    db.execute(_INSERT, tuple(message[name] for name in _INSERTED))  # positional: named binding looks each name up
     return db.last_insert_rowid()
 
 
