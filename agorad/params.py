@@ -22,12 +22,12 @@ class Params:
     def get(self, name: str, kind: type | tuple = object, default=_MISSING):
         """The value of `name`, checked to be of `kind`; required unless a default is given."""
         self._read.add(name)
-        if name not in self._raw or (self._raw[name] is None and default is not _MISSING):
+        value = self._raw.get(name, _MISSING)
+        if value is _MISSING or (value is None and default is not _MISSING):
             if default is _MISSING:
                 raise InvalidParams(f"missing parameter {name!r}", field=name)
             return default
-        value = self._raw[name]
-        if not _is(value, kind):
+        if type(value) is not kind and not _is(value, kind):  # an exact type is the common case
             raise InvalidParams(f"parameter {name!r} must be {_describe(kind)}", field=name)
         if not self._plain and not _valid_text(value):
             raise InvalidParams(f"parameter {name!r} is not valid Unicode (it holds a lone surrogate)", field=name)
@@ -35,6 +35,8 @@ class Params:
 
     def done(self) -> None:
         """Refuse parameters the handler did not read, so a typo is an error, not a silent no-op."""
+        if self._read.issuperset(self._raw):
+            return
         unknown = sorted(set(self._raw) - self._read)
         if unknown:
             raise InvalidParams(f"unknown parameter(s): {', '.join(map(repr, unknown))}", field=unknown[0])
