@@ -44,6 +44,17 @@ def test_task_alone_means_working_and_a_bare_beat_keeps_it(hub):
     assert beat(hub, "runtime", status="idle")["task"] is None
 
 
+def test_heartbeats_that_keep_or_change_their_status(hub):
+    hub.add_agent("runtime")
+    assert beat(hub, "runtime", status="working", task="a")["task"] == "a"
+    assert beat(hub, "runtime", status="working", task="b")["task"] == "b"  # same status: task still moves
+    assert agent(hub, "runtime")["task"] == "b"
+    changed = beat(hub, "runtime", status="busy")
+    assert (changed["status"], changed["task"]) == ("busy", None)
+    assert agent(hub, "runtime")["status"] == "busy"
+    assert beat(hub, "runtime")["status"] == "busy"  # a bare beat keeps what it last said
+
+
 @pytest.mark.parametrize("params, error", [
     ({"status": "dormant"}, InvalidParams),
     ({"status": "asleep"}, InvalidParams),

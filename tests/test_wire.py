@@ -211,3 +211,61 @@ def test_a_reply_cut_off_by_a_dying_hub_is_unavailable_not_a_crash(tmp_path):
         Client(home).call("hub.hello")
     thread.join()
     server.close()
+
+
+@pytest.mark.parametrize("text", [
+    '{"jsonrpc":"2.0","id":1,"method":"hub.hello"}',
+    '  {"jsonrpc":"2.0","id":1,"method":"hub.hello"}  ',
+    '{"jsonrpc":"2.0","id":1,"method":"hub.hello"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"hub.hello"} {"jsonrpc":"2.0","id":2,"method":"hub.hello"}',
+    '{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":1e999}}',
+    '{"jsonrpc":"2.0","id":1,"method":"x","params":{"n":NaN}}',
+    '{"jsonrpc":"2.0","id":1,"method":"x","params":{"t":"caf\\u00e9 \\ud83d\\ude00"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"x","params":{"t":"lone \\ud800"}}',
+    '{"jsonrpc":"2.0","id":1,"method":"x",}',
+    '{}',
+])
+def test_the_fast_decoder_agrees_with_json_loads(text):
+    """decode_request's scanner fast path accepts and refuses exactly what the full decoder does."""
+    from agorad.errors import ParseError
+    from agorad.protocol import _DECODER, decode_request
+
+    try:
+        expected = _DECODER.decode(text)
+    except ValueError:
+        expected = ParseError
+    try:
+        decoded, plain = decode_request(text.encode())
+    except ParseError:
+        decoded, plain = ParseError, None
+    except Exception:  # valid JSON that is not a request
+        decoded, plain = expected, None
+    assert decoded == expected
+    if plain is not None:
+        assert plain == ("\\ud" not in text)  # only a frame that may hold a lone surrogate pays for the check
+
+
+def test_pipelined_sends_in_one_batch_keep_delivery_ids_gapless(hub):
+    """Sends that fail inside a shared transaction leave no trace: seqs and delivery ids stay gapless."""
+    from tests.seats import seats
+
+    with seats(hub, "memory", "runtime"):
+        pass
+    key = (hub.home / "keys" / "memory.key").read_text().strip()
+    frames = [{"jsonrpc": "2.0", "id": 1, "method": "hub.hello", "params": {"agent": "memory", "key": key}}]
+    for i, params in enumerate([
+        {"target": "@runtime", "title": "one"},
+        {"target": "@runtime", "title": "bad", "to": ["nobody-here"]},  # fails after the DM exists
+        {"target": "@runtime", "title": "two"},
+        {"target": "@runtime", "title": "bad", "reply_to": "dm:memory--runtime#99"},
+        {"target": "@runtime", "title": "three"},
+    ], start=2):
+        frames.append({"jsonrpc": "2.0", "id": i, "method": "messages.send", "params": params})
+    with Raw(hub.home) as raw:
+        raw.send(b"".join(json.dumps(f).encode() + b"\n" for f in frames))  # one write: one loop turn, one batch
+        replies = [raw.reply() for _ in frames]
+    assert ["error" in r for r in replies] == [False, False, True, False, True, False]
+    assert [r["result"]["seq"] for r in replies if "result" in r and "seq" in r["result"]] == [1, 2, 3]
+    lines = (hub.home / "runtime-inbox.log").read_text().splitlines()
+    assert [json.loads(line)["id"] for line in lines] == [1, 2, 3]
+    assert [json.loads(line)["title"] for line in lines] == ["one", "two", "three"]
