@@ -87,11 +87,11 @@ def heartbeat(db: apsw.Connection, now: float, actor: Actor, status: str | None,
     if task and status not in (None, "working"):
         raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
     # One statement is atomic by itself: no savepoint needed on this hot path.
-    kept = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
-    if kept is None:
-        return {"agent": actor.agent_id, "status": status or "working", "task": task, "last_seen": now}
-    agent_id, status, task, last_seen = kept
-    return {"agent": agent_id, "status": status, "task": task, "last_seen": last_seen}
+    recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
+    if recorded is None:  # removed earlier in this same batch; the connection is revoked once that commits
+        raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
+    agent_id, status, task, last_seen = recorded
+    return {"agent": agent_id or actor.agent_id, "status": status, "task": task, "last_seen": last_seen}
 
 
 def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict:

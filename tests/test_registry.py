@@ -285,3 +285,17 @@ def test_rename_refuses_to_overwrite_an_existing_profile(hub):
         hub.call("agents.rename", old="one", new="two", reason="r")
     assert hub.call("agents.resolve", agent="one")["redirected"] is None
     assert hub.call("kb.get", key="profile/two")["entry"]["value"] == "someone else's"
+
+
+def test_a_heartbeat_for_an_agent_removed_in_the_same_batch_is_not_found(tmp_path):
+    """The seat's connection is revoked only after the removal commits; a heartbeat in between must not pretend."""
+    from agorad import registry
+    from agorad.policy import Actor
+    from agorad.store import connect
+    from agorad.store.migrations import migrate
+
+    db = connect(tmp_path / "agora.db")
+    migrate(db)
+    with pytest.raises(NotFound, match="no longer exists"):
+        registry.heartbeat(db, 0.0, Actor(41, "gone", "always-on"), "working", "x")
+    db.close()

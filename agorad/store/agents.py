@@ -41,13 +41,13 @@ def aliases_of(db: apsw.Connection, pk: int) -> list[dict]:
 
 
 def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str | None, now: float) -> tuple | None:
-    """One statement: stamp last_seen and apply the status rule.
+    """Stamp last_seen and apply the status rule; return (id, status, task, last_seen), or None if no such agent.
 
-    A heartbeat that says its status (or a task, which means `working`) sets it
-    and returns None: the caller knows the outcome, and RETURNING would cost a
-    temporary table. With neither, the agent keeps what it last said, except that
-    a dormant one (stored, or due: async and silent 2x its interval) comes back
-    idle; that outcome is returned as (id, status, task, last_seen).
+    A heartbeat that says its status (or a task, which means `working`) sets it;
+    its outcome is known, so the id comes back None (RETURNING would cost a
+    temporary table). With neither, the agent keeps what it last said, except
+    that a dormant one (stored, or due: async and silent 2x its interval) comes
+    back idle, and the row is read back.
     """
     if status is not None or task is not None:
         status = status or "working"
@@ -58,7 +58,9 @@ def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str
         if not db.changes():
             db.execute("UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
                        (status, task, now, pk))
-        return None
+            if not db.changes():
+                return None
+        return None, status, task, now
     return db.execute(
         f"""UPDATE agents SET
              status = CASE
