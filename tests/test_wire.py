@@ -38,6 +38,9 @@ def test_hello_returns_protocol_and_hub_version(hub):
     (b'{"jsonrpc":"2.0","id":[1],"method":"hub.hello"}\n', -32600, "invalid-request"),
     (b'{"jsonrpc":"2.0","id":1,"method":"hub.hello","params":[1]}\n', -32602, "invalid-params"),
     (b'\xff\xfe{"bad utf-8"}\n', -32700, "parse-error"),
+    # Frames are UTF-8 (RFC 8259 8.1): UTF-16, and surrogates encoded as bytes, are not JSON text here.
+    ('{"jsonrpc":"2.0","id":1,"method":"hub.hello"}'.encode("utf-16-le") + b"\n", -32700, "parse-error"),
+    (b'{"jsonrpc":"2.0","id":1,"method":"kb.get","params":{"key":"\xed\xa0\x80"}}\n', -32700, "parse-error"),
     (b"[" * 100_000 + b"\n", -32700, "parse-error"),
 ])
 def test_malformed_frames_get_precise_errors(hub, frame, code, reason):
