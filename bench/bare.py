@@ -19,14 +19,17 @@ one process, no socket.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
-import signal
 import sys
 import time
 
 import apsw
+
+if __package__:  # imported as bench.bare (insert_rate)
+    from bench import echo
+else:  # run as a script beside echo.py
+    import echo
 
 MAX_INSERTS = 10_000_000  # a bound on the in-process loop, far above what a run reaches
 SCHEMA = ("CREATE TABLE IF NOT EXISTS messages (pk INTEGER PRIMARY KEY, target TEXT NOT NULL, "
@@ -52,51 +55,30 @@ def store(db: apsw.Connection, params: dict) -> int:
     return pk
 
 
-class Bare(asyncio.Protocol):
+class Bare(echo.Lines):
     def __init__(self, db: apsw.Connection, notify_fd: int) -> None:
+        super().__init__()
         self.db = db
         self.notify_fd = notify_fd
-        self.buffer = bytearray()
-        self.transport = None
 
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-
-    def data_received(self, data: bytes) -> None:
-        self.buffer += data
-        start = 0
-        while True:
-            end = self.buffer.find(b"\n", start)
-            if end < 0:
-                break
-            line = bytes(self.buffer[start:end + 1])
-            start = end + 1
-            request = json.loads(line)
-            params = request.get("params") or {}
-            if "target" in params:  # a send; anything else (a hello) is only answered
-                pk = store(self.db, params)
-                os.write(self.notify_fd, line)
-            else:
-                pk = 0
-            self.transport.write(
-                (json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": {"pk": pk}}) + "\n").encode())
-        if start:
-            del self.buffer[:start]
+    def line_received(self, line: bytes) -> None:
+        request = json.loads(line)
+        params = request.get("params") or {}
+        if "target" in params:  # a send; anything else (a hello) is only answered
+            pk = store(self.db, params)
+            os.write(self.notify_fd, line)
+        else:
+            pk = 0
+        self.transport.write(
+            (json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": {"pk": pk}}) + "\n").encode())
 
 
 async def serve(path: str, db_path: str, notify_path: str) -> None:
-    loop = asyncio.get_running_loop()
-    stop = asyncio.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
     db = open_db(db_path)
     fd = os.open(notify_path, _APPEND, 0o600)
-    server = await loop.create_unix_server(lambda: Bare(db, fd), path=path, backlog=512)
     try:
-        await stop.wait()
+        await echo.serve(path, lambda: Bare(db, fd))
     finally:
-        server.close()
-        await server.wait_closed()
         os.close(fd)
         db.close()
 
@@ -129,15 +111,7 @@ def main(argv: list[str]) -> int:
     if len(argv) != 3:
         sys.stderr.write("usage: python bench/bare.py SOCKET_PATH DB_PATH NOTIFY_PATH\n")
         return 2
-    path = argv[0]
-    try:
-        asyncio.run(serve(path, argv[1], argv[2]))
-    finally:
-        try:
-            os.unlink(path)
-        except FileNotFoundError:
-            pass
-    return 0
+    return echo.run(argv[0], serve(*argv))
 
 
 if __name__ == "__main__":

@@ -19,7 +19,13 @@ import signal
 import sys
 
 
-class Echo(asyncio.Protocol):
+class Lines(asyncio.Protocol):
+    """Splits the stream into newline-ended lines and hands each to `line_received`.
+
+    The one framing of every bare server here (this echo and bench/bare.py),
+    so they differ only in what they do with a line.
+    """
+
     def __init__(self) -> None:
         self.buffer = bytearray()
         self.transport = None
@@ -34,18 +40,27 @@ class Echo(asyncio.Protocol):
             end = self.buffer.find(b"\n", start)
             if end < 0:
                 break
-            self.transport.write(bytes(self.buffer[start:end + 1]))
+            self.line_received(bytes(self.buffer[start:end + 1]))
             start = end + 1
         if start:
             del self.buffer[:start]
 
+    def line_received(self, line: bytes) -> None:
+        raise NotImplementedError
 
-async def serve(path: str) -> None:
+
+class Echo(Lines):
+    def line_received(self, line: bytes) -> None:
+        self.transport.write(line)
+
+
+async def serve(path: str, protocol=Echo) -> None:
+    """Serve `protocol` on the Unix socket `path` until SIGTERM or SIGINT."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
-    server = await loop.create_unix_server(Echo, path=path, backlog=512)
+    server = await loop.create_unix_server(protocol, path=path, backlog=512)
     try:
         await stop.wait()
     finally:
@@ -53,19 +68,23 @@ async def serve(path: str) -> None:
         await server.wait_closed()
 
 
-def main(argv: list[str]) -> int:
-    if len(argv) != 1:
-        sys.stderr.write("usage: python bench/echo.py SOCKET_PATH\n")
-        return 2
-    path = argv[0]
+def run(path: str, server) -> int:
+    """Run the coroutine `server` (which serves on `path`) to its end, then remove the socket."""
     try:
-        asyncio.run(serve(path))
+        asyncio.run(server)
     finally:
         try:
             os.unlink(path)
         except FileNotFoundError:
             pass
     return 0
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) != 1:
+        sys.stderr.write("usage: python bench/echo.py SOCKET_PATH\n")
+        return 2
+    return run(argv[0], serve(argv[0]))
 
 
 if __name__ == "__main__":
