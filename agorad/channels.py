@@ -68,7 +68,8 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
     check_agent_id(peer_id, "target")
     found = sql.dm_with(db, actor.agent_pk, peer_id)
     if found:
-        (peer_pk, channel), peer_name, redirect = found, peer_id, None
+        peer_pk, channel = found
+        peer_name, redirect = peer_id, None
     else:  # not a current id: perhaps a renamed one (or nobody, and resolve says so)
         peer, redirect = registry.resolve(db, peer_id, "target")
         peer_pk, peer_name, channel = peer["pk"], peer["id"], sql.dm_between(db, actor.agent_pk, peer["pk"])

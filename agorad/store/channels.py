@@ -9,6 +9,7 @@ from agorad.store.connection import one, rows
 COMMONS = "commons"
 _CHANNEL = "pk, name, kind, dm_low, dm_high, head, created_at, created_by"
 _CHANNEL_FIELDS = tuple(_CHANNEL.split(", "))
+_DM_CHANNEL = ", ".join(f"c.{name}" for name in _CHANNEL_FIELDS)
 
 
 def by_name(db: apsw.Connection, name: str) -> dict | None:
@@ -30,8 +31,8 @@ def dm_with(db: apsw.Connection, agent_pk: int, peer_id: str) -> tuple[int, dict
     The send path's one statement for `@id`: the peer and the channel together.
     """
     found = db.execute(
-        "SELECT a.pk, c.pk, c.name, c.kind, c.dm_low, c.dm_high, c.head, c.created_at, c.created_by "
-        "FROM agents a LEFT JOIN channels c ON c.kind = 'dm' AND c.dm_low = MIN(a.pk, ?1) AND c.dm_high = MAX(a.pk, ?1) "
+        f"SELECT a.pk, {_DM_CHANNEL} FROM agents a LEFT JOIN channels c "
+        "ON c.kind = 'dm' AND c.dm_low = MIN(a.pk, ?1) AND c.dm_high = MAX(a.pk, ?1) "
         "WHERE a.id = ?2", (agent_pk, peer_id)).fetchone()
     if found is None:
         return None
