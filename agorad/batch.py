@@ -9,6 +9,10 @@ fails every waiting reply becomes an error instead.
 
 Why: one commit costs the same for one request as for eight (WAL frame
 writes and shm lock calls), so concurrent clients share it.
+
+`on_begin` runs first in every batch transaction (the hub writes its waiting
+liveness stamps there); `on_lost` runs when a batch's writes did not commit,
+so what was learned from them can be forgotten.
 """
 
 from __future__ import annotations
@@ -23,16 +27,24 @@ from agorad.log import log
 Effect = Callable[[bool], None]  # called with True after a COMMIT, False after a failed one
 
 
+def _nothing() -> None:
+    pass
+
+
 class Batch:
-    def __init__(self, db: apsw.Connection):
+    def __init__(self, db: apsw.Connection, on_begin: Callable[[], None] = _nothing,
+                 on_lost: Callable[[], None] = _nothing):
         self.db = db
         self.effects: list[Effect] = []
+        self.on_begin = on_begin
+        self.on_lost = on_lost
 
     def join(self) -> None:
         """Make sure a batch transaction is open; its COMMIT runs on the next loop turn."""
         if not self.db.in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
             asyncio.get_running_loop().call_soon(self.commit)
+            self.on_begin()
 
     def after_commit(self, effect: Effect) -> None:
         self.effects.append(effect)
@@ -47,18 +59,21 @@ class Batch:
     def commit(self) -> None:
         effects, self.effects = self.effects, []
         # Effects exist only while a transaction is open; if it is gone, SQLite rolled it back.
-        stored = self.db.in_transaction or not effects
+        lost = not self.db.in_transaction
+        stored = not lost or not effects
         try:
             if self.db.in_transaction:
                 self.db.execute("COMMIT")
         except apsw.Error as exc:
-            stored = False
+            stored, lost = False, True
             log("commit-failed", error=type(exc).__name__, detail=str(exc)[:200], requests=len(effects))
             try:
                 if self.db.in_transaction:
                     self.db.execute("ROLLBACK")
             except apsw.Error as again:  # the transaction may already be gone with the failure
                 log("rollback-failed", error=type(again).__name__)
+        if lost:
+            self.on_lost()
         for effect in effects:
             try:
                 effect(stored)

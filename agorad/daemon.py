@@ -125,6 +125,7 @@ async def _serve(home: Home, settings: Settings) -> int:
         await server.wait_closed()
         hub.batch.commit()  # answer what was handled before the signal
         with write(db):
+            hub.liveness.flush(db)
             messages_sql.set_notified_upto(db, hub.notifier.written)
         return 0
     finally:

@@ -1,5 +1,6 @@
 """The running hub's state, shared by every handler: home, database, clock, settings,
-the group-commit batch, the notify writer and the live-push subscribers."""
+the group-commit batch, the steady-heartbeat stamps, the notify writer and the
+live-push subscribers."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import apsw
 
 from agorad import faults, keys, obligations, registry, seat_files
 from agorad.batch import Batch
+from agorad.liveness import DEFAULT_FLUSH_AFTER, Liveness
 from agorad.log import log
 from agorad.clock import Clock
 from agorad.messages import DEFAULT_MAX_BODY
@@ -31,6 +33,7 @@ class Settings:
     notify_rotate_mb: float = 8.0       # 0: never rotate
     max_body: int = DEFAULT_MAX_BODY
     escalation: tuple[float, ...] = obligations.DEFAULT_SCHEDULE
+    liveness_flush: float = DEFAULT_FLUSH_AFTER  # 0: every heartbeat is committed before its reply
 
 
 @dataclass
@@ -43,11 +46,13 @@ class HubState:
     last_sweep: dict = field(default_factory=dict)
     notifier: Notifier = field(init=False)
     batch: Batch = field(init=False)
+    liveness: Liveness = field(init=False)
     subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
     sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
 
     def __post_init__(self):
-        self.batch = Batch(self.db)
+        self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())
+        self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_lost=self.liveness.forget_all)
         notify_dir = self.settings.notify_dir
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
         self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)))
@@ -100,6 +105,8 @@ class HubState:
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""
         now = self.clock.now()
+        self.batch.join()  # in the batch, so it reads the waiting liveness stamps
+        self.liveness.forget_all()  # the sweep may turn agents dormant or expired
         with write(self.db):
             counts = registry.sweep(self.db, now, self.ephemeral_ttl)
             events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)

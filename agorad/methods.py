@@ -44,6 +44,12 @@ METHODS = {
     "channels.list": (messaging.channel_list, ANY),
 }
 
+# Methods that can sometimes be answered without opening a transaction (liveness.py):
+# the handler returns the result, or None to be dispatched in the batch as usual.
+STEADY = {
+    "agents.heartbeat": agents.steady_heartbeat,
+}
+
 
 def dispatch(hub_state: HubState, actor: Actor, name: str, raw_params: dict, connection=None,
              plain: bool = False) -> tuple[dict, Actor]:
@@ -60,3 +66,11 @@ def dispatch(hub_state: HubState, actor: Actor, name: str, raw_params: dict, con
     call = Call(hub_state, actor, Params(raw_params, plain), connection)
     result = handler(call)
     return result, call.new_actor or actor
+
+
+def dispatch_steady(hub_state: HubState, actor: Actor, name: str, raw_params: dict, plain: bool = False) -> dict | None:
+    """The result of `name` if it needs no transaction this time, else None. Errors raise as in `dispatch`."""
+    handler = STEADY.get(name)
+    if handler is None or actor.is_operator or not hub_state.liveness.enabled:
+        return None
+    return handler(Call(hub_state, actor, Params(raw_params, plain)))

@@ -11,6 +11,7 @@ would already have changed.
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import apsw
 
@@ -26,6 +27,9 @@ from agorad.store import channels as channels_sql
 from agorad.store import kb as kb_sql
 from agorad.store import write
 from agorad.text import check_line
+
+if TYPE_CHECKING:
+    from agorad.liveness import Liveness
 
 DEFAULT_INTERVAL = 30 * 60.0
 DEFAULT_TTL = 3600.0
@@ -79,19 +83,38 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
     return view(sql.by_pk(db, pk), now, ttl), key
 
 
-def heartbeat(db: apsw.Connection, now: float, actor: Actor, status: str | None, task) -> dict:
+def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor, status: str | None, task) -> dict:
     """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise."""
+    status, task = _checked_report(status, task)
+    # One statement is atomic by itself: no savepoint needed on this hot path.
+    recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
+    if recorded is None:  # removed earlier in this same batch; the connection is revoked once that commits
+        raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
+    agent_id, status_now, task_now, last_seen = recorded
+    if status is not None:
+        liveness.learn(actor.agent_pk, status_now, task_now)
+    return {"agent": agent_id or actor.agent_id, "status": status_now, "task": task_now, "last_seen": last_seen}
+
+
+def steady_heartbeat(liveness: Liveness, now: float, actor: Actor, status: str | None, task) -> dict | None:
+    """The reply to a heartbeat that restates the agent's status and task, stamped without a
+    transaction (liveness.py); None when it changes something or states nothing."""
+    status, task = _checked_report(status, task)
+    if status is None or not liveness.stamp(actor.agent_pk, status, task, now):
+        return None
+    return {"agent": actor.agent_id, "status": status, "task": task, "last_seen": now}
+
+
+def _checked_report(status: str | None, task) -> tuple[str | None, str | None]:
+    """(status, task) as a heartbeat sets them: a task alone means `working`; status None sets nothing."""
     task = check_line(task, "task", MAX_TASK, optional=True)
     if status is not None and status not in REPORTED_STATUSES:
         raise InvalidParams(f"status {status!r} is not one of {', '.join(REPORTED_STATUSES)}", field="status")
     if task and status not in (None, "working"):
         raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
-    # One statement is atomic by itself: no savepoint needed on this hot path.
-    recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
-    if recorded is None:  # removed earlier in this same batch; the connection is revoked once that commits
-        raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
-    agent_id, status, task, last_seen = recorded
-    return {"agent": agent_id or actor.agent_id, "status": status, "task": task, "last_seen": last_seen}
+    if status is None and task is not None:
+        status = "working"
+    return status, task
 
 
 def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict:

@@ -17,7 +17,7 @@ import apsw
 from agorad.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
 from agorad.log import log
 from agorad.hub import HubState
-from agorad.methods import dispatch
+from agorad.methods import dispatch, dispatch_steady
 from agorad.policy import Actor
 from agorad.protocol import MAX_FRAME, decode_request, encode
 
@@ -149,6 +149,12 @@ class Connection(asyncio.Protocol):
         request_id = request.get("id")
         wants_reply = "id" in request  # a request without an id is a notification: no reply at all (JSON-RPC 2.0, 4.1)
         try:
+            result = None if self.hub.db.in_transaction else self._dispatch_steady(request, plain)
+            if result is not None:
+                # No batch is open, so no earlier reply is waiting: answering now keeps the order.
+                if wants_reply:
+                    self._send_result(request_id, encode({"jsonrpc": "2.0", "id": request_id, "result": result}), True)
+                return
             self.hub.batch.join()
             result = self._dispatch(request, plain)
         except AgoraError as exc:
@@ -181,6 +187,12 @@ class Connection(asyncio.Protocol):
             self.transport.write(reply)
         else:
             self._write_error(request_id, InternalError("the hub could not store this change (see its log); nothing was changed"))
+
+    def _dispatch_steady(self, request: dict, plain: bool) -> dict | None:
+        params = request.get("params", {})
+        if not isinstance(params, dict):
+            return None  # _dispatch says what is wrong
+        return dispatch_steady(self.hub, self.actor, request["method"], params, plain)
 
     def _dispatch(self, request: dict, plain: bool) -> dict:
         params = request.get("params", {})

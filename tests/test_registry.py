@@ -290,12 +290,14 @@ def test_rename_refuses_to_overwrite_an_existing_profile(hub):
 def test_a_heartbeat_for_an_agent_removed_in_the_same_batch_is_not_found(tmp_path):
     """The seat's connection is revoked only after the removal commits; a heartbeat in between must not pretend."""
     from agorad import registry
+    from agorad.liveness import Liveness
     from agorad.policy import Actor
     from agorad.store import connect
     from agorad.store.migrations import migrate
 
     db = connect(tmp_path / "agora.db")
     migrate(db)
+    liveness = Liveness(1.0, open_transaction=lambda: None)
     with pytest.raises(NotFound, match="no longer exists"):
-        registry.heartbeat(db, 0.0, Actor(41, "gone", "always-on"), "working", "x")
+        registry.heartbeat(db, liveness, 0.0, Actor(41, "gone", "always-on"), "working", "x")
     db.close()

@@ -16,6 +16,7 @@ def add(call: Call) -> dict:
     meta = p.get("meta", dict, {})
     call.finish()
     require(call.actor, "registry.admin")
+    call.hub.liveness.forget_all()  # a new agent may reuse a removed one's pk
     agent, key = registry.add(call.hub.db, call.hub.home, call.now, agent_id, mode, interval, meta, call.hub.ephemeral_ttl)
     return {"agent": agent, "key": key, "key_file": str(call.hub.home.key_file(agent["id"]))}
 
@@ -46,11 +47,22 @@ def list_agents(call: Call) -> dict:
 
 
 def heartbeat(call: Call) -> dict:
+    status_word, task = _report(call)
+    return registry.heartbeat(call.hub.db, call.hub.liveness, call.now, call.actor, status_word, task)
+
+
+def steady_heartbeat(call: Call) -> dict | None:
+    """agents.heartbeat answered without a transaction, or None to take the batch (methods.STEADY)."""
+    status_word, task = _report(call)
+    return registry.steady_heartbeat(call.hub.liveness, call.now, call.actor, status_word, task)
+
+
+def _report(call: Call) -> tuple[str | None, str | None]:
     status_word = call.params.get("status", str, None)
     task = call.params.get("task", str, None)
     call.finish()
     require(call.actor, "heartbeat")
-    return registry.heartbeat(call.hub.db, call.now, call.actor, status_word, task)
+    return status_word, task
 
 
 def rename(call: Call) -> dict:
@@ -69,6 +81,7 @@ def remove(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
     require(call.actor, "registry.admin")
+    call.hub.liveness.forget_all()
     removed, pk = registry.remove(call.hub.db, agent_id)
     call.hub.after_commit(lambda: call.hub.agent_removed(pk, removed["removed"]))
     return removed
