@@ -54,6 +54,10 @@ class Liveness:
         if self.enabled:
             self._steady[agent_pk] = (status, task)
 
+    def forget(self, agent_pk: int) -> None:
+        """The agent is removed (pks are never reused; this only drops its entry)."""
+        self._steady.pop(agent_pk, None)
+
     def forget_all(self) -> None:
         """A registry change other than a heartbeat (or a lost commit): nothing is known to be steady."""
         self._steady.clear()

@@ -106,12 +106,13 @@ class Hub(Server):
 
     name = "agorad"
 
-    def __init__(self, home: Path, log_path: Path):
+    def __init__(self, home: Path, log_path: Path, *options: str):
         super().__init__(home / "agorad.sock", log_path)
         self.home = home
+        self.options = options  # extra `agorad` options
 
     def command(self) -> list[str]:
-        return [str(agorad_path()), "--home", str(self.home)]
+        return [str(agorad_path()), "--home", str(self.home), *self.options]
 
     def start(self) -> "Hub":
         self.spawn()

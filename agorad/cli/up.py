@@ -6,7 +6,7 @@ import os
 
 import click
 
-from agorad.cli.common import DURATION, fail, home_option
+from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
 from agorad.paths import Home
 
 
@@ -26,7 +26,11 @@ from agorad.paths import Home
               help="The largest message body accepted, in KiB (at most 128, so any body fits a 1 MiB frame).")
 @click.option("--escalate", "escalation", default="15m,1h,4h", show_default=True,
               help="When an unanswered ask re-notifies its debtors: offsets from the ask ('' never).")
-def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation):
+@click.option("--liveness-flush", type=DURATION_OR_ZERO, default="1s", show_default=True,
+              help="How long a heartbeat that only restates its status may wait to be written "
+                   "(a hub crash can lose that much of last_seen); 0 commits every heartbeat.")
+def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation,
+       liveness_flush):
     """Run the hub in the foreground on the home directory.
 
     Creates the home (0700), the database and the socket (0600). Stops
@@ -46,6 +50,7 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
         sweep_interval=sweep_interval, ephemeral_ttl=ephemeral_ttl, synchronous=synchronous.upper(),
         test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1", notify_dir=notify_dir,
         notify_rotate_mb=notify_rotate_mb, max_body=max_body_kib * 1024, escalation=schedule,
+        liveness_flush=liveness_flush,
     )
     try:
         raise SystemExit(run(Home.resolve(home), settings))

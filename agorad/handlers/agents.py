@@ -16,7 +16,6 @@ def add(call: Call) -> dict:
     meta = p.get("meta", dict, {})
     call.finish()
     require(call.actor, "registry.admin")
-    call.hub.liveness.forget_all()  # a new agent may reuse a removed one's pk
     agent, key = registry.add(call.hub.db, call.hub.home, call.now, agent_id, mode, interval, meta, call.hub.ephemeral_ttl)
     return {"agent": agent, "key": key, "key_file": str(call.hub.home.key_file(agent["id"]))}
 
@@ -81,7 +80,7 @@ def remove(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
     require(call.actor, "registry.admin")
-    call.hub.liveness.forget_all()
     removed, pk = registry.remove(call.hub.db, agent_id)
+    call.hub.liveness.forget(pk)
     call.hub.after_commit(lambda: call.hub.agent_removed(pk, removed["removed"]))
     return removed
