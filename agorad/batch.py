@@ -8,7 +8,13 @@ has returned: nothing is acknowledged before it is stored, and if the COMMIT
 fails every waiting reply becomes an error instead.
 
 Why: one commit costs the same for one request as for eight (WAL frame
-writes and shm lock calls), so concurrent clients share it.
+writes and shm lock calls), so concurrent clients share it. A batch that
+already holds more than one request waits up to `MAX_EXTRA_TURNS` more turns
+while requests keep joining it: otherwise eight clients settle into two
+alternating batches of four (the half whose replies just went out is still
+writing while the other half commits). Measured with eight senders: batches
+grow from 3.9 to 7.4 requests and server CPU per send drops from ~85 to ~75 us.
+A lone request still commits on the next turn, so one client waits no longer.
 
 `on_begin` runs first in every batch transaction (the hub writes its waiting
 liveness stamps there); `on_lost` runs when a batch's writes did not commit,
@@ -25,6 +31,7 @@ import apsw
 from agorad.log import log
 
 Effect = Callable[[bool], None]  # called with True after a COMMIT, False after a failed one
+MAX_EXTRA_TURNS = 2
 
 
 def _nothing() -> None:
@@ -38,13 +45,32 @@ class Batch:
         self.effects: list[Effect] = []
         self.on_begin = on_begin
         self.on_lost = on_lost
+        self.size = 0         # requests (joins) in the open batch
+        self._size_seen = 0   # its size when the last turn ended
+        self._extra_turns = 0
+        self._open: object | None = None  # a token per batch, so a stale turn cannot commit a later one
 
     def join(self) -> None:
-        """Make sure a batch transaction is open; its COMMIT runs on the next loop turn."""
+        """Make sure a batch transaction is open; its COMMIT runs on a later loop turn."""
         if not self.db.in_transaction:
             self.db.execute("BEGIN IMMEDIATE")
-            asyncio.get_running_loop().call_soon(self.commit)
+            self.size, self._size_seen, self._extra_turns = 1, 0, 0
+            self._open = token = object()
+            asyncio.get_running_loop().call_soon(self._turn_ended, token)
             self.on_begin()
+        else:
+            self.size += 1
+
+    def _turn_ended(self, token: object) -> None:
+        """Commit, unless other requests are still joining (see the module docstring)."""
+        if token is not self._open:
+            return  # that batch was committed already (shutdown commits directly)
+        if self.size > 1 and self.size > self._size_seen and self._extra_turns < MAX_EXTRA_TURNS:
+            self._size_seen = self.size
+            self._extra_turns += 1
+            asyncio.get_running_loop().call_soon(self._turn_ended, token)
+            return
+        self.commit()
 
     def after_commit(self, effect: Effect) -> None:
         self.effects.append(effect)
@@ -58,9 +84,10 @@ class Batch:
 
     def commit(self) -> None:
         effects, self.effects = self.effects, []
-        # Effects exist only while a transaction is open; if it is gone, SQLite rolled it back.
-        lost = not self.db.in_transaction
-        stored = not lost or not effects
+        # A batch whose transaction is gone was rolled back by SQLite (a failed statement can do that).
+        lost = self._open is not None and not self.db.in_transaction
+        stored = not lost
+        self._open = None
         try:
             if self.db.in_transaction:
                 self.db.execute("COMMIT")

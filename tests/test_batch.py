@@ -87,3 +87,59 @@ def test_concurrent_clients_each_get_their_own_answers(hub):
     assert failures == []
     tasks = {a["id"]: a["task"] for a in hub.call("agents.list")["agents"]}
     assert tasks == {a: f"{a} step 199" for a in keys}
+
+
+def test_a_lone_request_commits_on_the_next_turn_and_a_growing_batch_waits_for_its_joiners(db):
+    """Eight writers otherwise settle into two alternating half batches (batch.py)."""
+    from agorad.batch import MAX_EXTRA_TURNS
+
+    committed_after = {}
+
+    async def scenario():
+        batch = Batch(db)
+
+        def request(name, value):
+            batch.join()
+            insert(value)(db)
+            batch.after_commit(lambda stored: committed_after.setdefault(name, turn))
+
+        turn = 0
+        request("lone", 1)
+        turn = 1
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        turn = 2
+        request("a", 2)
+        request("b", 3)  # a batch of two: it waits while others join
+        for more in range(MAX_EXTRA_TURNS + 2):
+            await asyncio.sleep(0)
+            turn += 1
+            if db.in_transaction:
+                request(f"late{more}", 10 + more)
+        await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert committed_after["lone"] == 1
+    joined_late = [k for k in committed_after if k.startswith("late")]
+    assert len(joined_late) == MAX_EXTRA_TURNS >= 1  # each extra turn took one more joiner, then it committed
+    assert len({committed_after[k] for k in ["a", "b", *joined_late]}) == 1  # one COMMIT for all of them
+    assert not db.in_transaction
+
+
+def test_a_batch_committed_directly_is_not_committed_again_by_its_turn(db):
+    async def scenario():
+        batch = Batch(db)
+        batch.join()
+        insert(1)(db)
+        batch.commit()  # what shutdown does
+        batch.join()
+        batch.join()  # a new batch of two, which should wait for joiners
+        insert(2)(db)
+        await asyncio.sleep(0)  # the first batch's turn ends here: it must leave the new one open
+        assert db.in_transaction
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        assert not db.in_transaction
+
+    asyncio.run(scenario())
+    assert [r[0] for r in db.execute("SELECT x FROM t ORDER BY x")] == [1, 2]
