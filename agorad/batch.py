@@ -29,6 +29,7 @@ from typing import Callable
 import apsw
 
 from agorad.log import log
+from agorad.store.connection import Database
 
 Effect = Callable[[bool], None]  # called with True after a COMMIT, False after a failed one
 MAX_EXTRA_TURNS = 2
@@ -39,7 +40,7 @@ def _nothing() -> None:
 
 
 class Batch:
-    def __init__(self, db: apsw.Connection, on_begin: Callable[[], None] = _nothing,
+    def __init__(self, db: Database, on_begin: Callable[[], None] = _nothing,
                  on_lost: Callable[[], None] = _nothing):
         self.db = db
         self.effects: list[Effect] = []
@@ -53,7 +54,7 @@ class Batch:
     def join(self) -> None:
         """Make sure a batch transaction is open; its COMMIT runs on a later loop turn."""
         if not self.db.in_transaction:
-            self.db.execute("BEGIN IMMEDIATE")
+            self.db.step("BEGIN IMMEDIATE")
             self.size, self._size_seen, self._extra_turns = 1, 0, 0
             self._open = token = object()
             asyncio.get_running_loop().call_soon(self._turn_ended, token)
@@ -90,13 +91,13 @@ class Batch:
         self._open = None
         try:
             if self.db.in_transaction:
-                self.db.execute("COMMIT")
+                self.db.step("COMMIT")
         except apsw.Error as exc:
             stored, lost = False, True
             log("commit-failed", error=type(exc).__name__, detail=str(exc)[:200], requests=len(effects))
             try:
                 if self.db.in_transaction:
-                    self.db.execute("ROLLBACK")
+                    self.db.step("ROLLBACK")
             except apsw.Error as again:  # the transaction may already be gone with the failure
                 log("rollback-failed", error=type(again).__name__)
         if lost:

@@ -24,6 +24,7 @@ from typing import Callable
 import apsw
 
 from agorad.log import log
+from agorad.store.connection import Database
 
 DEFAULT_FLUSH_AFTER = 1.0  # seconds a steady stamp may wait for its write
 
@@ -62,10 +63,10 @@ class Liveness:
         """A registry change other than a heartbeat (or a lost commit): nothing is known to be steady."""
         self._steady.clear()
 
-    def flush(self, db: apsw.Connection) -> None:
+    def flush(self, db: Database) -> None:
         """Write the waiting stamps into the open transaction (an agent removed since is skipped by the WHERE)."""
         if self._pending:
-            db.executemany("UPDATE agents SET last_seen = ? WHERE pk = ?",
+            db.step_many("UPDATE agents SET last_seen = ? WHERE pk = ?",
                            [(seen, pk) for pk, seen in self._pending.items()])
             self._pending.clear()
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apsw
 
-from agorad.store.connection import one, rows
+from agorad.store.connection import Database, one, rows
 
 # The dormant rule in SQL (registry._effective_status is the same rule for rows already read).
 _DUE_DORMANT = "(liveness_mode = 'async' AND COALESCE(last_seen, created_at) + 2 * interval_s < :now)"
@@ -40,7 +40,7 @@ def aliases_of(db: apsw.Connection, pk: int) -> list[dict]:
     return rows(db.execute("SELECT old_id, reason, renamed_at FROM aliases WHERE agent_pk = ? ORDER BY renamed_at", (pk,)))
 
 
-def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str | None, now: float) -> tuple | None:
+def record_heartbeat(db: Database, pk: int, status: str | None, task: str | None, now: float) -> tuple | None:
     """Stamp last_seen and apply the status rule; return (id, status, task, last_seen), or None if no such agent.
 
     A heartbeat that says its status (or a task, which means `working`) sets it;
@@ -53,15 +53,15 @@ def record_heartbeat(db: apsw.Connection, pk: int, status: str | None, task: str
         status = status or "working"
         # Usually the status is unchanged: leaving it out of SET skips its CHECK, whose
         # five-word IN list SQLite builds as a temporary index on every run.
-        db.execute("UPDATE agents SET task = ?, last_seen = ?, expired_at = NULL WHERE pk = ? AND status = ?",
-                   (task, now, pk, status))
+        db.step("UPDATE agents SET task = ?, last_seen = ?, expired_at = NULL WHERE pk = ? AND status = ?",
+                (task, now, pk, status))
         if not db.changes():
-            db.execute("UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
-                       (status, task, now, pk))
+            db.step("UPDATE agents SET status = ?, task = ?, last_seen = ?, expired_at = NULL WHERE pk = ?",
+                    (status, task, now, pk))
             if not db.changes():
                 return None
         return None, status, task, now
-    return db.execute(
+    return db.step(
         f"""UPDATE agents SET
              status = CASE
                WHEN status = 'dormant' OR {_DUE_DORMANT} THEN 'idle'

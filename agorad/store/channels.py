@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import apsw
 
-from agorad.store.connection import one, rows
+from agorad.store.connection import Database, one, rows
 
 COMMONS = "commons"
 _CHANNEL = "pk, name, kind, dm_low, dm_high, head, created_at, created_by"
@@ -25,12 +25,12 @@ def dm_between(db: apsw.Connection, a_pk: int, b_pk: int) -> dict | None:
     return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE kind = 'dm' AND dm_low = ? AND dm_high = ?", (low, high)))
 
 
-def dm_with(db: apsw.Connection, agent_pk: int, peer_id: str) -> tuple[int, dict | None] | None:
+def dm_with(db: Database, agent_pk: int, peer_id: str) -> tuple[int, dict | None] | None:
     """(peer pk, the DM channel between the two or None) for a registered `peer_id`; None if no agent has that id.
 
     The send path's one statement for `@id`: the peer and the channel together.
     """
-    found = db.execute(
+    found = db.step(
         f"SELECT a.pk, {_DM_CHANNEL} FROM agents a LEFT JOIN channels c "
         "ON c.kind = 'dm' AND c.dm_low = MIN(a.pk, ?1) AND c.dm_high = MAX(a.pk, ?1) "
         "WHERE a.id = ?2", (agent_pk, peer_id)).fetchone()
@@ -81,12 +81,12 @@ def members(db: apsw.Connection, channel_pk: int) -> dict[int, str]:
                            "WHERE m.channel_pk = ?", (channel_pk,)))
 
 
-def take_seq(db: apsw.Connection, channel: dict) -> int:
+def take_seq(db: Database, channel: dict) -> int:
     """The channel's next seq, taken. `channel` was read in this transaction by the only
     writer, so its head is current (the guard checks); no RETURNING, whose rows SQLite
     buffers in a temporary table."""
     seq = channel["head"] + 1
-    db.execute("UPDATE channels SET head = ? WHERE pk = ? AND head = ?", (seq, channel["pk"], seq - 1))
+    db.step("UPDATE channels SET head = ? WHERE pk = ? AND head = ?", (seq, channel["pk"], seq - 1))
     if db.changes() != 1:
         raise RuntimeError(f"channel {channel['name']} moved past head {seq - 1} within its own transaction")
     return seq
@@ -106,11 +106,11 @@ def listing(db: apsw.Connection, agent_pk: int | None) -> list[dict]:
 
 # --- cursors ---------------------------------------------------------------
 
-def ack_own(db: apsw.Connection, agent_pk: int, channel_pk: int, seq: int) -> None:
+def ack_own(db: Database, agent_pk: int, channel_pk: int, seq: int) -> None:
     """An agent's own message is never unread: move its cursor onto `seq` when that is the
     next one (the usual case, one statement), else ack `seq` singly."""
-    db.execute("UPDATE members SET acked = ? WHERE agent_pk = ? AND channel_pk = ? AND acked = ?",
-               (seq, agent_pk, channel_pk, seq - 1))
+    db.step("UPDATE members SET acked = ? WHERE agent_pk = ? AND channel_pk = ? AND acked = ?",
+            (seq, agent_pk, channel_pk, seq - 1))
     if not db.changes():
         db.execute("INSERT OR IGNORE INTO acks_above (agent_pk, channel_pk, seq) "
                    "SELECT agent_pk, channel_pk, ? FROM members WHERE agent_pk = ? AND channel_pk = ? AND acked < ?",

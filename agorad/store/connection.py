@@ -19,12 +19,28 @@ BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS = ("NORMAL", "FULL")
 
 
-def connect(path: Path, synchronous: str = "NORMAL") -> apsw.Connection:
+class Database(apsw.Connection):
+    """An apsw connection with one reusable cursor for the request path.
+
+    `Connection.execute` makes a new cursor for every statement (~0.45 us here,
+    about as much as running a simple UPDATE); `step` and `step_many` reuse one.
+    The next `step` resets that cursor, so they are only for statements whose
+    rows are all read before the next statement runs (fetchone, or a list).
+    """
+
+    def __init__(self, filename: str):
+        super().__init__(filename)
+        cursor = self.cursor()
+        self.step = cursor.execute
+        self.step_many = cursor.executemany
+
+
+def connect(path: Path, synchronous: str = "NORMAL") -> Database:
     """Open (creating 0600 if needed) the database at `path`, WAL mode, foreign keys on."""
     if synchronous not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS}")
     _create_private(path)
-    db = apsw.Connection(str(path))
+    db = Database(str(path))
     db.setbusytimeout(BUSY_TIMEOUT_MS)
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
@@ -64,18 +80,18 @@ class write:
         self.db = db
         self.nested = db.in_transaction
 
-    def __enter__(self) -> apsw.Connection:
-        self.db.execute("SAVEPOINT op" if self.nested else "BEGIN IMMEDIATE")
+    def __enter__(self) -> Database:
+        self.db.step("SAVEPOINT op" if self.nested else "BEGIN IMMEDIATE")
         return self.db
 
     def __exit__(self, kind, value, traceback) -> bool:
         if kind is None:
-            self.db.execute("RELEASE op" if self.nested else "COMMIT")
+            self.db.step("RELEASE op" if self.nested else "COMMIT")
         elif self.nested:
-            self.db.execute("ROLLBACK TO op")
-            self.db.execute("RELEASE op")
+            self.db.step("ROLLBACK TO op")
+            self.db.step("RELEASE op")
         else:
-            self.db.execute("ROLLBACK")
+            self.db.step("ROLLBACK")
         return False
 
 

@@ -10,7 +10,7 @@ import json
 
 import apsw
 
-from agorad.store.connection import one, rows
+from agorad.store.connection import Database, one, rows
 
 _MESSAGE = ("m.pk, c.name AS channel, c.kind AS channel_kind, m.channel_pk, m.seq, m.sender_pk, m.sender, "
             "m.title, m.body, m.ask, m.reply_to, m.urgency, m.created_at")
@@ -20,8 +20,8 @@ _INSERTED = ("channel_pk", "seq", "sender_pk", "sender", "title", "body", "ask",
 _INSERT = f"INSERT INTO messages ({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})"
 
 
-def insert(db: apsw.Connection, message: dict) -> int:
-    db.execute(_INSERT, tuple(message[name] for name in _INSERTED))  # positional: named binding looks each name up
+def insert(db: Database, message: dict) -> int:
+    db.step(_INSERT, tuple(message[name] for name in _INSERTED))  # positional: named binding looks each name up
     return db.last_insert_rowid()
 
 
@@ -50,21 +50,21 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 # --- deliveries --------------------------------------------------------------
 
-def recipient_marks(db: apsw.Connection, agent_pks: list[int]) -> dict[int, tuple[int, int]]:
+def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, int]]:
     """{pk: (newest delivery id, open debts)} of each agent, in one statement."""
     if len(agent_pks) == 1:
         where, args = "a.pk = ?", agent_pks
     else:
         where, args = "a.pk IN (SELECT value FROM json_each(?))", (json.dumps(agent_pks),)
-    return {pk: (newest, owed) for pk, newest, owed in db.execute(
+    return {pk: (newest, owed) for pk, newest, owed in db.step(
         "SELECT a.pk, COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), "
         "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL) "
         f"FROM agents a WHERE {where}", args)}
 
 
-def insert_deliveries(db: apsw.Connection, deliveries: list[tuple]) -> None:
+def insert_deliveries(db: Database, deliveries: list[tuple]) -> None:
     """Rows of (agent_pk, id, message_pk, flags, owed, created_at)."""
-    db.executemany("INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)",
+    db.step_many("INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)",
                    deliveries)
 
 
