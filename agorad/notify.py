@@ -1,8 +1,8 @@
 """Notify files: one JSON line per delivery in `<dir>/<agent>-inbox.log`, crash-safe.
 
-Each line is written with a single write(2) on an O_APPEND descriptor, after
-the delivery is committed. Delivery ids count up per agent, so the file says
-exactly which deliveries it holds: at start-up, and whenever a write failed,
+Lines are written whole, one or several per write(2) on an O_APPEND
+descriptor, after the deliveries are committed. Delivery ids count up per
+agent, so the file says exactly which deliveries it holds: at start-up, and whenever a write failed,
 the writer appends what the database has beyond the file's last id. A crash
 between COMMIT and write therefore costs a delay, never a line, and never a
 duplicate. The file rotates to `.1` before a write would take it past the
@@ -114,15 +114,21 @@ class Notifier:
         return sum(self.catch_up(db, pk) for pk in list(self.behind))
 
     def _append(self, agent_pk: int, agent_id: str, rows: list[dict]) -> bool:
+        """Append the rows' lines: whole lines per write(2) on O_APPEND, so never interleaved,
+        and as many per write as fit before the file would have to rotate."""
+        lines = [notify_line(row) for row in rows]
         try:
-            for row in rows:
-                data = notify_line(row)
-                fd = self._fd(agent_id, len(data))
-                written = os.write(fd, data)  # one write per line on O_APPEND: never interleaved
+            start = 0
+            while start < len(lines):
+                fd = self._fd(agent_id, len(lines[start]))
+                end = self._fitting(agent_id, lines, start)
+                data = lines[start] if end == start + 1 else b"".join(lines[start:end])
+                written = os.write(fd, data)
                 self._grew(agent_id, written)
                 if written != len(data):
                     raise OSError(f"short write ({written} of {len(data)} bytes)")
-                self.written[agent_pk] = row["id"]
+                self.written[agent_pk] = rows[end - 1]["id"]
+                start = end
             return True
         except OSError as exc:
             if agent_pk not in self.behind:
@@ -150,6 +156,15 @@ class Notifier:
         while len(self._files) > MAX_OPEN_FILES:
             self._close(next(iter(self._files)))
         return fd
+
+    def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:
+        """The end of the run of lines from `start` that one write may take: the first line
+        always (_fd has made room for it), then while the file stays within the rotation size."""
+        end, size = start + 1, self._files[agent_id][1] + len(lines[start])
+        while end < len(lines) and (not self.rotate_bytes or size + len(lines[end]) <= self.rotate_bytes):
+            size += len(lines[end])
+            end += 1
+        return end
 
     def _grew(self, agent_id: str, amount: int) -> None:
         fd, size = self._files[agent_id]

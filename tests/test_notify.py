@@ -175,3 +175,21 @@ def test_notify_file_symlink_is_not_followed(hub, tmp_path):
         send(s["memory"], "@runtime", "one")
         assert target.read_text() == ""
         assert "notify-write-failed" in hub.log()
+
+
+def test_one_batch_of_lines_is_written_whole_and_rotates_between_lines(tmp_path):
+    """Several deliveries for one agent go out in as few writes as the rotation size allows."""
+    from agorad.notify import Notifier, notify_line
+
+    rows = [{"id": i, "ts": 1.5, "agent": "runtime", "channel": "commons", "seq": i, "sender": "memory",
+             "title": f"t{i}", "body": "b" * 150, "flags": "", "owed": 0} for i in range(11, 31)]
+    size = len(notify_line(rows[0]))  # every line is this long: two-digit ids
+    notifier = Notifier(tmp_path, rotate_bytes=size * 6 + 1)  # six lines fit, the seventh rotates
+    notifier.written[7] = 10  # as if the file already held ids 1-10
+    notifier.write(None, 7, rows[:3])
+    notifier.write(None, 7, rows[3:])
+    notifier.close()
+    current, rotated = tmp_path / "runtime-inbox.log", tmp_path / "runtime-inbox.log.1"
+    assert [line["id"] for line in lines(rotated)] == [23, 24, 25, 26, 27, 28]
+    assert [line["id"] for line in lines(current)] == [29, 30]
+    assert notifier.written[7] == 30
