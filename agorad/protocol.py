@@ -46,6 +46,12 @@ def encode(obj: dict) -> bytes:
     return (_encode_text(obj) + "\n").encode()
 
 
+def encode_result(request_id, result: dict) -> bytes:
+    """`encode({"jsonrpc": "2.0", "id": request_id, "result": result})`, without encoding the envelope
+    as a dict on every reply."""
+    return f'{{"jsonrpc":"2.0","id":{_encode_text(request_id)},"result":{_encode_text(result)}}}\n'.encode()
+
+
 def decode_request(line: bytes) -> tuple[dict, bool]:
     """Parse one request frame into (request, plain); raise ParseError or InvalidRequest when it is not one.
 

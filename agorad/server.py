@@ -17,9 +17,9 @@ import apsw
 from agorad.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
 from agorad.log import log
 from agorad.hub import HubState
-from agorad.methods import dispatch, dispatch_steady
+from agorad.methods import STEADY, dispatch, dispatch_steady
 from agorad.policy import Actor
-from agorad.protocol import MAX_FRAME, decode_request, encode
+from agorad.protocol import MAX_FRAME, decode_request, encode, encode_result
 
 PUSH_BUFFER_LIMIT = 16 << 20  # bytes queued for a subscriber that does not read before it is cut off
 HANG_UP_GRACE = 2.0  # seconds a refused peer has to read its error before the hub closes
@@ -149,11 +149,13 @@ class Connection(asyncio.Protocol):
         request_id = request.get("id")
         wants_reply = "id" in request  # a request without an id is a notification: no reply at all (JSON-RPC 2.0, 4.1)
         try:
-            result = None if self.hub.db.in_transaction else self._dispatch_steady(request, plain)
+            result = None
+            if request["method"] in STEADY and not self.hub.db.in_transaction:
+                result = self._dispatch_steady(request, plain)
             if result is not None:
                 # No batch is open, so no earlier reply is waiting: answering now keeps the order.
                 if wants_reply:
-                    self._send_result(request_id, encode({"jsonrpc": "2.0", "id": request_id, "result": result}), True)
+                    self._send_result(request_id, encode_result(request_id, result), True)
                 return
             self.hub.batch.join()
             result = self._dispatch(request, plain)
@@ -177,7 +179,7 @@ class Connection(asyncio.Protocol):
                 self._reply_error(request_id, InternalError())
             return
         if wants_reply:
-            reply = encode({"jsonrpc": "2.0", "id": request_id, "result": result})
+            reply = encode_result(request_id, result)
             self.hub.batch.after_commit(lambda stored: self._send_result(request_id, reply, stored))
 
     def _send_result(self, request_id, reply: bytes, stored: bool) -> None:

@@ -272,3 +272,12 @@ def test_pipelined_sends_in_one_batch_keep_delivery_ids_gapless(hub):
     lines = (hub.home / "runtime-inbox.log").read_text().splitlines()
     assert [json.loads(line)["id"] for line in lines] == [1, 2, 3]
     assert [json.loads(line)["title"] for line in lines] == ["one", "two", "three"]
+
+
+@pytest.mark.parametrize("request_id", [0, 7, -3, 2**70, None, "", "abc", 'q"uo\\te', "caf\u00e9 \U0001F600", "\n\x00"])
+def test_a_spliced_reply_is_the_encoded_envelope(request_id):
+    """encode_result builds the reply frame without a dict; it must be byte for byte encode()'s."""
+    from agorad.protocol import encode, encode_result
+
+    result = {"ref": "dm:a--b#1", "to": ["b"], "n": 1.5, "none": None, "text": "\u00e9\n\"", "nested": {"x": []}}
+    assert encode_result(request_id, result) == encode({"jsonrpc": "2.0", "id": request_id, "result": result})

@@ -7,6 +7,7 @@ agent's cursor, so their cost follows what is unread, not the channel's size.
 from __future__ import annotations
 
 import json
+from operator import itemgetter
 
 import apsw
 
@@ -18,10 +19,11 @@ _MESSAGE = ("m.pk, c.name AS channel, c.kind AS channel_kind, m.channel_pk, m.se
 
 _INSERTED = ("channel_pk", "seq", "sender_pk", "sender", "title", "body", "ask", "reply_to", "urgency", "created_at")
 _INSERT = f"INSERT INTO messages ({', '.join(_INSERTED)}) VALUES ({', '.join('?' * len(_INSERTED))})"
+_INSERTED_VALUES = itemgetter(*_INSERTED)  # positional: named binding looks each name up
 
 
 def insert(db: Database, message: dict) -> int:
-    db.step(_INSERT, tuple(message[name] for name in _INSERTED))  # positional: named binding looks each name up
+    db.step(_INSERT, _INSERTED_VALUES(message))
     return db.last_insert_rowid()
 
 
