@@ -65,12 +65,12 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
 
     The channel carries `members` (pk -> id): a DM cannot be left, so its members are the two.
     """
-    check_agent_id(peer_id, "target")
-    found = sql.dm_with(db, actor.agent_pk, peer_id)
-    if found:
+    found = sql.dm_with(db, actor.agent_pk, peer_id) if isinstance(peer_id, str) else None
+    if found:  # a registered id, so a valid one
         peer_pk, channel = found
         peer_name, redirect = peer_id, None
-    else:  # not a current id: perhaps a renamed one (or nobody, and resolve says so)
+    else:  # not a current id: perhaps a renamed one, a malformed one, or nobody (resolve says which)
+        check_agent_id(peer_id, "target")
         peer, redirect = registry.resolve(db, peer_id, "target")
         peer_pk, peer_name, channel = peer["pk"], peer["id"], sql.dm_between(db, actor.agent_pk, peer["pk"])
     if peer_pk == actor.agent_pk:

@@ -20,7 +20,7 @@ import apsw
 from agorad.fence import PREVIEW_CHARS, one_line
 from agorad.notifyfile import inbox_file, last_id_in
 from agorad.log import log
-from agorad.protocol import encode
+from agorad.protocol import encode_text as _text
 from agorad.store import messages as sql
 
 MAX_OPEN_FILES = 128
@@ -42,7 +42,16 @@ def preview(body: str) -> str:
 
 
 def notify_line(row: dict) -> bytes:
-    return encode(line_fields(row))  # compact, ASCII, one line: the wire's own frame codec
+    """`encode(line_fields(row))`: compact, ASCII, one line (the wire's own frame codec), formatted
+    directly because it runs once per delivery: half the cost of building the dict and encoding it.
+    A test holds the two to the same bytes."""
+    flags = row["flags"].split(",") if isinstance(row["flags"], str) else row["flags"]
+    return (
+        f'{{"v":1,"id":{row["id"]},"ts":{row["ts"]!r},"agent":{_text(row["agent"])},'
+        f'"channel":{_text(row["channel"])},"seq":{row["seq"]},"sender":{_text(row["sender"])},'
+        f'"title":{_text(one_line(row["title"], 200))},"flags":[{",".join(_text(f) for f in flags if f)}],'
+        f'"preview":{_text(row.get("preview") or preview(row["body"]))},"owed":{row["owed"]}}}\n'
+    ).encode()
 
 
 class Notifier:

@@ -8,6 +8,8 @@ import signal
 import stat
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from tests.hubproc import Hub
 from tests.seats import seats, send
@@ -193,3 +195,18 @@ def test_one_batch_of_lines_is_written_whole_and_rotates_between_lines(tmp_path)
     assert [line["id"] for line in lines(rotated)] == [23, 24, 25, 26, 27, 28]
     assert [line["id"] for line in lines(current)] == [29, 30]
     assert notifier.written[7] == 30
+
+
+@given(st.fixed_dictionaries({
+    "id": st.integers(1, 2**63 - 1), "ts": st.floats(0, 4e9, allow_nan=False) | st.integers(0, 2**40),
+    "agent": st.text(max_size=20), "channel": st.text(max_size=30), "seq": st.integers(1, 2**63 - 1),
+    "sender": st.text(max_size=20), "title": st.text(max_size=250), "body": st.text(max_size=300),
+    "flags": st.sampled_from(["", "to-me", "to-me,dm", "to-me,dm,open,escalated"]) | st.lists(st.sampled_from(["to-me", "dm", ""])),
+    "owed": st.integers(0, 10**6),
+}, optional={"preview": st.text(max_size=130)}))
+def test_the_formatted_notify_line_is_the_encoded_contract_fields(row):
+    """notify_line formats the line directly for speed; it must be encode(line_fields(row)) byte for byte."""
+    from agorad.notify import line_fields, notify_line
+    from agorad.protocol import encode
+
+    assert notify_line(row) == encode(line_fields(row))
