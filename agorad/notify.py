@@ -54,6 +54,14 @@ def notify_line(row: dict) -> bytes:
     ).encode()
 
 
+class _OpenFile:
+    __slots__ = ("fd", "size")
+
+    def __init__(self, fd: int, size: int):
+        self.fd = fd
+        self.size = size  # bytes, counted as written: the rotation check needs no fstat
+
+
 class Notifier:
     """Appends delivery lines per agent and knows how far each file has got."""
 
@@ -62,7 +70,7 @@ class Notifier:
         self.rotate_bytes = rotate_bytes
         self.written: dict[int, int] = {}  # agent pk -> last delivery id in its file
         self.behind: set[int] = set()      # agents whose last write failed
-        self._files: OrderedDict[str, tuple[int, int]] = OrderedDict()  # agent id -> (fd, size)
+        self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
 
     @property
     def enabled(self) -> bool:
@@ -101,7 +109,7 @@ class Notifier:
         if not self.enabled:
             return
         done = self.written.get(agent_pk, 0)
-        fresh = [row for row in rows if row["id"] > done]
+        fresh = rows if rows[0]["id"] > done else [row for row in rows if row["id"] > done]  # ids ascend
         if not fresh:
             return
         if fresh[0]["id"] != done + 1 or agent_pk in self.behind:
@@ -147,18 +155,18 @@ class Notifier:
             return False
 
     def _fd(self, agent_id: str, incoming: int) -> int:
-        if agent_id in self._files:
+        opened = self._files.get(agent_id)
+        if opened is not None:
             self._files.move_to_end(agent_id)
-            fd, size = self._files[agent_id]
-            if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
+            if self.rotate_bytes and opened.size and opened.size + incoming > self.rotate_bytes:
                 self._rotate(agent_id)
             else:
-                return fd
+                return opened.fd
         fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             size += os.write(fd, b"\n")  # end a line torn by a failed write, so the next one stands alone
-        self._files[agent_id] = (fd, size)
+        self._files[agent_id] = _OpenFile(fd, size)
         if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
             self._rotate(agent_id)
             return self._fd(agent_id, incoming)
@@ -169,15 +177,14 @@ class Notifier:
     def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:
         """The end of the run of lines from `start` that one write may take: the first line
         always (_fd has made room for it), then while the file stays within the rotation size."""
-        end, size = start + 1, self._files[agent_id][1] + len(lines[start])
+        end, size = start + 1, self._files[agent_id].size + len(lines[start])
         while end < len(lines) and (not self.rotate_bytes or size + len(lines[end]) <= self.rotate_bytes):
             size += len(lines[end])
             end += 1
         return end
 
     def _grew(self, agent_id: str, amount: int) -> None:
-        fd, size = self._files[agent_id]
-        self._files[agent_id] = (fd, size + amount)
+        self._files[agent_id].size += amount
 
     def _rotate(self, agent_id: str) -> None:
         self._close(agent_id)
@@ -187,7 +194,7 @@ class Notifier:
     def _close(self, agent_id: str) -> None:
         entry = self._files.pop(agent_id, None)
         if entry:
-            os.close(entry[0])
+            os.close(entry.fd)
 
     def rename(self, old_id: str, new_id: str) -> None:
         """Follow an agent rename: its files take the new name."""

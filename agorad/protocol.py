@@ -46,11 +46,6 @@ def encode(obj: dict) -> bytes:
     return (_encode_text(obj) + "\n").encode()
 
 
-def encode_text(value: str) -> str:
-    """One JSON string, escaped to ASCII as in a frame."""
-    return _encode_string(value)
-
-
 def encode_result(request_id, result: dict) -> bytes:
     """`encode({"jsonrpc": "2.0", "id": request_id, "result": result})`, without encoding the envelope
     as a dict on every reply."""
@@ -109,7 +104,7 @@ def _c_encoder():
 
 
 _encode_text = _c_encoder()
-_encode_string = json.encoder.encode_basestring_ascii
+encode_text = json.encoder.encode_basestring_ascii  # one JSON string, escaped to ASCII as in a frame
 
 
 def _parse(text: str):
