@@ -29,7 +29,10 @@ class Database(apsw.Connection):
     """
 
     def __init__(self, filename: str):
-        super().__init__(filename)
+        # NOMUTEX: SQLite's per-connection mutex is taken on every API call (~150 per send). The
+        # hub's connection lives on the event-loop thread only (the checkpointer opens its own),
+        # and apsw refuses to let two threads use one connection or cursor at once.
+        super().__init__(filename, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOMUTEX)
         cursor = self.cursor()
         self.step = cursor.execute
         self.step_many = cursor.executemany
