@@ -17,8 +17,12 @@ grow from 3.9 to 7.4 requests and server CPU per send drops from ~85 to ~75 us.
 A lone request still commits on the next turn, so one client waits no longer.
 
 `on_begin` runs first in every batch transaction (the hub writes its waiting
-liveness stamps there); `on_lost` runs when a batch's writes did not commit,
-so what was learned from them can be forgotten.
+liveness stamps there); `on_settled(stored)` runs when the batch has committed
+or was lost, so what was learned from lost writes can be forgotten. A
+statement that fails with SQLITE_FULL, IOERR or NOMEM can make SQLite roll
+back the whole transaction by itself; the next `join` then settles that lost
+batch first (its waiting replies become errors) instead of opening a new
+transaction under its name.
 """
 
 from __future__ import annotations
@@ -39,20 +43,31 @@ def _nothing() -> None:
     pass
 
 
+def _ignore(stored: bool) -> None:
+    pass
+
+
 class Batch:
     def __init__(self, db: Database, on_begin: Callable[[], None] = _nothing,
-                 on_lost: Callable[[], None] = _nothing):
+                 on_settled: Callable[[bool], None] = _ignore):
         self.db = db
         self.effects: list[Effect] = []
         self.on_begin = on_begin
-        self.on_lost = on_lost
+        self.on_settled = on_settled
         self.size = 0         # requests (joins) in the open batch
         self._size_seen = 0   # its size when the last turn ended
         self._extra_turns = 0
         self._open: object | None = None  # a token per batch, so a stale turn cannot commit a later one
 
+    @property
+    def idle(self) -> bool:
+        """No batch is open, so no reply is waiting for one."""
+        return self._open is None and not self.db.in_transaction
+
     def join(self) -> None:
         """Make sure a batch transaction is open; its COMMIT runs on a later loop turn."""
+        if self._open is not None and not self.db.in_transaction:
+            self.commit()  # SQLite rolled the batch back by itself: settle it before starting anew
         if not self.db.in_transaction:
             self.db.step("BEGIN IMMEDIATE")
             self.size, self._size_seen, self._extra_turns = 1, 0, 0
@@ -78,7 +93,7 @@ class Batch:
 
     def when_settled(self, effect: Effect) -> None:
         """Run `effect` once the open batch is settled (committed or not), or now if none is open."""
-        if self.db.in_transaction:
+        if not self.idle:
             self.effects.append(effect)
         else:
             effect(True)
@@ -86,7 +101,8 @@ class Batch:
     def commit(self) -> None:
         effects, self.effects = self.effects, []
         # A batch whose transaction is gone was rolled back by SQLite (a failed statement can do that).
-        lost = self._open is not None and not self.db.in_transaction
+        was_open = self._open is not None
+        lost = was_open and not self.db.in_transaction
         stored = not lost
         self._open = None
         try:
@@ -100,8 +116,8 @@ class Batch:
                     self.db.step("ROLLBACK")
             except apsw.Error as again:  # the transaction may already be gone with the failure
                 log("rollback-failed", error=type(again).__name__)
-        if lost:
-            self.on_lost()
+        if was_open:
+            self.on_settled(stored)
         for effect in effects:
             try:
                 effect(stored)

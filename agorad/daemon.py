@@ -123,6 +123,7 @@ async def _serve(home: Home, settings: Settings) -> int:
         sweeper.cancel()
         server.close()
         await server.wait_closed()
+        hub.liveness.close()  # late heartbeats take the transaction path, so none is answered unstored
         hub.batch.commit()  # answer what was handled before the signal
         with write(db):
             hub.liveness.flush(db)

@@ -52,7 +52,7 @@ class HubState:
 
     def __post_init__(self):
         self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())
-        self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_lost=self.liveness.forget_all)
+        self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
         notify_dir = self.settings.notify_dir
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
         self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)))

@@ -35,6 +35,7 @@ class Liveness:
         self._open_transaction = open_transaction  # starts a transaction, which flushes first
         self._steady: dict[int, tuple[str, str | None]] = {}  # agent pk -> (status, task) its row holds
         self._pending: dict[int, float] = {}  # agent pk -> last_seen not yet written
+        self._writing: dict[int, float] = {}  # stamps written into the open transaction, until it settles
         self._timer: asyncio.TimerHandle | None = None
 
     @property
@@ -43,11 +44,10 @@ class Liveness:
 
     def stamp(self, agent_pk: int, status: str, task: str | None, now: float) -> bool:
         """Keep `now` as the agent's last_seen if the heartbeat changes nothing else; say whether it did."""
-        if self._steady.get(agent_pk) != (status, task):
+        if not self.enabled or self._steady.get(agent_pk) != (status, task):
             return False
         self._pending[agent_pk] = now
-        if self._timer is None:
-            self._timer = asyncio.get_running_loop().call_later(self.flush_after, self._due)
+        self._arm()
         return True
 
     def learn(self, agent_pk: int, status: str, task: str | None) -> None:
@@ -60,15 +60,42 @@ class Liveness:
         self._steady.pop(agent_pk, None)
 
     def forget_all(self) -> None:
-        """A registry change other than a heartbeat (or a lost commit): nothing is known to be steady."""
+        """A registry change other than a heartbeat: nothing is known to be steady."""
         self._steady.clear()
 
     def flush(self, db: Database) -> None:
-        """Write the waiting stamps into the open transaction (an agent removed since is skipped by the WHERE)."""
+        """Write the waiting stamps into the open transaction (an agent removed since is skipped by the WHERE).
+        They are kept until `settled` says whether that transaction committed."""
         if self._pending:
             db.step_many("UPDATE agents SET last_seen = ? WHERE pk = ?",
-                           [(seen, pk) for pk, seen in self._pending.items()])
+                         [(seen, pk) for pk, seen in self._pending.items()])
+            for pk, seen in self._pending.items():
+                self._writing[pk] = seen
             self._pending.clear()
+
+    def settled(self, stored: bool) -> None:
+        """The transaction the stamps went into committed, or was lost: then what was learned in it
+        is forgotten and its stamps wait again for the next one."""
+        writing, self._writing = self._writing, {}
+        if stored:
+            return
+        self.forget_all()
+        for pk, seen in writing.items():
+            if self._pending.get(pk, seen) <= seen:
+                self._pending[pk] = seen
+        if self._pending:
+            self._arm()
+
+    def close(self) -> None:
+        """The hub is stopping: from now on every heartbeat takes the transaction path."""
+        self.flush_after = 0.0
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def _arm(self) -> None:
+        if self._timer is None and self.enabled:
+            self._timer = asyncio.get_running_loop().call_later(self.flush_after, self._due)
 
     def _due(self) -> None:
         self._timer = None
@@ -78,4 +105,4 @@ class Liveness:
             self._open_transaction()
         except apsw.Error as exc:  # the database is busy or failing: keep the stamps, try again later
             log("liveness-flush-failed", error=type(exc).__name__, detail=str(exc)[:200])
-            self._timer = asyncio.get_running_loop().call_later(self.flush_after, self._due)
+            self._arm()

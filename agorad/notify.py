@@ -143,6 +143,9 @@ class Notifier:
                 written = os.write(fd, data)
                 self._grew(agent_id, written)
                 if written != len(data):
+                    whole = _whole_lines(lines[start:end], written)
+                    if whole:  # those lines are in the file: the catch-up must not append them again
+                        self.written[agent_pk] = rows[start + whole - 1]["id"]
                     raise OSError(f"short write ({written} of {len(data)} bytes)")
                 self.written[agent_pk] = rows[end - 1]["id"]
                 start = end
@@ -226,6 +229,17 @@ class Notifier:
 
     def close(self) -> None:
         self.reopen()
+
+
+def _whole_lines(lines: list[bytes], written: int) -> int:
+    """How many of `lines` a write that got only `written` bytes out put in the file whole."""
+    count = 0
+    for line in lines:
+        written -= len(line)
+        if written < 0:
+            break
+        count += 1
+    return count
 
 
 def _tighten(directory: Path) -> None:

@@ -91,8 +91,7 @@ def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor,
     if recorded is None:  # removed earlier in this same batch; the connection is revoked once that commits
         raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
     agent_id, status_now, task_now, last_seen = recorded
-    if status is not None:
-        liveness.learn(actor.agent_pk, status_now, task_now)
+    liveness.learn(actor.agent_pk, status_now, task_now)  # also after a bare beat: it may have woken a dormant seat
     return {"agent": agent_id or actor.agent_id, "status": status_now, "task": task_now, "last_seen": last_seen}
 
 

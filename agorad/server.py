@@ -150,7 +150,7 @@ class Connection(asyncio.Protocol):
         wants_reply = "id" in request  # a request without an id is a notification: no reply at all (JSON-RPC 2.0, 4.1)
         try:
             result = None
-            if request["method"] in STEADY and not self.hub.db.in_transaction:
+            if request["method"] in STEADY and self.hub.batch.idle:
                 result = self._dispatch_steady(request, plain)
             if result is not None:
                 # No batch is open, so no earlier reply is waiting: answering now keeps the order.

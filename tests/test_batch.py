@@ -143,3 +143,39 @@ def test_a_batch_committed_directly_is_not_committed_again_by_its_turn(db):
 
     asyncio.run(scenario())
     assert [r[0] for r in db.execute("SELECT x FROM t ORDER BY x")] == [1, 2]
+
+
+def test_a_batch_sqlite_rolled_back_by_itself_is_settled_before_the_next_one(tmp_path):
+    """Review finding: SQLITE_FULL rolls the whole transaction back; the next join must not
+    open a new batch that inherits the lost one's replies and reports them as stored."""
+    db = connect(tmp_path / "full.db")
+    db.execute("CREATE TABLE t (x INTEGER PRIMARY KEY, blob BLOB)")
+    pages = db.execute("PRAGMA page_count").fetchone()[0]
+    db.execute(f"PRAGMA max_page_count = {pages + 4}")
+    outcomes = []
+
+    async def scenario():
+        batch = Batch(db)
+        batch.join()
+        with write(db):
+            db.execute("INSERT INTO t VALUES (1, x'00')")
+        batch.after_commit(lambda stored: outcomes.append(("first", stored)))
+        batch.join()
+        with pytest.raises(apsw.FullError):
+            with write(db):
+                db.execute("INSERT INTO t VALUES (2, zeroblob(1000000))")
+        assert not db.in_transaction  # SQLite gave up the whole transaction
+        batch.when_settled(lambda stored: outcomes.append(("error reply", stored)))  # waits its turn
+        assert outcomes == []
+        batch.join()  # the next request: the lost batch is settled first
+        assert outcomes == [("first", False), ("error reply", False)]
+        with write(db):
+            db.execute("INSERT INTO t VALUES (3, x'00')")
+        batch.after_commit(lambda stored: outcomes.append(("third", stored)))
+        for _ in range(3):
+            await asyncio.sleep(0)
+
+    asyncio.run(scenario())
+    assert outcomes[-1] == ("third", True)
+    assert [r[0] for r in db.execute("SELECT x FROM t")] == [3]
+    db.close()

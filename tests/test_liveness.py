@@ -200,7 +200,7 @@ def test_a_lost_commit_forgets_what_was_learned(tmp_path):
         db.execute("CREATE TABLE t (x INTEGER PRIMARY KEY)")
         db.execute("CREATE TABLE child (p INTEGER REFERENCES t(x))")
         liveness = Liveness(3600.0, open_transaction=lambda: None)
-        batch = Batch(db, on_lost=liveness.forget_all)
+        batch = Batch(db, on_settled=liveness.settled)
         batch.join()
         db.execute("PRAGMA defer_foreign_keys = ON")  # the violation surfaces only at COMMIT
         db.execute("INSERT INTO child VALUES (99)")
@@ -208,5 +208,75 @@ def test_a_lost_commit_forgets_what_was_learned(tmp_path):
         batch.commit()
         assert not liveness.stamp(1, "working", "x", 1.0)
         db.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_bare_heartbeat_that_wakes_a_dormant_seat_is_learned(make_hub):
+    """Review finding: the cache kept the pre-dormancy status, so a later restatement of it was
+    answered from memory while the row said idle."""
+    hub = make_hub("--liveness-flush", "1h")
+    hub.add_agent("seat", liveness_mode="async", interval=60)
+    with hub.client("seat") as seat:
+        seat.call("agents.heartbeat", status="working", task="x")
+        hub.advance(130)  # due dormant, not yet swept
+        woke = seat.call("agents.heartbeat")
+        assert (woke["status"], woke["task"]) == ("idle", None)
+        again = seat.call("agents.heartbeat", status="working", task="x")
+        assert (again["status"], again["task"]) == ("working", "x")
+    assert stored(hub.home, "seat")[:2] == ("working", "x")
+    assert hub.call("agents.get", agent="seat")["agent"]["status"] == "working"
+
+
+def test_stamps_in_a_lost_commit_wait_for_the_next_one(tmp_path):
+    """Review finding: flushed stamps were dropped when their COMMIT failed."""
+    from agorad.clock import Clock
+    from agorad.hub import HubState, Settings
+    from agorad.methods import dispatch, dispatch_steady
+    from agorad.paths import Home
+    from agorad.policy import Actor
+    from agorad.store import connect
+    from agorad.store.migrations import migrate
+
+    async def scenario():
+        home = Home.resolve(tmp_path / "home")
+        home.ensure()
+        db = connect(home.db)
+        migrate(db)
+        clock = Clock(controllable=True)
+        hub = HubState(home, db, clock, Settings(liveness_flush=3600.0, notify_dir=""))
+        hub.batch.join()
+        dispatch(hub, Actor(), "agents.add", {"agent": "seat", "liveness_mode": "always-on"})
+        hub.batch.commit()
+        key = (home.root / "keys" / "seat.key").read_text().strip()
+        _, seat = dispatch(hub, Actor(), "hub.hello", {"agent": "seat", "key": key})
+        hub.batch.join()
+        dispatch(hub, seat, "agents.heartbeat", {"status": "idle"})
+        hub.batch.commit()
+        clock.advance(30)
+        steady = dispatch_steady(hub, seat, "agents.heartbeat", {"status": "idle"})
+        hub.batch.join()  # writes the stamp ...
+        db.execute("PRAGMA defer_foreign_keys = ON")
+        db.execute("INSERT INTO members (agent_pk, channel_pk, acked, joined_at) VALUES (999, 999, 0, 0)")
+        hub.batch.commit()  # ... into a transaction whose COMMIT fails
+        assert db.execute("SELECT last_seen FROM agents WHERE id = 'seat'").fetchone()[0] < steady["last_seen"]
+        assert dispatch_steady(hub, seat, "agents.heartbeat", {"status": "idle"}) is None  # learned in doubt: forgotten
+        hub.batch.join()
+        hub.batch.commit()
+        assert db.execute("SELECT last_seen FROM agents WHERE id = 'seat'").fetchone()[0] == steady["last_seen"]
+        db.close()
+
+    asyncio.run(scenario())
+
+
+def test_a_stopping_hub_answers_no_heartbeat_from_memory():
+    from agorad.liveness import Liveness
+
+    async def scenario():
+        liveness = Liveness(1.0, open_transaction=lambda: None)
+        liveness.learn(1, "idle", None)
+        assert liveness.stamp(1, "idle", None, 5.0)
+        liveness.close()
+        assert not liveness.stamp(1, "idle", None, 6.0)
 
     asyncio.run(scenario())

@@ -210,3 +210,30 @@ def test_the_formatted_notify_line_is_the_encoded_contract_fields(row):
     from agorad.protocol import encode
 
     assert notify_line(row) == encode(line_fields(row))
+
+
+SHORT_WRITE = '''
+import json, resource, signal, sys
+from pathlib import Path
+from agorad.notify import Notifier, notify_line
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a short write instead of death at the size limit
+rows = [{"id": i, "ts": 1.5, "agent": "runtime", "channel": "commons", "seq": i, "sender": "memory",
+         "title": f"t{i}", "body": "b" * 100, "flags": "", "owed": 0} for i in range(1, 6)]
+size = len(notify_line(rows[0]))
+resource.setrlimit(resource.RLIMIT_FSIZE, (size * 2 + size // 2, resource.RLIM_INFINITY))
+notifier = Notifier(Path(sys.argv[1]), rotate_bytes=0)
+notifier.write(None, 7, rows)
+print(json.dumps({"written": notifier.written.get(7, 0), "behind": 7 in notifier.behind}))
+'''
+
+
+def test_a_short_write_counts_the_whole_lines_it_did_write(tmp_path):
+    """Review finding: lines 1..k of a cut-short write were appended again by the catch-up."""
+    import subprocess
+    import sys
+
+    out = subprocess.run([sys.executable, "-c", SHORT_WRITE, str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    state = json.loads(out.stdout)
+    assert state == {"written": 2, "behind": True}  # two whole lines landed, the third was torn
+    assert (tmp_path / "runtime-inbox.log").read_bytes().count(b"\n") == 2

@@ -61,7 +61,7 @@ def record_heartbeat(db: Database, pk: int, status: str | None, task: str | None
             if not db.changes():
                 return None
         return None, status, task, now
-    return db.step(
+    found = db.step(
         f"""UPDATE agents SET
              status = CASE
                WHEN status = 'dormant' OR {_DUE_DORMANT} THEN 'idle'
@@ -73,7 +73,8 @@ def record_heartbeat(db: Database, pk: int, status: str | None, task: str | None
            WHERE pk = :pk
            RETURNING id, status, task, last_seen""",
         {"now": now, "pk": pk},
-    ).fetchone()
+    ).fetchall()  # all of it: a RETURNING statement left unfinished would count as in progress at COMMIT
+    return found[0] if found else None
 
 
 def mark_dormant(db: apsw.Connection, now: float) -> int:

@@ -90,6 +90,8 @@ class write:
     def __exit__(self, kind, value, traceback) -> bool:
         if kind is None:
             self.db.step("RELEASE op" if self.nested else "COMMIT")
+        elif not self.db.in_transaction:
+            pass  # SQLite already rolled the whole transaction back (FULL, IOERR, NOMEM): let that error show
         elif self.nested:
             self.db.step("ROLLBACK TO op")
             self.db.step("RELEASE op")
