@@ -17,7 +17,7 @@ import stat
 
 import apsw
 
-from agorad import __version__
+from agorad import __version__, obligations
 from agorad.checkpoint import Checkpointer
 from agorad.clock import Clock
 from agorad.log import log
@@ -154,7 +154,25 @@ async def _sweep_forever(hub: HubState) -> None:
                 log("swept", dormant=counts["dormant"], expired=counts["expired"], escalated=counts["escalated"])
         except Exception as exc:  # a failed sweep must not stop the hub; the next one retries
             log("sweep-failed", error=type(exc).__name__, detail=str(exc)[:200])
-        await asyncio.sleep(hub.sweep_interval)
+        await _until_next_sweep(hub)
+
+
+async def _until_next_sweep(hub: HubState) -> None:
+    """Wait out the sweep interval, or less when an escalation falls due sooner; a new ask
+    (hub.debts_opened) makes the wait look again, without restarting the interval."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + hub.sweep_interval
+    while True:
+        hub.debts_opened.clear()
+        try:
+            delay = obligations.next_sweep_in(hub.db, hub.clock.now(), max(0.0, deadline - loop.time()))
+        except apsw.Error as exc:  # cannot read the debts: keep the plain interval
+            log("sweep-schedule-failed", error=type(exc).__name__, detail=str(exc)[:200])
+            delay = max(0.0, deadline - loop.time())
+        try:
+            await asyncio.wait_for(hub.debts_opened.wait(), timeout=delay)
+        except TimeoutError:
+            return
 
 
 def _remove_if_ours(home: Home) -> None:

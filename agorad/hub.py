@@ -4,6 +4,7 @@ live-push subscribers."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field
 
 import apsw
@@ -49,6 +50,7 @@ class HubState:
     liveness: Liveness = field(init=False)
     subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
     sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
+    debts_opened: asyncio.Event = field(default_factory=asyncio.Event)  # an ask committed: the sweeper looks again
 
     def __post_init__(self):
         self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())

@@ -129,3 +129,21 @@ def test_debts_of_an_expired_ephemeral_seat_wait_too(hub):
         with hub.client("scratch", key) as scratch:
             scratch.call("agents.heartbeat")
             assert hub.call("hub.sweep")["escalated"] == 1
+
+
+def test_an_escalation_comes_when_due_not_at_the_next_sweep(home):
+    """The sweeper sleeps until the soonest due escalation when that is sooner than its interval;
+    an ask wakes it to look. Real time, short schedule: the step is 2 s, the interval an hour."""
+    from tests.hubproc import Hub, wait_for
+
+    prompt = Hub(home, "--escalate", "2s", "--sweep-interval", "1h").start()
+    try:
+        with seats(prompt, "lead", "memory") as s:
+            send(s["lead"], "@memory", "review?", ask=True)
+            asked = notify_lines(prompt, "memory")[0]["ts"]
+            escalated = wait_for(lambda: [line for line in notify_lines(prompt, "memory") if "escalated" in line["flags"]],
+                                 timeout=15, what="the escalation")
+            assert 2.0 <= escalated[0]["ts"] - asked < 3.5
+            assert s["memory"].call("owed.list")["i_owe"][0]["escalations"] == 1
+    finally:
+        prompt.stop()

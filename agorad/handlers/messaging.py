@@ -18,6 +18,8 @@ def send(call: Call) -> dict:
     messages.check_draft(draft, call.hub.settings.max_body)
     receipt, events = messages.send(call.db, call.actor, draft, call.now, call.hub.settings.escalation)
     call.hub.publish(events)
+    if draft.ask:
+        call.hub.after_commit(call.hub.debts_opened.set)  # its first escalation may come before the next sweep
     return receipt
 
 

@@ -17,6 +17,11 @@ def create(db: apsw.Connection, message_pk: int, asker_pk: int, debtor_pks, now:
                    [(message_pk, pk, asker_pk, now, due_at) for pk in debtor_pks])
 
 
+def next_due_after(db: apsw.Connection, now: float) -> float | None:
+    """The soonest escalation still ahead of `now` (the open-due index holds it first)."""
+    return db.execute("SELECT MIN(due_at) FROM debts WHERE discharged_at IS NULL AND due_at > ?", (now,)).fetchone()[0]
+
+
 def debtor_pks(db: apsw.Connection, message_pk: int) -> set[int]:
     return {r[0] for r in db.execute("SELECT debtor_pk FROM debts WHERE message_pk = ?", (message_pk,))}
 
