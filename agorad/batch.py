@@ -117,7 +117,10 @@ class Batch:
             except apsw.Error as again:  # the transaction may already be gone with the failure
                 log("rollback-failed", error=type(again).__name__)
         if was_open:
-            self.on_settled(stored)
+            try:
+                self.on_settled(stored)
+            except Exception as exc:  # it must not cost the waiting requests their replies
+                log("settle-failed", error=type(exc).__name__, detail=str(exc)[:200])
         for effect in effects:
             try:
                 effect(stored)

@@ -8,6 +8,7 @@ Shutdown removes the socket and pidfile only if this hub created them.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import fcntl
 import os
@@ -121,6 +122,8 @@ async def _serve(home: Home, settings: Settings) -> int:
         await stop.wait()
         log("stopping", reason="signal")
         sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper  # gone before the database closes
         server.close()
         await server.wait_closed()
         hub.liveness.close()  # late heartbeats take the transaction path, so none is answered unstored
@@ -147,32 +150,46 @@ def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
 
 
 async def _sweep_forever(hub: HubState) -> None:
-    while True:
-        try:
-            counts = hub.sweep()
-            if counts["dormant"] or counts["expired"] or counts["escalated"]:
-                log("swept", dormant=counts["dormant"], expired=counts["expired"], escalated=counts["escalated"])
-        except Exception as exc:  # a failed sweep must not stop the hub; the next one retries
-            log("sweep-failed", error=type(exc).__name__, detail=str(exc)[:200])
-        await _until_next_sweep(hub)
-
-
-async def _until_next_sweep(hub: HubState) -> None:
-    """Wait out the sweep interval, or less when an escalation falls due sooner; a new ask
-    (hub.debts_opened) makes the wait look again, without restarting the interval."""
+    """A sweep every --sweep-interval; in between, each escalation as it falls due."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + hub.sweep_interval
+    while True:
+        swept = _guarded(hub.sweep, "sweep-failed")
+        if swept and (swept["dormant"] or swept["expired"] or swept["escalated"]):
+            log("swept", dormant=swept["dormant"], expired=swept["expired"], escalated=swept["escalated"])
+        deadline = loop.time() + hub.sweep_interval
+        while swept is not None and await _escalation_due_before(hub, deadline):
+            if _guarded(hub.escalate, "escalation-failed") is None:
+                break  # failing: leave it to the next sweep rather than retry at once
+        await asyncio.sleep(max(0.0, deadline - loop.time()))
+
+
+def _guarded(step, failure: str):
+    try:
+        return step()
+    except Exception as exc:  # a failed sweep must not stop the hub; the next one retries
+        log(failure, error=type(exc).__name__, detail=str(exc)[:200])
+        return None
+
+
+async def _escalation_due_before(hub: HubState, deadline: float) -> bool:
+    """Wait until the soonest escalation after the last pass falls due (True), or the deadline
+    passes (False). A committed ask (hub.debts_opened) makes the wait look again."""
+    loop = asyncio.get_running_loop()
     while True:
         hub.debts_opened.clear()
+        left = deadline - loop.time()
         try:
-            delay = obligations.next_sweep_in(hub.db, hub.clock.now(), max(0.0, deadline - loop.time()))
-        except apsw.Error as exc:  # cannot read the debts: keep the plain interval
+            due_in = obligations.escalation_due_in(hub.db, hub.escalated_upto, hub.clock.now())
+        except apsw.Error as exc:  # cannot read the debts: the interval still holds
             log("sweep-schedule-failed", error=type(exc).__name__, detail=str(exc)[:200])
-            delay = max(0.0, deadline - loop.time())
+            due_in = None
+        if due_in is not None and due_in < left:
+            await asyncio.sleep(due_in)
+            return True
         try:
-            await asyncio.wait_for(hub.debts_opened.wait(), timeout=delay)
+            await asyncio.wait_for(hub.debts_opened.wait(), timeout=max(0.0, left))
         except TimeoutError:
-            return
+            return False
 
 
 def _remove_if_ours(home: Home) -> None:

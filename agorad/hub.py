@@ -45,6 +45,7 @@ class HubState:
     settings: Settings = field(default_factory=Settings)
     started_at: float = 0.0
     last_sweep: dict = field(default_factory=dict)
+    escalated_upto: float = 0.0  # the clock time the last escalation pass (sweep or not) ran at
     notifier: Notifier = field(init=False)
     batch: Batch = field(init=False)
     liveness: Liveness = field(init=False)
@@ -119,8 +120,20 @@ class HubState:
         self.publish(events)
         # Catch-up reads the database: only committed deliveries may reach a file.
         self.after_commit(lambda: self.notifier.catch_up_all(self.db))
+        self.escalated_upto = now
         self.last_sweep = {"at": now, **counts, "escalated": len(events)}
         return self.last_sweep
+
+    def escalate(self) -> int:
+        """Only the escalations that are due: what the sweeper runs between sweeps when a step
+        falls due (no registry transitions, so what liveness knows stays known)."""
+        now = self.clock.now()
+        self.batch.join()  # reads the waiting liveness stamps: a debtor's presence decides
+        with write(self.db):
+            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+        self.publish(events)
+        self.escalated_upto = now
+        return len(events)
 
 
 

@@ -17,16 +17,15 @@ from agorad.store import messages as messages_sql
 DEFAULT_SCHEDULE = (15 * 60.0, 3600.0, 4 * 3600.0)
 
 
-MIN_SWEEP_GAP = 0.05  # seconds: a due escalation is never more precise than this
+ESCALATION_GAP = 0.05  # seconds: escalations falling due closer together than this go out in one pass
 
 
-def next_sweep_in(db: apsw.Connection, now: float, interval: float) -> float:
-    """Seconds until the sweeper should run again: its interval, or sooner when an escalation
-    falls due before that, so a 15 min step comes at 15 min, not up to an interval later."""
-    due = sql.next_due_after(db, now)
-    if due is None:
-        return interval
-    return min(interval, max(MIN_SWEEP_GAP, due - now))
+def escalation_due_in(db: apsw.Connection, after: float, now: float) -> float | None:
+    """Seconds until the soonest escalation due later than `after` (the last escalation pass,
+    which handled or left waiting everything due by then), or None if there is none.
+    So a 15 min step comes at 15 min, not up to a sweep interval later."""
+    due = sql.next_due_after(db, after)
+    return None if due is None else max(ESCALATION_GAP, due - now)
 
 
 def first_due(now: float, schedule: tuple[float, ...]) -> float | None:

@@ -136,14 +136,45 @@ def test_an_escalation_comes_when_due_not_at_the_next_sweep(home):
     an ask wakes it to look. Real time, short schedule: the step is 2 s, the interval an hour."""
     from tests.hubproc import Hub, wait_for
 
-    prompt = Hub(home, "--escalate", "2s", "--sweep-interval", "1h").start()
+    prompt = Hub(home, "--escalate", "2s", "--sweep-interval", "1h", "--liveness-flush", "1h").start()
     try:
         with seats(prompt, "lead", "memory") as s:
+            s["memory"].call("agents.heartbeat", status="idle")  # committed: the hub now knows it
             send(s["lead"], "@memory", "review?", ask=True)
             asked = notify_lines(prompt, "memory")[0]["ts"]
             escalated = wait_for(lambda: [line for line in notify_lines(prompt, "memory") if "escalated" in line["flags"]],
                                  timeout=15, what="the escalation")
             assert 2.0 <= escalated[0]["ts"] - asked < 3.5
+            # An escalation between sweeps is not a sweep: a restated heartbeat is still answered from memory.
+            beat = s["memory"].call("agents.heartbeat", status="idle")
+            assert stored_last_seen(prompt, "memory") < beat["last_seen"]
             assert s["memory"].call("owed.list")["i_owe"][0]["escalations"] == 1
     finally:
         prompt.stop()
+
+
+def stored_last_seen(hub, agent_id: str) -> float:
+    import apsw
+
+    db = apsw.Connection(str(hub.home / "agora.db"), flags=apsw.SQLITE_OPEN_READONLY)
+    try:
+        return db.execute("SELECT last_seen FROM agents WHERE id = ?", (agent_id,)).fetchone()[0]
+    finally:
+        db.close()
+
+
+def test_an_escalation_that_fell_due_during_the_last_pass_is_not_left_for_the_next_sweep(tmp_path):
+    """Review finding: the next due was looked for after the clock's now, not after the last pass,
+    so a step falling due while a pass ran waited a whole sweep interval."""
+    from agorad.obligations import ESCALATION_GAP, escalation_due_in
+    from agorad.store import connect
+    from agorad.store.migrations import migrate
+
+    db = connect(tmp_path / "d.db")
+    migrate(db)
+    db.execute("PRAGMA foreign_keys = OFF")  # a bare debt row is all this query reads
+    db.execute("INSERT INTO debts (message_pk, debtor_pk, asker_pk, created_at, due_at) VALUES (1, 2, 3, 0, 100.0)")
+    assert escalation_due_in(db, after=99.0, now=100.5) == ESCALATION_GAP  # fell due during the pass: go now
+    assert escalation_due_in(db, after=100.0, now=100.5) is None  # the pass at 100 escalated it or left it waiting
+    assert escalation_due_in(db, after=50.0, now=60.0) == 40.0
+    db.close()
