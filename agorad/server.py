@@ -149,13 +149,7 @@ class Connection(asyncio.Protocol):
         request_id = request.get("id")
         wants_reply = "id" in request  # a request without an id is a notification: no reply at all (JSON-RPC 2.0, 4.1)
         try:
-            result = None
-            if request["method"] in STEADY and self.hub.batch.idle:
-                result = self._dispatch_steady(request, plain)
-            if result is not None:
-                # No batch is open, so no earlier reply is waiting: answering now keeps the order.
-                if wants_reply:
-                    self._send_result(request_id, encode_result(request_id, result), True)
+            if self._answered_without_batch(request, plain, request_id, wants_reply):
                 return
             self.hub.batch.join()
             result = self._dispatch(request, plain)
@@ -190,11 +184,20 @@ class Connection(asyncio.Protocol):
         else:
             self._write_error(request_id, InternalError("the hub could not store this change (see its log); nothing was changed"))
 
-    def _dispatch_steady(self, request: dict, plain: bool) -> dict | None:
+    def _answered_without_batch(self, request: dict, plain: bool, request_id, wants_reply: bool) -> bool:
+        """Answer a request that needs no transaction this time (a steady heartbeat, liveness.py).
+        Only while no batch is open: then no earlier reply is waiting, so answering now keeps the order."""
+        if request["method"] not in STEADY or not self.hub.batch.idle:
+            return False
         params = request.get("params", {})
         if not isinstance(params, dict):
-            return None  # _dispatch says what is wrong
-        return dispatch_steady(self.hub, self.actor, request["method"], params, plain)
+            return False  # _dispatch says what is wrong
+        result = dispatch_steady(self.hub, self.actor, request["method"], params, plain)
+        if result is None:
+            return False
+        if wants_reply:
+            self._send_result(request_id, encode_result(request_id, result), True)
+        return True
 
     def _dispatch(self, request: dict, plain: bool) -> dict:
         params = request.get("params", {})
