@@ -148,44 +148,65 @@ def test_pipelined_replies_keep_their_order_around_steady_heartbeats(make_hub):
     assert all("result" in r for r in replies), [r for r in replies if "result" not in r]
 
 
+class InProcessHub:
+    """A HubState on a temporary home, driven without a socket, so a test can act between requests
+    (a request would flush the waiting stamps first). Call its methods inside a running loop."""
+
+    def __init__(self, tmp_path, **settings):
+        from agorad.clock import Clock
+        from agorad.hub import HubState, Settings
+        from agorad.paths import Home
+        from agorad.store import connect
+        from agorad.store.migrations import migrate
+
+        self.home = Home.resolve(tmp_path / "home")
+        self.home.ensure()
+        self.db = connect(self.home.db)
+        migrate(self.db)
+        self.clock = Clock(controllable=True)
+        self.state = HubState(self.home, self.db, self.clock, Settings(notify_dir="", **settings))
+
+    def call(self, actor, method: str, **params):
+        """One request in its own batch, committed: (result, the actor afterwards)."""
+        from agorad.methods import dispatch
+
+        self.state.batch.join()
+        result, actor = dispatch(self.state, actor, method, params)
+        self.state.batch.commit()
+        return result, actor
+
+    def steady(self, actor, **params):
+        from agorad.methods import dispatch_steady
+
+        return dispatch_steady(self.state, actor, "agents.heartbeat", params)
+
+    def seat(self, agent_id: str, **params):
+        """Add the agent and return the actor a connection that said hub.hello as it would have."""
+        from agorad.policy import Actor
+
+        self.call(Actor(), "agents.add", agent=agent_id, **params)
+        key = (self.home.root / "keys" / f"{agent_id}.key").read_text().strip()
+        return self.call(Actor(), "hub.hello", agent=agent_id, key=key)[1]
+
+    def last_seen(self, agent_id: str) -> float:
+        return self.db.execute("SELECT last_seen FROM agents WHERE id = ?", (agent_id,)).fetchone()[0]
+
+
 def test_the_sweep_reads_waiting_stamps_before_it_judges_silence(tmp_path):
-    """In-process, so the periodic sweep runs with a stamp still waiting (any request would flush it)."""
-    from agorad.clock import Clock
-    from agorad.hub import HubState, Settings
-    from agorad.methods import dispatch, dispatch_steady
-    from agorad.paths import Home
-    from agorad.policy import Actor
-    from agorad.store import connect
-    from agorad.store.migrations import migrate
-
+    """The periodic sweep runs with a stamp still waiting: it must write it before judging silence."""
     async def scenario():
-        home = Home.resolve(tmp_path / "home")
-        home.ensure()
-        db = connect(home.db)
-        migrate(db)
-        clock = Clock(controllable=True)
-        hub = HubState(home, db, clock, Settings(liveness_flush=3600.0, notify_dir=""))
-
-        def call(actor, method, **params):
-            hub.batch.join()
-            result, actor = dispatch(hub, actor, method, params)
-            hub.batch.commit()
-            return result, actor
-
-        call(Actor(), "agents.add", agent="seat", liveness_mode="async", interval=60)
-        key = (home.root / "keys" / "seat.key").read_text().strip()
-        _, seat = call(Actor(), "hub.hello", agent="seat", key=key)
-        call(seat, "agents.heartbeat", status="idle")  # committed and learned
-        clock.advance(130)  # silent 130 s of its 120 s allowance: due dormant by the stored last_seen
-        assert not db.in_transaction
-        steady = dispatch_steady(hub, seat, "agents.heartbeat", {"status": "idle"})
-        assert steady is not None and steady["last_seen"] == pytest.approx(clock.now(), abs=5)
-        counts = hub.sweep()  # what the periodic sweeper runs, with no request in between
-        hub.batch.commit()
+        hub = InProcessHub(tmp_path, liveness_flush=3600.0)
+        seat = hub.seat("seat", liveness_mode="async", interval=60)
+        hub.call(seat, "agents.heartbeat", status="idle")  # committed and learned
+        hub.clock.advance(130)  # silent 130 s of its 120 s allowance: due dormant by the stored last_seen
+        steady = hub.steady(seat, status="idle")
+        assert steady is not None and steady["last_seen"] == pytest.approx(hub.clock.now(), abs=5)
+        counts = hub.state.sweep()  # what the periodic sweeper runs, with no request in between
+        hub.state.batch.commit()
         assert counts["dormant"] == 0
-        row = db.execute("SELECT status, last_seen FROM agents WHERE id = 'seat'").fetchone()
+        row = hub.db.execute("SELECT status, last_seen FROM agents WHERE id = 'seat'").fetchone()
         assert row == ("idle", steady["last_seen"])
-        db.close()
+        hub.db.close()
 
     asyncio.run(scenario())
 
@@ -230,41 +251,22 @@ def test_a_bare_heartbeat_that_wakes_a_dormant_seat_is_learned(make_hub):
 
 def test_stamps_in_a_lost_commit_wait_for_the_next_one(tmp_path):
     """Review finding: flushed stamps were dropped when their COMMIT failed."""
-    from agorad.clock import Clock
-    from agorad.hub import HubState, Settings
-    from agorad.methods import dispatch, dispatch_steady
-    from agorad.paths import Home
-    from agorad.policy import Actor
-    from agorad.store import connect
-    from agorad.store.migrations import migrate
-
     async def scenario():
-        home = Home.resolve(tmp_path / "home")
-        home.ensure()
-        db = connect(home.db)
-        migrate(db)
-        clock = Clock(controllable=True)
-        hub = HubState(home, db, clock, Settings(liveness_flush=3600.0, notify_dir=""))
-        hub.batch.join()
-        dispatch(hub, Actor(), "agents.add", {"agent": "seat", "liveness_mode": "always-on"})
-        hub.batch.commit()
-        key = (home.root / "keys" / "seat.key").read_text().strip()
-        _, seat = dispatch(hub, Actor(), "hub.hello", {"agent": "seat", "key": key})
-        hub.batch.join()
-        dispatch(hub, seat, "agents.heartbeat", {"status": "idle"})
-        hub.batch.commit()
-        clock.advance(30)
-        steady = dispatch_steady(hub, seat, "agents.heartbeat", {"status": "idle"})
-        hub.batch.join()  # writes the stamp ...
-        db.execute("PRAGMA defer_foreign_keys = ON")
-        db.execute("INSERT INTO members (agent_pk, channel_pk, acked, joined_at) VALUES (999, 999, 0, 0)")
-        hub.batch.commit()  # ... into a transaction whose COMMIT fails
-        assert db.execute("SELECT last_seen FROM agents WHERE id = 'seat'").fetchone()[0] < steady["last_seen"]
-        assert dispatch_steady(hub, seat, "agents.heartbeat", {"status": "idle"}) is None  # learned in doubt: forgotten
-        hub.batch.join()
-        hub.batch.commit()
-        assert db.execute("SELECT last_seen FROM agents WHERE id = 'seat'").fetchone()[0] == steady["last_seen"]
-        db.close()
+        hub = InProcessHub(tmp_path, liveness_flush=3600.0)
+        seat = hub.seat("seat", liveness_mode="always-on")
+        hub.call(seat, "agents.heartbeat", status="idle")
+        hub.clock.advance(30)
+        steady = hub.steady(seat, status="idle")
+        hub.state.batch.join()  # writes the stamp ...
+        hub.db.execute("PRAGMA defer_foreign_keys = ON")
+        hub.db.execute("INSERT INTO members (agent_pk, channel_pk, acked, joined_at) VALUES (999, 999, 0, 0)")
+        hub.state.batch.commit()  # ... into a transaction whose COMMIT fails
+        assert hub.last_seen("seat") < steady["last_seen"]
+        assert hub.steady(seat, status="idle") is None  # what was learned may have been lost: forgotten
+        hub.state.batch.join()
+        hub.state.batch.commit()
+        assert hub.last_seen("seat") == steady["last_seen"]
+        hub.db.close()
 
     asyncio.run(scenario())
 
