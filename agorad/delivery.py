@@ -16,7 +16,7 @@ FLAG_ORDER = ("to-me", "dm", "open", "escalated")
 
 
 def flag_text(flags: set[str]) -> str:
-    return ",".join(f for f in FLAG_ORDER if f in flags)
+    return ",".join([f for f in FLAG_ORDER if f in flags])  # a list: join would build one from a generator anyway
 
 
 def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]], names: dict[int, str],

@@ -71,7 +71,7 @@ class HubState:
     def publish(self, events: list[dict]) -> None:
         """After COMMIT: append each delivery to its agent's notify file and push it to subscribers."""
         if events:
-            self.after_commit(lambda: self._announce(events))
+            self.batch.when_settled(lambda stored: stored and self._announce(events))
 
     def after_commit(self, effect) -> None:
         """Run `effect` once what was written so far is committed (now, if nothing is pending)."""

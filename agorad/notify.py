@@ -49,7 +49,7 @@ def notify_line(row: dict) -> bytes:
     return (
         f'{{"v":1,"id":{row["id"]},"ts":{row["ts"]!r},"agent":{_text(row["agent"])},'
         f'"channel":{_text(row["channel"])},"seq":{row["seq"]},"sender":{_text(row["sender"])},'
-        f'"title":{_text(one_line(row["title"], 200))},"flags":[{",".join(_text(f) for f in flags if f)}],'
+        f'"title":{_text(one_line(row["title"], 200))},"flags":[{",".join([_text(f) for f in flags if f])}],'
         f'"preview":{_text(row.get("preview") or preview(row["body"]))},"owed":{row["owed"]}}}\n'
     ).encode()
 

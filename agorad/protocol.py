@@ -49,7 +49,8 @@ def encode(obj: dict) -> bytes:
 def encode_result(request_id, result: dict) -> bytes:
     """`encode({"jsonrpc": "2.0", "id": request_id, "result": result})`, without encoding the envelope
     as a dict on every reply."""
-    return f'{{"jsonrpc":"2.0","id":{_encode_text(request_id)},"result":{_encode_text(result)}}}\n'.encode()
+    id_text = str(request_id) if type(request_id) is int else _encode_text(request_id)  # the usual id, no encoder
+    return f'{{"jsonrpc":"2.0","id":{id_text},"result":{_encode_text(result)}}}\n'.encode()
 
 
 def decode_request(line: bytes) -> tuple[dict, bool]:
