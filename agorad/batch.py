@@ -1,7 +1,7 @@
-"""Group commit: the requests handled in one event-loop turn share one transaction.
+"""Group commit: the requests handled in one event-loop turn (or a few) share one transaction.
 
-The first request of a turn opens BEGIN IMMEDIATE and schedules the COMMIT
-for the next turn; each request runs inside a SAVEPOINT (`store.write`), so a
+The first request opens BEGIN IMMEDIATE and schedules the COMMIT for the end
+of the turn; each request runs inside a SAVEPOINT (`store.write`), so a
 bad request undoes only itself. Everything a client or a file may observe
 (replies, later notify lines and pushes) waits in `effects` until the COMMIT
 has returned: nothing is acknowledged before it is stored, and if the COMMIT
