@@ -56,6 +56,7 @@ def test_a_restated_heartbeat_is_answered_at_once_and_written_first_in_the_next_
 
 def test_the_timer_writes_a_waiting_stamp_within_the_flush_interval(make_hub):
     hub = make_hub("--liveness-flush", "0.2")
+    assert hub.call("hub.status")["liveness_flush"] == 0.2
     hub.add_agent("runtime", liveness_mode="always-on")
     with hub.client("runtime") as seat:
         seat.call("agents.heartbeat", status="idle")
@@ -66,6 +67,7 @@ def test_the_timer_writes_a_waiting_stamp_within_the_flush_interval(make_hub):
 
 def test_flush_zero_commits_every_heartbeat_before_its_reply(make_hub):
     hub = make_hub("--liveness-flush", "0")
+    assert hub.call("hub.status")["liveness_flush"] == 0
     hub.add_agent("runtime", liveness_mode="always-on")
     with hub.client("runtime") as seat:
         for step in range(3):

@@ -45,6 +45,7 @@ def status(call: Call) -> dict:
         "db_bytes": db_bytes,
         "counts": {**agents_sql.counts(hub.db), **messages_sql.counts(hub.db), "listed": len(agents), "by_status": by_status},
         "ephemeral_ttl": hub.ephemeral_ttl, "sweep_interval": hub.sweep_interval, "last_sweep": hub.last_sweep,
+        "liveness_flush": hub.settings.liveness_flush,
         "notify_dir": str(hub.notifier.directory) if hub.notifier.enabled else None,
     }
 
