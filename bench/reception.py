@@ -38,7 +38,7 @@ from pathlib import Path
 from bench.figures import Figure, alternate, progress
 from bench.load import _percentile
 from bench.messaging import SEND_FRAME, SINK, hello_frame
-from bench.servers import BenchError, Hub
+from bench.servers import BenchError, Hub, script_path
 
 WAKE_P50_GOAL_MS = 1.0
 WAKE_P99_GOAL_MS = 5.0
@@ -49,14 +49,6 @@ BARE_SCRIPT = Path(__file__).with_name("bare_inotify.py")
 LINE_TIMEOUT = 10.0       # for any one expected line
 SETTLE = 0.2              # after the last wake, before the idle window: the listener's own bookkeeping
 WARMUP_WAKES = 5          # per side, unmeasured, before the first round
-
-
-def agora_path() -> Path:
-    """The `agora` console script beside the interpreter running the bench."""
-    path = Path(sys.executable).parent / "agora"
-    if not path.exists():
-        raise BenchError(f"no agora script at {path}; run the bench with the project's venv (make bench)")
-    return path
 
 
 class Lines:
@@ -170,7 +162,7 @@ def wakes(work: Path, hub: Hub, keys: dict[str, str], s, notes: list[str]) -> li
     bare_dir.mkdir()
     bare_file = bare_dir / "sink-inbox.log"
     bare_file.touch()
-    listen_cmd = [str(agora_path()), "listen", "--home", str(hub.home), "--as", SINK, "--debounce", "0"]
+    listen_cmd = [str(script_path("agora")), "listen", "--home", str(hub.home), "--as", SINK, "--debounce", "0"]
     bare_cmd = [sys.executable, str(BARE_SCRIPT), str(bare_dir), str(bare_file)]
     with contextlib.ExitStack() as stack:
         ear_proc = stack.enter_context(_process(listen_cmd, work / "listen.log"))
@@ -270,7 +262,7 @@ def wakes(work: Path, hub: Hub, keys: dict[str, str], s, notes: list[str]) -> li
 # --- spawn to armed ----------------------------------------------------------------
 
 def spawn_to_armed(work: Path, hub: Hub) -> float:
-    command = [str(agora_path()), "listen", "--home", str(hub.home), "--once", "--as", SINK, "--max-wait", "30"]
+    command = [str(script_path("agora")), "listen", "--home", str(hub.home), "--once", "--as", SINK, "--max-wait", "30"]
     log = work / "listen-once.log"
     t0 = time.perf_counter()
     with _process(command, log) as proc:

@@ -22,11 +22,11 @@ class BenchError(Exception):
     """The benchmark cannot go on; the message says why."""
 
 
-def agorad_path() -> Path:
-    """The `agorad` console script beside the interpreter running the bench."""
-    path = Path(sys.executable).parent / "agorad"
+def script_path(name: str) -> Path:
+    """The project's console script `name` (agorad, agora) beside the interpreter running the bench."""
+    path = Path(sys.executable).parent / name
     if not path.exists():
-        raise BenchError(f"no agorad script at {path}; run the bench with the project's venv (make bench)")
+        raise BenchError(f"no {name} script at {path}; run the bench with the project's venv (make bench)")
     return path
 
 
@@ -112,7 +112,7 @@ class Hub(Server):
         self.options = options  # extra `agorad` options
 
     def command(self) -> list[str]:
-        return [str(agorad_path()), "--home", str(self.home), *self.options]
+        return [str(script_path("agorad")), "--home", str(self.home), *self.options]
 
     def start(self) -> "Hub":
         self.spawn()
