@@ -79,12 +79,9 @@ class HubState:
 
     def _announce(self, events: list[dict]) -> None:
         faults.point("after-commit")
-        if len(events) == 1:  # a DM: no grouping to do
-            by_agent = {events[0]["agent_pk"]: events}
-        else:
-            by_agent: dict[int, list[dict]] = {}
-            for event in events:
-                by_agent.setdefault(event["agent_pk"], []).append(event)
+        by_agent: dict[int, list[dict]] = {}
+        for event in events:
+            by_agent.setdefault(event["agent_pk"], []).append(event)
         for agent_pk, rows in by_agent.items():
             self.notifier.write(self.db, agent_pk, rows)
             for connection in list(self.subscribers.get(agent_pk, ())):

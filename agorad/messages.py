@@ -74,7 +74,7 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
             raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
-        original = _original(db, actor, draft.reply_to) if draft.reply_to is not None else None
+        original = _original(db, actor, draft.reply_to)
         if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
             addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
         seq = channels_sql.take_seq(db, channel)

@@ -2,11 +2,11 @@
 
 Lines are written whole, one or several per write(2) on an O_APPEND
 descriptor, after the deliveries are committed. Delivery ids count up per
-agent, so the file says exactly which deliveries it holds: at start-up, and whenever a write failed,
-the writer appends what the database has beyond the file's last id. A crash
-between COMMIT and write therefore costs a delay, never a line, and never a
-duplicate. The file rotates to `.1` before a write would take it past the
-rotation size.
+agent, so the file says exactly which deliveries it holds: at start-up, and
+whenever a write failed, the writer appends what the database has beyond the
+file's last id. A crash between COMMIT and write therefore costs a delay,
+never a line, and never a duplicate. The file rotates to `.1` before a write
+would take it past the rotation size.
 """
 
 from __future__ import annotations
@@ -139,7 +139,7 @@ class Notifier:
             while start < len(lines):
                 fd = self._fd(agent_id, len(lines[start]))
                 end = self._fitting(agent_id, lines, start)
-                data = lines[start] if end == start + 1 else b"".join(lines[start:end])
+                data = b"".join(lines[start:end])
                 written = os.write(fd, data)
                 self._grew(agent_id, written)
                 if written != len(data):
