@@ -44,7 +44,7 @@ class Liveness:
 
     def stamp(self, agent_pk: int, status: str, task: str | None, now: float) -> bool:
         """Keep `now` as the agent's last_seen if the heartbeat changes nothing else; say whether it did."""
-        if not self.enabled or self._steady.get(agent_pk) != (status, task):
+        if self._steady.get(agent_pk) != (status, task):  # empty while disabled: learn and close see to it
             return False
         self._pending[agent_pk] = now
         self._arm()
@@ -89,6 +89,7 @@ class Liveness:
     def close(self) -> None:
         """The hub is stopping: from now on every heartbeat takes the transaction path."""
         self.flush_after = 0.0
+        self.forget_all()
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None
