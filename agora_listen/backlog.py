@@ -17,8 +17,8 @@ def current_debts(seat: Seat, home, key: str | None) -> list[dict] | None:
     """What the seat owes now, or None when the hub or the key is not there to say."""
     if not key:
         return None
-    from agorad.client import Client
-    from agorad.errors import AgoraError
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError
 
     try:
         with Client(home, timeout=5) as hub:

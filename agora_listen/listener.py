@@ -20,7 +20,7 @@ from agora_listen import sentinels
 from agora_listen.backlog import current_debts, remember, unrung
 from agora_listen.follow import Follower
 from agora_listen.seat import CORRUPT, Seat
-from agorad.notifyfile import inbox_file
+from agorad.surface.notifyfile import inbox_file
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
 IMPORTANT = {"to-me", "dm", "open", "escalated"}

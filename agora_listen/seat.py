@@ -11,8 +11,8 @@ import json
 import os
 from pathlib import Path
 
-from agorad.paths import FILE_MODE, write_private
-from agorad.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
+from agorad.surface.paths import FILE_MODE, write_private
+from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
 
 CORRUPT = "corrupt"
 

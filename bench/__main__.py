@@ -135,7 +135,7 @@ def memory(work: Path, s: Settings) -> list[Figure]:
         hub.start()
         echo.start()
         (agent, key), = hub.register(1)
-        from agorad.client import Client
+        from agorad.surface.client import Client
 
         with Client(hub.home, timeout=10) as seat:
             seat.hello(agent, key)

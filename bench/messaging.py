@@ -258,7 +258,7 @@ def populate(home: Path, pop: Population) -> Populated:
 
 def seed(hub: Hub, keys: dict[str, str]) -> None:
     """Give the seat its unread messages (2 in commons, 1 in room-00, 2 in a DM) and one open ask."""
-    from agorad.client import Client
+    from agorad.surface.client import Client
 
     def sender(agent):
         client = Client(hub.home, timeout=30)
@@ -283,7 +283,7 @@ def seed(hub: Hub, keys: dict[str, str]) -> None:
 
 def prepare_empty(hub: Hub) -> dict[str, str]:
     """Start `hub` on a fresh home, register the seats, create room-00, seed; return the keys."""
-    from agorad.client import Client
+    from agorad.surface.client import Client
 
     hub.start()
     keys = dict(hub.add_agents(WIRE_AGENTS, "always-on"))

@@ -125,7 +125,7 @@ class Hub(Server):
 
     def add_agents(self, agents: list[str], mode: str = "async") -> list[tuple[str, str]]:
         """Add the named seats as the operator; return their (id, key) pairs."""
-        from agorad.client import Client
+        from agorad.surface.client import Client
 
         seats = []
         with Client(self.home, timeout=10) as operator:

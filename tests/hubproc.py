@@ -10,8 +10,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from agorad.client import Client
-from agorad.errors import AgoraError
+from agorad.surface.client import Client
+from agorad.surface.errors import AgoraError
 
 BIN = Path(sys.executable).parent
 AGORAD = str(BIN / "agorad")

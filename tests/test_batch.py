@@ -8,7 +8,7 @@ import threading
 import apsw
 import pytest
 
-from agorad.batch import Batch
+from agorad.runtime.batch import Batch
 from agorad.store import connect, write
 
 
@@ -91,7 +91,7 @@ def test_concurrent_clients_each_get_their_own_answers(hub):
 
 def test_a_lone_request_commits_on_the_next_turn_and_a_growing_batch_waits_for_its_joiners(db):
     """Eight writers otherwise settle into two alternating half batches (batch.py)."""
-    from agorad.batch import MAX_EXTRA_TURNS
+    from agorad.runtime.batch import MAX_EXTRA_TURNS
 
     committed_after = {}
 

@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from agorad.durations import format_duration, parse_duration
+from agorad.surface.durations import format_duration, parse_duration
 from tests.hubproc import AGORA, AGORAD
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agorad.errors import InvalidParams, NotFound
+from agorad.surface.errors import InvalidParams, NotFound
 from tests.seats import seats, send, unread_refs
 
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agorad.errors import InvalidParams, NotFound, TooLarge
+from agorad.surface.errors import InvalidParams, NotFound, TooLarge
 
 
 def test_put_get_ls_rm_through_the_cli(cli, hub):

@@ -9,7 +9,7 @@ import shutil
 import apsw
 import pytest
 
-from agorad.errors import InvalidParams
+from agorad.surface.errors import InvalidParams
 from tests.hubproc import Hub, short_home, wait_for
 from tests.wire import Raw
 
@@ -155,9 +155,9 @@ class InProcessHub:
     (a request would flush the waiting stamps first). Call its methods inside a running loop."""
 
     def __init__(self, tmp_path, **settings):
-        from agorad.clock import Clock
-        from agorad.hub import HubState, Settings
-        from agorad.paths import Home
+        from agorad.runtime.clock import Clock
+        from agorad.runtime.hub import HubState, Settings
+        from agorad.surface.paths import Home
         from agorad.store import connect
         from agorad.store.migrations import migrate
 
@@ -170,7 +170,7 @@ class InProcessHub:
 
     def call(self, actor, method: str, **params):
         """One request in its own batch, committed: (result, the actor afterwards)."""
-        from agorad.methods import dispatch
+        from agorad.runtime.methods import dispatch
 
         self.state.batch.join()
         result, actor = dispatch(self.state, actor, method, params)
@@ -178,13 +178,13 @@ class InProcessHub:
         return result, actor
 
     def steady(self, actor, **params):
-        from agorad.methods import dispatch_steady
+        from agorad.runtime.methods import dispatch_steady
 
         return dispatch_steady(self.state, actor, "agents.heartbeat", params)
 
     def seat(self, agent_id: str, **params):
         """Add the agent and return the actor a connection that said hub.hello as it would have."""
-        from agorad.policy import Actor
+        from agorad.domain.policy import Actor
 
         self.call(Actor(), "agents.add", agent=agent_id, **params)
         key = (self.home.root / "keys" / f"{agent_id}.key").read_text().strip()
@@ -214,8 +214,8 @@ def test_the_sweep_reads_waiting_stamps_before_it_judges_silence(tmp_path):
 
 
 def test_a_lost_commit_forgets_what_was_learned(tmp_path):
-    from agorad.batch import Batch
-    from agorad.liveness import Liveness
+    from agorad.runtime.batch import Batch
+    from agorad.runtime.liveness import Liveness
     from agorad.store import connect
 
     async def scenario():
@@ -274,7 +274,7 @@ def test_stamps_in_a_lost_commit_wait_for_the_next_one(tmp_path):
 
 
 def test_a_stopping_hub_answers_no_heartbeat_from_memory():
-    from agorad.liveness import Liveness
+    from agorad.runtime.liveness import Liveness
 
     async def scenario():
         liveness = Liveness(1.0, open_transaction=lambda: None)

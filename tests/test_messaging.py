@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agorad.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge, Unauthorized
+from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge, Unauthorized
 from tests.seats import seats, send, unread_refs
 
 

@@ -79,7 +79,7 @@ def test_notify_dir_moves_the_files_and_empty_turns_them_off(home, tmp_path):
 
 def crash_during_send(home, fault: str) -> None:
     """Send one DM on a hub that SIGKILLs itself at `fault`; the sender never gets a reply."""
-    from agorad.errors import Unavailable
+    from agorad.surface.errors import Unavailable
 
     crashing = Hub(home)
     crashing.env["AGORA_FAULT"] = fault
@@ -181,7 +181,7 @@ def test_notify_file_symlink_is_not_followed(hub, tmp_path):
 
 def test_one_batch_of_lines_is_written_whole_and_rotates_between_lines(tmp_path):
     """Several deliveries for one agent go out in as few writes as the rotation size allows."""
-    from agorad.notify import Notifier, notify_line
+    from agorad.runtime.notify import Notifier, notify_line
 
     rows = [{"id": i, "ts": 1.5, "agent": "runtime", "channel": "commons", "seq": i, "sender": "memory",
              "title": f"t{i}", "body": "b" * 150, "flags": "", "owed": 0} for i in range(11, 31)]
@@ -206,8 +206,8 @@ def test_one_batch_of_lines_is_written_whole_and_rotates_between_lines(tmp_path)
 }, optional={"preview": st.text(max_size=130)}))
 def test_the_formatted_notify_line_is_the_encoded_contract_fields(row):
     """notify_line formats the line directly for speed; it must be encode(line_fields(row)) byte for byte."""
-    from agorad.notify import line_fields, notify_line
-    from agorad.protocol import encode
+    from agorad.runtime.notify import line_fields, notify_line
+    from agorad.surface.protocol import encode
 
     assert notify_line(row) == encode(line_fields(row))
 
@@ -215,7 +215,7 @@ def test_the_formatted_notify_line_is_the_encoded_contract_fields(row):
 SHORT_WRITE = '''
 import json, resource, signal, sys
 from pathlib import Path
-from agorad.notify import Notifier, notify_line
+from agorad.runtime.notify import Notifier, notify_line
 signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a short write instead of death at the size limit
 rows = [{"id": i, "ts": 1.5, "agent": "runtime", "channel": "commons", "seq": i, "sender": "memory",
          "title": f"t{i}", "body": "b" * 100, "flags": "", "owed": 0} for i in range(1, 6)]

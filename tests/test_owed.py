@@ -166,7 +166,7 @@ def stored_last_seen(hub, agent_id: str) -> float:
 def test_an_escalation_that_fell_due_during_the_last_pass_is_not_left_for_the_next_sweep(tmp_path):
     """Review finding: the next due was looked for after the clock's now, not after the last pass,
     so a step falling due while a pass ran waited a whole sweep interval."""
-    from agorad.obligations import ESCALATION_GAP, escalation_due_in
+    from agorad.domain.obligations import ESCALATION_GAP, escalation_due_in
     from agorad.store import connect
     from agorad.store.migrations import migrate
 

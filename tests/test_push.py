@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from agorad.errors import Unauthorized
+from agorad.surface.errors import Unauthorized
 from tests.seats import seats, send
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agorad.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge
+from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge
 
 MINUTE = 60
 
@@ -289,9 +289,9 @@ def test_rename_refuses_to_overwrite_an_existing_profile(hub):
 
 def test_a_heartbeat_for_an_agent_removed_in_the_same_batch_is_not_found(tmp_path):
     """The seat's connection is revoked only after the removal commits; a heartbeat in between must not pretend."""
-    from agorad import registry
-    from agorad.liveness import Liveness
-    from agorad.policy import Actor
+    from agorad.domain import registry
+    from agorad.runtime.liveness import Liveness
+    from agorad.domain.policy import Actor
     from agorad.store import connect
     from agorad.store.migrations import migrate
 

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from agorad.errors import InternalError, InvalidParams, Unavailable, Unauthorized
+from agorad.surface.errors import InternalError, InvalidParams, Unavailable, Unauthorized
 from tests.hubproc import Hub
 from tests.seats import seats, send
 from tests.wire import Raw

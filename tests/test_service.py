@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from agorad.service import agorad_executable, render_unit
+from agorad.runtime.service import agorad_executable, render_unit
 from tests.conftest import Cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -95,8 +95,8 @@ def test_connection_keeps_statements_prepared(db):
 def test_upgrade_to_lean_send_keeps_unread_and_delivery_ids(db):
     """0003: own messages above the cursor become single acks, DM addressees become implied,
     and the newest delivery id is read from the deliveries table."""
-    from agorad import inbox
-    from agorad.policy import Actor
+    from agorad.domain import inbox
+    from agorad.domain.policy import Actor
     from agorad.store import messages as messages_sql
 
     migrate(db, target=2)

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from agorad.errors import InvalidParams, MethodNotFound, NotFound, Unauthorized
-from agorad.protocol import MAX_FRAME
+from agorad.surface.errors import InvalidParams, MethodNotFound, NotFound, Unauthorized
+from agorad.surface.protocol import MAX_FRAME
 from tests.hubproc import short_home
 from tests.wire import Raw
 
@@ -193,8 +193,8 @@ def test_a_reply_cut_off_by_a_dying_hub_is_unavailable_not_a_crash(tmp_path):
     import socket as socket_module
     import threading
 
-    from agorad.client import Client
-    from agorad.errors import Unavailable
+    from agorad.surface.client import Client
+    from agorad.surface.errors import Unavailable
 
     home = short_home()
     home.mkdir(parents=True)
@@ -230,8 +230,8 @@ def test_a_reply_cut_off_by_a_dying_hub_is_unavailable_not_a_crash(tmp_path):
 ])
 def test_the_fast_decoder_agrees_with_json_loads(text):
     """decode_request's scanner fast path accepts and refuses exactly what the full decoder does."""
-    from agorad.errors import ParseError
-    from agorad.protocol import _DECODER, decode_request
+    from agorad.surface.errors import ParseError
+    from agorad.surface.protocol import _DECODER, decode_request
 
     try:
         expected = _DECODER.decode(text)
@@ -277,7 +277,7 @@ def test_pipelined_sends_in_one_batch_keep_delivery_ids_gapless(hub):
 @pytest.mark.parametrize("request_id", [0, 7, -3, 2**70, None, "", "abc", 'q"uo\\te', "caf\u00e9 \U0001F600", "\n\x00"])
 def test_a_spliced_reply_is_the_encoded_envelope(request_id):
     """encode_result builds the reply frame without a dict; it must be byte for byte encode()'s."""
-    from agorad.protocol import encode, encode_result
+    from agorad.surface.protocol import encode, encode_result
 
     result = {"ref": "dm:a--b#1", "to": ["b"], "n": 1.5, "none": None, "text": "\u00e9\n\"", "nested": {"x": []}}
     assert encode_result(request_id, result) == encode({"jsonrpc": "2.0", "id": request_id, "result": result})

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agorad.methods import METHODS
+from agorad.runtime.methods import METHODS
 from tests.hubproc import Hub, short_home
 from tests.wire import Raw
 

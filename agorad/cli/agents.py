@@ -10,7 +10,7 @@ from agorad.cli.common import (
     DURATION, ago, as_option, connect, handles_errors, home_option, json_option, print_json,
     print_table, report_redirect,
 )
-from agorad.durations import format_duration
+from agorad.surface.durations import format_duration
 
 MODES = ["ephemeral", "async", "always-on"]
 

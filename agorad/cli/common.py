@@ -13,8 +13,8 @@ import time
 
 import click
 
-from agorad.errors import AgoraError
-from agorad.paths import Home
+from agorad.surface.errors import AgoraError
+from agorad.surface.paths import Home
 
 EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
 
@@ -54,8 +54,8 @@ def handles_errors(command):
 
 def connect(home: str | None, as_id: str | None = None):
     """A connected client; after `hub.hello` as `as_id` when given."""
-    from agorad import keys
-    from agorad.client import Client
+    from agorad.surface import keys
+    from agorad.surface.client import Client
 
     client = Client(Home.resolve(home)).connect()
     if as_id is None:
@@ -106,7 +106,7 @@ class Duration(click.ParamType):
         self.minimum = minimum
 
     def convert(self, value, param, ctx):
-        from agorad.durations import parse_duration
+        from agorad.surface.durations import parse_duration
 
         try:
             return parse_duration(value, self.minimum)

@@ -45,7 +45,7 @@ class ListenCommand(click.Command):
 def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
     from agora_listen.listener import end_on_signals_until_armed, run
-    from agorad.protocol import is_agent_id
+    from agorad.surface.protocol import is_agent_id
 
     end_on_signals_until_armed()
     if not is_agent_id(as_id):
@@ -70,10 +70,10 @@ def _fail(cause: str):
 def _options(as_id: str, home: str | None, notify_dir: Path | None):
     """Ask the hub (if it answers) for the current id behind an alias and its notify directory."""
     from agora_listen.listener import Options
-    from agorad import keys
-    from agorad.client import Client
-    from agorad.errors import AgoraError
-    from agorad.paths import Home
+    from agorad.surface import keys
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError
+    from agorad.surface.paths import Home
 
     where = Home.resolve(home)
     agent, answered, told_dir = as_id, False, None

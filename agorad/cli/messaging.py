@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from agorad.fence import one_line
+from agorad.domain.fence import one_line
 from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
 
 

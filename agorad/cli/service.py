@@ -22,7 +22,7 @@ def install(home, no_reload, as_json):
     """Write agorad.service into the user's systemd directory."""
     from pathlib import Path
 
-    from agorad.service import UNIT_NAME, agorad_executable, render_unit, user_unit_dir
+    from agorad.runtime.service import UNIT_NAME, agorad_executable, render_unit, user_unit_dir
 
     unit_dir = user_unit_dir()
     unit_dir.mkdir(parents=True, exist_ok=True)
@@ -43,7 +43,7 @@ def install(home, no_reload, as_json):
 @handles_errors
 def uninstall(no_reload, as_json):
     """Stop and disable the unit, then remove its file."""
-    from agorad.service import UNIT_NAME, user_unit_dir
+    from agorad.runtime.service import UNIT_NAME, user_unit_dir
 
     path = user_unit_dir() / UNIT_NAME
     existed = path.exists()

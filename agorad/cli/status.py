@@ -6,8 +6,8 @@ import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import EXIT_UNAVAILABLE, connect, handles_errors, home_option, json_option, print_json, print_table
-from agorad.errors import Unavailable
-from agorad.paths import Home
+from agorad.surface.errors import Unavailable
+from agorad.surface.paths import Home
 from pathlib import Path
 
 
@@ -51,7 +51,7 @@ def status(home, as_json):
 
 def _seat_state(pidfile: Path, live_word: str) -> str | None:
     """`live_word` for a live pidfile, "stale" for a dead or silent one, None for none."""
-    from agorad.pidfiles import LIVE, pidfile_state
+    from agorad.surface.pidfiles import LIVE, pidfile_state
 
     state = pidfile_state(pidfile)
     return None if state is None else (live_word if state == LIVE else "stale")

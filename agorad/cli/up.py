@@ -7,7 +7,7 @@ import os
 import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
-from agorad.paths import Home
+from agorad.surface.paths import Home
 
 
 @click.command("up", context_settings={"help_option_names": ["-h", "--help"]})
@@ -37,10 +37,10 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
     cleanly on SIGTERM or SIGINT; SIGUSR2 reopens the notify files. Logs one
     line per event on stderr.
     """
-    from agorad.daemon import StartupError, run
-    from agorad.hub import Settings
+    from agorad.runtime.daemon import StartupError, run
+    from agorad.runtime.hub import Settings
 
-    from agorad.obligations import parse_schedule
+    from agorad.domain.obligations import parse_schedule
 
     try:
         schedule = parse_schedule(escalation)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import apsw
 
-from agorad.paths import FILE_MODE
+from agorad.surface.paths import FILE_MODE
 
 BUSY_TIMEOUT_MS = 5000
 SYNCHRONOUS = ("NORMAL", "FULL")

@@ -15,8 +15,8 @@ import time
 import apsw
 import pytest
 
-from agorad.client import Client
-from agorad.errors import AgoraError
+from agorad.surface.client import Client
+from agorad.surface.errors import AgoraError
 from tests.hubproc import Hub
 from tests.reliability.scale import report, scaled
 

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from agorad.methods import METHODS
-from agorad.protocol import MAX_FRAME
+from agorad.runtime.methods import METHODS
+from agorad.surface.protocol import MAX_FRAME
 from tests.hubproc import Hub, short_home
 from tests.listenproc import Listener
 from tests.reliability.scale import scaled

@@ -10,7 +10,7 @@ import subprocess
 import apsw
 import pytest
 
-from agorad.errors import AgoraError, InternalError
+from agorad.surface.errors import AgoraError, InternalError
 from tests.hubproc import AGORAD, Hub
 from tests.reliability.scale import report
 from tests.seats import seats, send

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from agorad.errors import NotFound, Unauthorized
+from agorad.surface.errors import NotFound, Unauthorized
 from tests.listenproc import Listener, listen_once
 from tests.seats import seats, send
 

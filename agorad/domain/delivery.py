@@ -1,0 +1,43 @@
+"""Turning a stored message into per-agent deliveries: ids, flags, owed counts.
+
+A delivery is what rings: one row per (agent, event), whose id is the notify
+line's id. Sends deliver to every member but the sender; escalations deliver
+the same message again to a debtor, flagged `escalated`.
+"""
+
+from __future__ import annotations
+
+import apsw
+
+from agorad.domain.fence import preview
+from agorad.store import messages as sql
+
+FLAG_ORDER = ("to-me", "dm", "open", "escalated")
+
+
+def flag_text(flags: set[str]) -> str:
+    return ",".join([f for f in FLAG_ORDER if f in flags])  # a list: join would build one from a generator anyway
+
+
+def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]], names: dict[int, str],
+            now: float) -> list[dict]:
+    """Record one delivery per recipient pk (with its flags); return the rows notify lines are made of.
+
+    `names` maps each recipient pk to its agent id (the notify file it rings). A
+    delivery's id is its agent's newest + 1, read in this transaction by the only
+    writer: ids stay gapless per agent, and a rolled-back send gives them back.
+    """
+    if not recipients:
+        return []
+    marks = sql.recipient_marks(db, list(recipients))
+    shown = preview(message["body"])  # once per message, not once per recipient
+    rows = []
+    for pk, flags in recipients.items():
+        newest, owed = marks[pk]
+        rows.append({
+            "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": message["channel"],
+            "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
+            "flags": flag_text(flags), "owed": owed, "preview": shown,
+        })
+    sql.insert_deliveries(db, [(r["agent_pk"], r["id"], message["pk"], r["flags"], r["owed"], now) for r in rows])
+    return rows

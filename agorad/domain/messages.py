@@ -1,0 +1,188 @@
+"""Sending and reading messages.
+
+A send is validated completely before its transaction, and written in one:
+the message (next gapless seq), its addressees, the debts of an ask, the
+discharge a reply makes, and one delivery per member but the sender. Notify
+lines and pushes go out after COMMIT (see batch.py and notify.py).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+import apsw
+
+from agorad.domain import channels
+
+from agorad.domain import obligations
+
+from agorad.domain import registry
+from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
+from agorad.domain.delivery import deliver
+from agorad.domain.fence import fenced
+from agorad.domain.policy import Actor
+from agorad.surface.protocol import is_agent_id
+from agorad.store import agents as agents_sql
+from agorad.store import channels as channels_sql
+from agorad.store import debts as debts_sql
+from agorad.store import messages as sql
+from agorad.store import write
+from agorad.domain.text import check_line
+
+MAX_TITLE = 200
+DEFAULT_MAX_BODY = 64 * 1024
+URGENCIES = ("normal", "next_turn")
+MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
+
+
+@dataclass
+class Draft:
+    target: str
+    title: str
+    body: str
+    to: list[str] = field(default_factory=list)
+    ask: bool = False
+    reply_to: str | None = None
+    urgency: str = "normal"
+
+
+def check_draft(draft: Draft, max_body: int) -> None:
+    """Everything that can be checked without the database, so a bad send writes nothing."""
+    if not isinstance(draft.target, str) or not draft.target:
+        raise InvalidParams("target must be a channel name or @agent", field="target")
+    check_line(draft.title, "title", MAX_TITLE)
+    if not draft.title.strip():
+        raise InvalidParams("a message needs a title (a one-line headline)", field="title")
+    if not isinstance(draft.body, str):
+        raise InvalidParams("body must be a string", field="body")
+    try:
+        size = len(draft.body.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidParams("body is not valid Unicode (it holds a lone surrogate)", field="body") from None
+    if size > max_body:
+        raise TooLarge(f"body is {size} bytes; this hub's limit is {max_body}", field="body", limit=max_body)
+    if draft.urgency not in URGENCIES:
+        raise InvalidParams(f"urgency must be one of {', '.join(URGENCIES)}", field="urgency")
+    if not all(isinstance(a, str) for a in draft.to):
+        raise InvalidParams("to must be a list of agent ids", field="to")
+
+
+def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) -> tuple[dict, list[dict]]:
+    """Store and fan out one message; return the sender's receipt and the deliveries to notify."""
+    with write(db):
+        channel, redirect = channels.resolve_target(db, actor, draft.target, now)
+        redirects = [redirect] if redirect else []
+        names = channel.get("members") or channels_sql.members(db, channel["pk"])
+        members = set(names)
+        addressees = _addressees(db, actor, channel, members, draft, redirects)
+        if draft.ask and not addressees:
+            raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
+        original = _original(db, actor, draft.reply_to)
+        if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
+            addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
+        seq = channels_sql.take_seq(db, channel)
+        message = {
+            "channel_pk": channel["pk"], "seq": seq, "sender_pk": actor.agent_pk, "sender": actor.agent_id,
+            "title": draft.title, "body": draft.body, "ask": int(draft.ask),
+            "reply_to": original["pk"] if original else None, "urgency": draft.urgency, "created_at": now,
+        }
+        message["pk"] = sql.insert(db, message)
+        message["channel"] = channel["name"]
+        if channel["kind"] != "dm":  # a DM's addressee is the other party, implied (0003_lean_send.sql)
+            sql.add_addressees(db, message["pk"], addressees)
+        if draft.ask:
+            obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
+        discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
+        channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
+        recipients = {pk: _flags(pk, channel, addressees, draft.ask) for pk in members if pk != actor.agent_pk}
+        events = deliver(db, message, recipients, names, now)
+    receipt = {
+        "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
+        "to": sorted([e["agent"] for e in events if e["agent_pk"] in addressees]),
+        "ask": draft.ask, "discharged": discharged, "redirected": redirects,
+    }
+    return receipt, events
+
+
+def _addressees(db, actor: Actor, channel: dict, members: set[int], draft: Draft, redirects: list) -> set[int]:
+    """Agents the message is for: the DM peer, `to`, and @mentions of members (never the sender)."""
+    found = set(members) if channel["kind"] == "dm" else set()
+    for agent_id in draft.to:
+        row, redirect = registry.resolve(db, agent_id, "to")
+        if redirect:
+            redirects.append(redirect)
+        if row["pk"] not in members:
+            raise InvalidParams(f"{row['id']} is not a member of {channel['name']}, so it would never see this", field="to")
+        found.add(row["pk"])
+    for mentioned in _mentions(draft.title + "\n" + draft.body):
+        try:
+            row, redirect = registry.resolve(db, mentioned)
+        except NotFound:
+            continue  # an @word that names nobody is just text
+        if row["pk"] in members:
+            found.add(row["pk"])
+            if redirect:
+                redirects.append(redirect)
+    found.discard(actor.agent_pk)
+    return found
+
+
+def _mentions(text: str) -> set[str]:
+    found = set()
+    if "@" not in text:  # most messages mention nobody; the regex costs ~25k instructions a send
+        return found
+    for word in MENTION.findall(text):
+        trimmed = word.rstrip("._-")  # "@runtime." at the end of a sentence
+        for candidate in (word, trimmed):
+            if is_agent_id(candidate):
+                found.add(candidate)
+    return found
+
+
+def _original(db, actor: Actor, reply_to) -> dict | None:
+    if reply_to is None:
+        return None
+    channel, seq = channels.parse_ref(db, reply_to, "reply_to", actor)
+    original = sql.by_ref(db, channel["pk"], seq)
+    if original is None:
+        raise NotFound(f"no message {reply_to} to reply to (the channel's newest is #{channel['head']})", field="reply_to")
+    # A debtor may always answer what it owes, even after leaving the channel it was asked in.
+    if actor.agent_pk not in debts_sql.debtor_pks(db, original["pk"]):
+        channels.require_member(db, actor, channel)
+    return original
+
+
+def _flags(pk: int, channel: dict, addressees: set[int], ask: bool) -> set[str]:
+    flags = set()
+    if pk in addressees:
+        flags.add("to-me")
+        if ask:
+            flags.add("open")
+    if channel["kind"] == "dm":
+        flags.add("dm")
+    return flags
+
+
+def read(db: apsw.Connection, actor: Actor, ref) -> dict:
+    """One message, its metadata, and its body inside a fence. Reading never acks."""
+    channel, seq = channels.parse_ref(db, ref, "ref", actor)
+    if not actor.is_operator and channels_sql.membership(db, actor.agent_pk, channel["pk"]) is None:
+        raise Forbidden(f"{actor.agent_id} is not a member of {channel['name']}", rule="channel.member")
+    message = sql.by_ref(db, channel["pk"], seq)
+    if message is None:
+        raise NotFound(f"no message {ref} (the channel's newest is #{channel['head']})", field="ref")
+    original = sql.by_pk(db, message["reply_to"]) if message["reply_to"] else None
+    shown = {
+        "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "sender": message["sender"],
+        "title": message["title"], "body": message["body"], "ask": bool(message["ask"]),
+        "urgency": message["urgency"], "created_at": message["created_at"],
+        "reply_to_ref": f"{original['channel']}#{original['seq']}" if original else None,
+        "to": sorted(_ids(db, sql.addressee_pks(db, message["pk"]))),
+    }
+    shown["fenced"] = fenced(shown)
+    return shown
+
+
+def _ids(db, pks) -> list[str]:
+    return [row["id"] for row in (agents_sql.by_pk(db, pk) for pk in pks) if row]

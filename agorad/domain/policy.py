@@ -1,0 +1,66 @@
+"""Per-mode capabilities (the seed's capability table), enforced on every call.
+
+The local operator (a same-uid connection that did not say `hub.hello`) may
+do everything. An agent may do what its liveness mode allows; a refusal is a
+`forbidden` error that names the rule.
+"""
+
+from __future__ import annotations
+
+from agorad.surface.errors import Forbidden
+
+ALL_MODES = ("ephemeral", "async", "always-on")
+
+# capability -> (modes allowed, the rule quoted in a refusal)
+CAPABILITIES = {
+    "kb.read": (ALL_MODES, "every agent may read the KB"),
+    "kb.write": (ALL_MODES, "every agent may write the KB; entries carry their author"),
+    "heartbeat": (ALL_MODES, "every agent may heartbeat for itself"),
+    "registry.admin": (
+        (),
+        "registry administration (register, rename or delete an agent) is reserved to the "
+        "local operator; no liveness mode may do it",
+    ),
+}
+
+PROFILE_PREFIX = "profile/"
+
+
+class Actor:
+    """Who is calling: the operator (agent None) or an authenticated agent."""
+
+    __slots__ = ("agent_pk", "agent_id", "mode")
+
+    def __init__(self, agent_pk: int | None = None, agent_id: str | None = None, mode: str | None = None):
+        self.agent_pk, self.agent_id, self.mode = agent_pk, agent_id, mode
+
+    @property
+    def is_operator(self) -> bool:
+        return self.agent_pk is None
+
+    @property
+    def name(self) -> str:
+        return self.agent_id or "operator"
+
+
+def require(actor: Actor, capability: str) -> None:
+    """Raise Forbidden unless `actor` holds `capability`."""
+    if actor.is_operator:
+        return
+    modes, rule = CAPABILITIES[capability]
+    if actor.mode not in modes:
+        raise Forbidden(f"{actor.agent_id} ({actor.mode}) may not do this: {rule}", rule=capability)
+
+
+def require_kb_write(actor: Actor, key: str) -> None:
+    """KB writes, plus: a `profile/<id>` entry is an identity, writable only by <id> or the operator."""
+    require(actor, "kb.write")
+    if actor.is_operator or not key.startswith(PROFILE_PREFIX):
+        return
+    owner = key[len(PROFILE_PREFIX):]
+    if owner != actor.agent_id:
+        raise Forbidden(
+            f"{actor.agent_id} may not write {key}: a profile entry is written only by its own agent "
+            "or the local operator",
+            rule="kb.profile-owner",
+        )

@@ -1,0 +1,236 @@
+"""The agent registry: identities, liveness modes, status, renames.
+
+State model (seed 000): ephemeral seats leave the list after the TTL
+without a heartbeat; async seats turn `dormant` (task cleared) after 2x their
+declared interval of silence and `idle` on the next heartbeat; always-on
+seats never change by themselves. The sweeper writes these transitions, and
+every read applies the same rules, so a read never shows a state the sweep
+would already have changed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING
+
+import apsw
+
+from agorad.surface import keys
+from agorad.surface.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
+from agorad.surface.paths import Home
+from agorad.domain.policy import Actor
+from agorad.surface.protocol import (
+    LIVENESS_MODES, MAX_META, MAX_REASON, MAX_TASK, REPORTED_STATUSES, check_agent_id, is_agent_id,
+)
+from agorad.store import agents as sql
+from agorad.store import channels as channels_sql
+from agorad.store import kb as kb_sql
+from agorad.store import write
+from agorad.domain.text import check_line
+
+if TYPE_CHECKING:
+    from agorad.runtime.liveness import Liveness
+
+DEFAULT_INTERVAL = 30 * 60.0
+DEFAULT_TTL = 3600.0
+PROFILE_PREFIX = "profile/"
+
+
+def liveness_mode(mode: str | None, permanent: bool | None = None) -> str:
+    """The mode, mapping the legacy `permanent: true` to always-on and unset to ephemeral."""
+    if mode is None:
+        return "always-on" if permanent else "ephemeral"
+    if mode not in LIVENESS_MODES:
+        raise InvalidParams(f"liveness_mode {mode!r} is not one of {', '.join(LIVENESS_MODES)}", field="liveness_mode")
+    if permanent and mode != "always-on":
+        raise InvalidParams(f"permanent: true contradicts liveness_mode {mode!r}", field="permanent")
+    return mode
+
+
+def resolve(db: apsw.Connection, agent_id, field: str = "agent") -> tuple[dict, dict | None]:
+    """The agent row for `agent_id`, following a rename alias; and the redirect, if one was followed."""
+    check_agent_id(agent_id, field)
+    row = sql.by_id(db, agent_id)
+    if row:
+        return row, None
+    alias = sql.alias(db, agent_id)
+    if alias:
+        row = sql.by_pk(db, alias["agent_pk"])
+        return row, {"from": agent_id, "to": row["id"], "reason": alias["reason"]}
+    raise NotFound(f"no agent named {agent_id!r} is registered (see `agora agents`)", field=field)
+
+
+def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interval: float, meta: dict,
+        ttl: float = DEFAULT_TTL) -> tuple[dict, str]:
+    """Register an agent; return its view and its key (the only time the key is shown)."""
+    check_agent_id(agent_id)
+    meta_text = _meta_text(meta)
+    key = keys.new_key()
+    with write(db):
+        if sql.by_id(db, agent_id) or sql.alias(db, agent_id):
+            raise Conflict(f"an agent (or a rename alias) named {agent_id!r} already exists", field="agent")
+        pk = sql.insert(db, {
+            "id": agent_id, "key_hash": keys.hash_key(key), "liveness_mode": mode,
+            "interval_s": float(interval), "meta": meta_text, "created_at": now,
+        })
+        channels_sql.join_commons(db, pk, now)
+        # Inside the transaction: if the key file cannot be written, the agent is not added.
+        try:
+            keys.save_key_file(home, agent_id, key)
+        except OSError as exc:
+            raise InternalError(f"writing the key file {home.key_file(agent_id)}: {exc.strerror or exc}; "
+                                "the agent was not added") from None
+    return view(sql.by_pk(db, pk), now, ttl), key
+
+
+def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor, status: str | None, task) -> dict:
+    """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise."""
+    status, task = _checked_report(status, task)
+    # One statement is atomic by itself: no savepoint needed on this hot path.
+    recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
+    if recorded is None:  # removed earlier in this same batch; the connection is revoked once that commits
+        raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
+    agent_id, status_now, task_now, last_seen = recorded
+    liveness.learn(actor.agent_pk, status_now, task_now)  # also after a bare beat: it may have woken a dormant seat
+    return {"agent": agent_id or actor.agent_id, "status": status_now, "task": task_now, "last_seen": last_seen}
+
+
+def steady_heartbeat(liveness: Liveness, now: float, actor: Actor, status: str | None, task) -> dict | None:
+    """The reply to a heartbeat that restates the agent's status and task, stamped without a
+    transaction (liveness.py); None when it changes something or states nothing."""
+    status, task = _checked_report(status, task)
+    if status is None or not liveness.stamp(actor.agent_pk, status, task, now):
+        return None
+    return {"agent": actor.agent_id, "status": status, "task": task, "last_seen": now}
+
+
+def _checked_report(status: str | None, task) -> tuple[str | None, str | None]:
+    """(status, task) as a heartbeat sets them: a task alone means `working`; status None sets nothing."""
+    task = check_line(task, "task", MAX_TASK, optional=True)
+    if status is not None and status not in REPORTED_STATUSES:
+        raise InvalidParams(f"status {status!r} is not one of {', '.join(REPORTED_STATUSES)}", field="status")
+    if task and status not in (None, "working"):
+        raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
+    if status is None and task is not None:
+        status = "working"
+    return status, task
+
+
+def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict:
+    """The public shape of an agent at time `now`, with the state rules applied."""
+    mode, seen = row["liveness_mode"], row["last_seen"]
+    status, task = _effective_status(row, now)
+    expired = mode == "ephemeral" and (row["expired_at"] is not None or _silent_since(row) + ttl < now)
+    return {
+        "id": row["id"], "liveness_mode": mode, "status": status, "task": task,
+        "last_seen": seen, "interval": row["interval_s"], "created_at": row["created_at"],
+        "expired": expired, "registered": True, "meta": json.loads(row["meta"]),
+        "profile": profile["value"] if profile else None,
+    }
+
+
+def _silent_since(row: dict) -> float:
+    return row["last_seen"] if row["last_seen"] is not None else row["created_at"]
+
+
+def _effective_status(row: dict, now: float) -> tuple[str, str | None]:
+    """(status, task) as the sweep would leave them at `now`: async seats silent 2x their interval are dormant."""
+    if row["liveness_mode"] == "async" and _silent_since(row) + 2 * row["interval_s"] < now:
+        return "dormant", None
+    return row["status"], row["task"]
+
+
+def get(db: apsw.Connection, now: float, ttl: float, agent_id) -> tuple[dict, dict | None]:
+    row, redirect = resolve(db, agent_id)
+    result = view(row, now, ttl, kb_sql.get(db, PROFILE_PREFIX + row["id"]))
+    result["aliases"] = sql.aliases_of(db, row["pk"])
+    return result, redirect
+
+
+def list_agents(db: apsw.Connection, now: float, ttl: float, include_expired: bool = False) -> list[dict]:
+    """Registry rows merged with KB `profile/<id>` entries; expired ephemeral seats hidden by default."""
+    profiles = {p["key"][len(PROFILE_PREFIX):]: p for p in kb_sql.list_prefix(db, PROFILE_PREFIX, 100_000)}
+    listed = {}
+    for row in sql.all_agents(db):
+        agent = view(row, now, ttl, profiles.pop(row["id"], None))
+        if include_expired or not agent["expired"]:
+            listed[agent["id"]] = agent
+    for agent_id, profile in profiles.items():
+        if is_agent_id(agent_id) and not sql.alias(db, agent_id):
+            listed[agent_id] = _profile_only(agent_id, profile)
+    return [listed[k] for k in sorted(listed)]
+
+
+def _profile_only(agent_id: str, profile: dict) -> dict:
+    mode = None
+    try:
+        declared = json.loads(profile["value"])
+        if isinstance(declared, dict) and declared.get("liveness_mode") in LIVENESS_MODES:
+            mode = declared["liveness_mode"]
+    except ValueError:
+        pass
+    return {
+        "id": agent_id, "liveness_mode": mode, "status": "dormant", "task": None,
+        "last_seen": None, "interval": None, "created_at": None, "expired": False,
+        "registered": False, "meta": {}, "profile": profile["value"],
+    }
+
+
+def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dict, int]:
+    """Give an agent a new id, leaving `old_id` as an alias that redirects with `reason`.
+
+    Returns the receipt and the agent's pk. Files named after the agent (key,
+    notify, seat files) are the caller's to move once this is committed.
+    """
+    check_agent_id(new_id, "new")
+    reason = check_line(reason, "reason", MAX_REASON)
+    if not reason.strip():
+        raise InvalidParams("a rename needs a reason (it is shown to everyone the alias redirects)", field="reason")
+    with write(db):
+        row, redirect = resolve(db, old_id, "old")
+        if redirect:
+            raise Conflict(f"{old_id!r} was already renamed to {row['id']!r}; rename {row['id']!r} instead", field="old")
+        taken = sql.by_id(db, new_id)
+        alias = sql.alias(db, new_id)
+        if taken or (alias and alias["agent_pk"] != row["pk"]):
+            raise Conflict(f"the id {new_id!r} is already in use", field="new")
+        if kb_sql.get(db, PROFILE_PREFIX + row["id"]) and kb_sql.get(db, PROFILE_PREFIX + new_id):
+            raise Conflict(
+                f"both {PROFILE_PREFIX}{row['id']} and {PROFILE_PREFIX}{new_id} exist; remove one before renaming",
+                field="new",
+            )
+        sql.rename(db, row["pk"], row["id"], new_id, reason, now)
+        kb_sql.move(db, PROFILE_PREFIX + row["id"], PROFILE_PREFIX + new_id)
+    return {"from": row["id"], "to": new_id, "reason": reason}, row["pk"]
+
+
+def remove(db: apsw.Connection, agent_id) -> tuple[dict, int]:
+    """Delete an agent, its aliases and its KB profile; return the receipt and its pk.
+
+    Its key and seat files are the caller's to remove once this is committed.
+    """
+    with write(db):
+        row, redirect = resolve(db, agent_id)
+        sql.delete(db, row["pk"])
+        kb_sql.delete(db, PROFILE_PREFIX + row["id"])
+    return {"removed": row["id"], "redirected": redirect}, row["pk"]
+
+
+def sweep(db: apsw.Connection, now: float, ttl: float) -> dict:
+    """Write the transitions the state rules imply at `now`; return how many of each."""
+    with write(db):
+        return {"dormant": sql.mark_dormant(db, now), "expired": sql.mark_expired(db, now, ttl)}
+
+
+def _meta_text(meta) -> str:
+    if not isinstance(meta, dict):
+        raise InvalidParams("meta must be a JSON object", field="meta")
+    try:
+        text = json.dumps(meta, separators=(",", ":"), allow_nan=False)
+        text.encode("utf-8")
+    except (ValueError, UnicodeEncodeError):
+        raise InvalidParams("meta must be plain JSON (no NaN or Infinity, valid Unicode)", field="meta") from None
+    if len(text) > MAX_META:
+        raise TooLarge(f"meta is {len(text)} bytes as JSON; the limit is {MAX_META}", field="meta", limit=MAX_META)
+    return text
+

@@ -1,0 +1,206 @@
+"""The hub as a library function: `run(home, ...)` is what `agorad` does.
+
+Start-up order: home 0700, the lock (one hub per home), stale socket and
+pidfile recovery, the database and its migrations, the socket, the sweeper.
+Shutdown removes the socket and pidfile only if this hub created them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import fcntl
+import os
+import signal
+import socket
+import stat
+
+import apsw
+
+from agorad import __version__
+
+from agorad.domain import obligations
+from agorad.runtime.checkpoint import Checkpointer
+from agorad.runtime.clock import Clock
+from agorad.runtime.log import log
+from agorad.runtime.hub import HubState, Settings
+from agorad.surface.paths import FILE_MODE, Home, write_private
+from agorad.runtime.server import serve
+from agorad.store import connect, write
+from agorad.store import messages as messages_sql
+from agorad.store.migrations import migrate
+
+SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
+
+
+class StartupError(Exception):
+    """The hub cannot start; the message says why and what to do."""
+
+
+def run(home: Home, settings: Settings | None = None) -> int:
+    """Run the hub in the foreground until SIGTERM or SIGINT; return the exit status."""
+    settings = settings or Settings()
+    home.ensure()
+    lock_fd = _take_lock(home)
+    try:
+        _recover_socket(home)
+        return asyncio.run(_serve(home, settings))
+    finally:
+        _remove_if_ours(home)
+        os.close(lock_fd)
+
+
+def _take_lock(home: Home) -> int:
+    fd = os.open(home.lockfile, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        os.close(fd)
+        raise StartupError(f"another hub is already running on {home.root} (pid {_read_pid(home) or '?'})") from None
+    return fd
+
+
+def _read_pid(home: Home) -> int | None:
+    try:
+        return int(home.pidfile.read_text().split("\n", 1)[0])
+    except (OSError, ValueError):
+        return None
+
+
+def _recover_socket(home: Home) -> None:
+    """Remove a dead hub's socket; refuse to touch anything that is not one or that answers."""
+    path = home.socket
+    if len(os.fsencode(path)) > SOCKET_PATH_MAX:
+        raise StartupError(
+            f"the socket path {path} is {len(os.fsencode(path))} bytes, over the {SOCKET_PATH_MAX}-byte "
+            "limit of Unix sockets; choose a shorter AGORA_HOME"
+        )
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISSOCK(mode):
+        raise StartupError(f"{path} exists and is not a socket; move it away, agorad will not delete it")
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except OSError as exc:
+        if exc.errno not in (errno.ECONNREFUSED, errno.ENOENT):
+            raise StartupError(f"probing the old socket {path}: {exc.strerror}") from None
+        os.unlink(path)
+        log("recovered", what="stale-socket", path=path)
+        return
+    finally:
+        probe.close()
+    raise StartupError(f"a hub without a lock answers on {path}; stop it before starting another")
+
+
+async def _serve(home: Home, settings: Settings) -> int:
+    clock = Clock(controllable=settings.test_clock)
+    try:
+        db = connect(home.db, settings.synchronous)
+        db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer thread does it, off the request path
+        applied = migrate(db)
+    except (apsw.Error, RuntimeError) as exc:  # RuntimeError: a schema newer than this agorad
+        raise StartupError(f"opening the database {home.db}: {exc}; move it away (or restore a backup) "
+                           "and start again") from None
+    checkpointer = Checkpointer(home.db)
+    try:
+        if applied:
+            log("migrated", versions=",".join(map(str, applied)))
+        hub = HubState(home, db, clock, settings, started_at=clock.now())
+        hub.notifier.start(db)
+        stop = asyncio.Event()
+        _install_signals(stop, hub)
+        server = await serve(hub, str(home.socket))
+        stale = _read_pid(home)
+        write_private(home.pidfile, f"{os.getpid()}\nversion={__version__}\nsocket={home.socket}\n")
+        if stale and stale != os.getpid():
+            log("recovered", what="stale-pidfile", pid=stale)
+        log("ready", home=home.root, pid=os.getpid(), version=__version__)
+        sweeper = asyncio.create_task(_sweep_forever(hub))
+        checkpointer.start()
+        await stop.wait()
+        log("stopping", reason="signal")
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper  # gone before the database closes
+        server.close()
+        await server.wait_closed()
+        hub.liveness.close()  # late heartbeats take the transaction path, so none is answered unstored
+        hub.batch.commit()  # answer what was handled before the signal
+        with write(db):
+            hub.liveness.flush(db)
+            messages_sql.set_notified_upto(db, hub.notifier.written)
+        return 0
+    finally:
+        if checkpointer.is_alive():
+            checkpointer.stop()
+        if "hub" in locals():
+            hub.notifier.close()
+        db.close()
+
+
+def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
+    # Signals only set flags or schedule work on the loop (CONVENTIONS.md "Shape").
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    loop.add_signal_handler(signal.SIGHUP, lambda: log("sighup", action="nothing to reload"))
+    loop.add_signal_handler(signal.SIGUSR2, lambda: (hub.notifier.reopen(), log("sigusr2", action="reopened notify files")))
+
+
+async def _sweep_forever(hub: HubState) -> None:
+    """A sweep every --sweep-interval; in between, each escalation as it falls due."""
+    loop = asyncio.get_running_loop()
+    while True:
+        swept = _guarded(hub.sweep, "sweep-failed")
+        if swept and (swept["dormant"] or swept["expired"] or swept["escalated"]):
+            log("swept", dormant=swept["dormant"], expired=swept["expired"], escalated=swept["escalated"])
+        deadline = loop.time() + hub.sweep_interval
+        while swept is not None and await _escalation_due_before(hub, deadline):
+            if _guarded(hub.escalate, "escalation-failed") is None:
+                break  # failing: leave it to the next sweep rather than retry at once
+        await asyncio.sleep(max(0.0, deadline - loop.time()))
+
+
+def _guarded(step, failure: str):
+    try:
+        return step()
+    except Exception as exc:  # a failed sweep must not stop the hub; the next one retries
+        log(failure, error=type(exc).__name__, detail=str(exc)[:200])
+        return None
+
+
+async def _escalation_due_before(hub: HubState, deadline: float) -> bool:
+    """Wait until the soonest escalation after the last pass falls due (True), or the deadline
+    passes (False). A committed ask (hub.debts_opened) makes the wait look again."""
+    loop = asyncio.get_running_loop()
+    while True:
+        hub.debts_opened.clear()
+        left = deadline - loop.time()
+        try:
+            due_in = obligations.escalation_due_in(hub.db, hub.escalated_upto, hub.clock.now())
+        except apsw.Error as exc:  # cannot read the debts: the interval still holds
+            log("sweep-schedule-failed", error=type(exc).__name__, detail=str(exc)[:200])
+            due_in = None
+        if due_in is not None and due_in < left:
+            await asyncio.sleep(due_in)
+            return True
+        try:
+            await asyncio.wait_for(hub.debts_opened.wait(), timeout=max(0.0, left))
+        except TimeoutError:
+            return False
+
+
+def _remove_if_ours(home: Home) -> None:
+    """Remove the pidfile and socket, but only while the pidfile still names this process."""
+    if _read_pid(home) != os.getpid():
+        return
+    for path in (home.socket, home.pidfile):
+        try:
+            path.unlink()
+        except FileNotFoundError:
+            pass
+    log("stopped", pid=os.getpid())

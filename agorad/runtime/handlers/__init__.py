@@ -1,0 +1,42 @@
+"""Method handlers, one module per noun. Each takes a Call and returns a JSON-able dict.
+
+Handlers read their params first and call `finish()` before anything else, so
+an unknown parameter is refused before any write.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agorad.surface.durations import parse_duration
+from agorad.surface.errors import InvalidParams
+from agorad.runtime.hub import HubState
+from agorad.runtime.params import Params
+from agorad.domain.policy import Actor
+
+
+@dataclass
+class Call:
+    hub: HubState
+    actor: Actor
+    params: Params
+    connection: object = None       # the server connection, for subscriptions
+    new_actor: Actor | None = None  # set by hub.hello when the connection becomes an agent
+
+    @property
+    def now(self) -> float:
+        return self.hub.clock.now()
+
+    @property
+    def db(self):
+        return self.hub.db
+
+    def finish(self) -> None:
+        self.params.done()
+
+
+def duration_param(value, field: str) -> float:
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise InvalidParams(f"{field}: {exc}", field=field) from None

@@ -1,0 +1,88 @@
+"""agents.*: the registry."""
+
+from __future__ import annotations
+
+from agorad.domain import inbox
+
+from agorad.domain import registry
+from agorad.runtime.handlers import Call, duration_param
+from agorad.domain.policy import require
+from agorad.surface.protocol import check_agent_id
+
+
+def add(call: Call) -> dict:
+    p = call.params
+    agent_id = p.get("agent", str)
+    mode = registry.liveness_mode(p.get("liveness_mode", str, None), p.get("permanent", bool, None))
+    interval = duration_param(p.get("interval", (int, float, str), registry.DEFAULT_INTERVAL), "interval")
+    meta = p.get("meta", dict, {})
+    call.finish()
+    require(call.actor, "registry.admin")
+    agent, key = registry.add(call.hub.db, call.hub.home, call.now, agent_id, mode, interval, meta, call.hub.ephemeral_ttl)
+    return {"agent": agent, "key": key, "key_file": str(call.hub.home.key_file(agent["id"]))}
+
+
+def get(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    agent, redirect = registry.get(call.hub.db, call.now, call.hub.ephemeral_ttl, agent_id)
+    return {"agent": agent, "redirected": redirect, "now": call.now}
+
+
+def resolve(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    row, redirect = registry.resolve(call.hub.db, agent_id)
+    return {"agent": row["id"], "redirected": redirect}
+
+
+def list_agents(call: Call) -> dict:
+    include_expired = call.params.get("include_expired", bool, False)
+    with_counts = call.params.get("counts", bool, False)
+    call.finish()
+    now = call.now
+    listed = registry.list_agents(call.hub.db, now, call.hub.ephemeral_ttl, include_expired)
+    if with_counts:
+        inbox.add_counts(call.hub.db, listed)
+    return {"agents": listed, "now": now}
+
+
+def heartbeat(call: Call) -> dict:
+    status_word, task = _report(call)
+    return registry.heartbeat(call.hub.db, call.hub.liveness, call.now, call.actor, status_word, task)
+
+
+def steady_heartbeat(call: Call) -> dict | None:
+    """agents.heartbeat answered without a transaction, or None to take the batch (methods.STEADY)."""
+    status_word, task = _report(call)
+    return registry.steady_heartbeat(call.hub.liveness, call.now, call.actor, status_word, task)
+
+
+def _report(call: Call) -> tuple[str | None, str | None]:
+    status_word = call.params.get("status", str, None)
+    task = call.params.get("task", str, None)
+    call.finish()
+    require(call.actor, "heartbeat")
+    return status_word, task
+
+
+def rename(call: Call) -> dict:
+    old = call.params.get("old", str)
+    new = call.params.get("new", str)
+    reason = call.params.get("reason", str)
+    call.finish()
+    require(call.actor, "registry.admin")
+    check_agent_id(old, "old")
+    renamed, pk = registry.rename(call.hub.db, call.now, old, new, reason)
+    call.hub.after_commit(lambda: call.hub.agent_renamed(pk, renamed["from"], renamed["to"]))
+    return {"renamed": renamed}
+
+
+def remove(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    require(call.actor, "registry.admin")
+    removed, pk = registry.remove(call.hub.db, agent_id)
+    call.hub.liveness.forget(pk)
+    call.hub.after_commit(lambda: call.hub.agent_removed(pk, removed["removed"]))
+    return removed

@@ -1,0 +1,78 @@
+"""hub.*: hello, status, sweep; and clock.advance on test hubs."""
+
+from __future__ import annotations
+
+import os
+
+from agorad import __version__
+
+from agorad.surface import keys
+
+from agorad.domain import registry
+from agorad.surface.errors import InvalidParams, MethodNotFound, Unauthorized
+from agorad.runtime.handlers import Call
+from agorad.domain.policy import Actor, require
+from agorad.surface.protocol import PROTOCOL_VERSION
+from agorad.store import agents as agents_sql
+from agorad.store import messages as messages_sql
+
+
+def hello(call: Call) -> dict:
+    agent_id = call.params.get("agent", str, None)
+    key = call.params.get("key", str, None)
+    call.finish()
+    notifier = call.hub.notifier
+    result = {"protocol": PROTOCOL_VERSION, "hub_version": __version__,
+              "notify_dir": str(notifier.directory) if notifier.enabled else None}
+    if agent_id is None:
+        return result
+    row, redirect = registry.resolve(call.hub.db, agent_id)
+    if key is None or not keys.key_matches(key, row["key_hash"]):
+        raise Unauthorized(f"wrong key for agent {row['id']!r}", field="key")
+    call.new_actor = Actor(row["pk"], row["id"], row["liveness_mode"])
+    result.update(agent=row["id"], liveness_mode=row["liveness_mode"], redirected=redirect)
+    return result
+
+
+def status(call: Call) -> dict:
+    call.finish()
+    hub = call.hub
+    db_bytes = sum(_size(hub.home.root / name) for name in ("agora.db", "agora.db-wal", "agora.db-shm"))
+    agents = registry.list_agents(hub.db, call.now, hub.ephemeral_ttl)
+    by_status: dict[str, int] = {}
+    for agent in agents:
+        by_status[agent["status"]] = by_status.get(agent["status"], 0) + 1
+    return {
+        "pid": os.getpid(), "home": str(hub.home.root), "socket": str(hub.home.socket),
+        "hub_version": __version__, "protocol": PROTOCOL_VERSION,
+        "started_at": hub.started_at, "uptime": call.now - hub.started_at, "now": call.now,
+        "db_bytes": db_bytes,
+        "counts": {**agents_sql.counts(hub.db), **messages_sql.counts(hub.db), "listed": len(agents), "by_status": by_status},
+        "ephemeral_ttl": hub.ephemeral_ttl, "sweep_interval": hub.sweep_interval, "last_sweep": hub.last_sweep,
+        "liveness_flush": hub.settings.liveness_flush,
+        "notify_dir": str(hub.notifier.directory) if hub.notifier.enabled else None,
+    }
+
+
+def sweep(call: Call) -> dict:
+    call.finish()
+    require(call.actor, "registry.admin")
+    return call.hub.sweep()
+
+
+def advance_clock(call: Call) -> dict:
+    seconds = call.params.get("seconds", float)
+    call.finish()
+    if not call.hub.clock.controllable:
+        raise MethodNotFound("no method 'clock.advance' (only a hub started with AGORA_TEST_CLOCK=1 has it)")
+    if seconds < 0:
+        raise InvalidParams("the clock only moves forward", field="seconds")
+    return {"now": call.hub.clock.advance(seconds)}
+
+
+
+def _size(path) -> int:
+    try:
+        return path.stat().st_size
+    except OSError:
+        return 0

@@ -1,0 +1,93 @@
+"""messages.*, inbox.*, owed.*, channels.*: the mailbox."""
+
+from __future__ import annotations
+
+from agorad.domain import channels
+
+from agorad.domain import inbox
+
+from agorad.domain import messages
+
+from agorad.domain import obligations
+from agorad.surface.errors import InvalidParams
+from agorad.runtime.handlers import Call
+
+
+def send(call: Call) -> dict:
+    p = call.params
+    draft = messages.Draft(
+        target=p.get("target", str), title=p.get("title", str), body=p.get("body", str, ""),
+        to=p.get("to", list, []), ask=p.get("ask", bool, False), reply_to=p.get("reply_to", str, None),
+        urgency=p.get("urgency", str, "normal"),
+    )
+    call.finish()
+    messages.check_draft(draft, call.hub.settings.max_body)
+    receipt, events = messages.send(call.db, call.actor, draft, call.now, call.hub.settings.escalation)
+    call.hub.publish(events)
+    if draft.ask:
+        call.hub.after_commit(call.hub.debts_opened.set)  # its first escalation may come before the next sweep
+    return receipt
+
+
+def read(call: Call) -> dict:
+    ref = call.params.get("ref", str)
+    call.finish()
+    return messages.read(call.db, call.actor, ref)
+
+
+def check(call: Call) -> dict:
+    limit = call.params.get("limit", int, inbox.DEFAULT_LIMIT)
+    call.finish()
+    if not 1 <= limit <= 1000:
+        raise InvalidParams("limit must be from 1 to 1000", field="limit")
+    now = call.now
+    return {**inbox.check(call.db, call.actor, now, limit), "now": now}
+
+
+def digest(call: Call) -> dict:
+    call.finish()
+    now = call.now
+    return {**inbox.digest(call.db, call.actor, now), "now": now}
+
+
+def ack(call: Call) -> dict:
+    p = call.params
+    ref, upto, everything = p.get("ref", (str, list), None), p.get("upto", str, None), p.get("all", bool, False)
+    call.finish()
+    return inbox.ack(call.db, call.actor, ref, upto, everything)
+
+
+def owed(call: Call) -> dict:
+    call.finish()
+    now = call.now
+    return {**obligations.owed(call.db, call.actor, now), "now": now}
+
+
+def subscribe(call: Call) -> dict:
+    """From now on this connection receives each of the agent's deliveries as an `inbox.delivery` notification."""
+    call.finish()
+    call.connection.subscribe(call.actor.agent_pk)
+    return {"subscribed": call.actor.agent_id, "notification": "inbox.delivery"}
+
+
+def channel_create(call: Call) -> dict:
+    name = call.params.get("channel", str)
+    call.finish()
+    return channels.create(call.db, call.actor, name, call.now)
+
+
+def channel_join(call: Call) -> dict:
+    name = call.params.get("channel", str)
+    call.finish()
+    return channels.join(call.db, call.actor, name, call.now)
+
+
+def channel_leave(call: Call) -> dict:
+    name = call.params.get("channel", str)
+    call.finish()
+    return channels.leave(call.db, call.actor, name)
+
+
+def channel_list(call: Call) -> dict:
+    call.finish()
+    return {"channels": channels.listing(call.db, call.actor)}

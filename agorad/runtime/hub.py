@@ -1,0 +1,151 @@
+"""The running hub's state, shared by every handler: home, database, clock, settings,
+the group-commit batch, the steady-heartbeat stamps, the notify writer and the
+live-push subscribers."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+import apsw
+
+from agorad.runtime import faults
+
+from agorad.surface import keys
+
+from agorad.domain import obligations
+
+from agorad.domain import registry
+
+from agorad.surface import seat_files
+from agorad.runtime.batch import Batch
+from agorad.runtime.liveness import DEFAULT_FLUSH_AFTER, Liveness
+from agorad.runtime.log import log
+from agorad.runtime.clock import Clock
+from agorad.domain.messages import DEFAULT_MAX_BODY
+from agorad.runtime.notify import Notifier, line_fields
+from agorad.surface.paths import Home
+from agorad.surface.protocol import encode
+from agorad.store import messages as messages_sql
+from agorad.store import write
+
+
+@dataclass
+class Settings:
+    """What `agora up` can set."""
+
+    sweep_interval: float = 300.0
+    ephemeral_ttl: float = registry.DEFAULT_TTL
+    synchronous: str = "NORMAL"
+    test_clock: bool = False
+    notify_dir: str | None = None       # None: the home; "": no notify files
+    notify_rotate_mb: float = 8.0       # 0: never rotate
+    max_body: int = DEFAULT_MAX_BODY
+    escalation: tuple[float, ...] = obligations.DEFAULT_SCHEDULE
+    liveness_flush: float = DEFAULT_FLUSH_AFTER  # 0: every heartbeat is committed before its reply
+
+
+@dataclass
+class HubState:
+    home: Home
+    db: apsw.Connection
+    clock: Clock
+    settings: Settings = field(default_factory=Settings)
+    started_at: float = 0.0
+    last_sweep: dict = field(default_factory=dict)
+    escalated_upto: float = 0.0  # the clock time the last escalation pass (sweep or not) ran at
+    notifier: Notifier = field(init=False)
+    batch: Batch = field(init=False)
+    liveness: Liveness = field(init=False)
+    subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
+    sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
+    debts_opened: asyncio.Event = field(default_factory=asyncio.Event)  # an ask committed: the sweeper looks again
+
+    def __post_init__(self):
+        self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())
+        self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
+        notify_dir = self.settings.notify_dir
+        directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
+        self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)))
+
+    @property
+    def ephemeral_ttl(self) -> float:
+        return self.settings.ephemeral_ttl
+
+    @property
+    def sweep_interval(self) -> float:
+        return self.settings.sweep_interval
+
+    def publish(self, events: list[dict]) -> None:
+        """After COMMIT: append each delivery to its agent's notify file and push it to subscribers."""
+        if events:
+            self.batch.when_settled(lambda stored: stored and self._announce(events))
+
+    def after_commit(self, effect) -> None:
+        """Run `effect` once what was written so far is committed (now, if nothing is pending)."""
+        self.batch.when_settled(lambda stored: stored and effect())
+
+    def _announce(self, events: list[dict]) -> None:
+        faults.point("after-commit")
+        by_agent: dict[int, list[dict]] = {}
+        for event in events:
+            by_agent.setdefault(event["agent_pk"], []).append(event)
+        for agent_pk, rows in by_agent.items():
+            self.notifier.write(self.db, agent_pk, rows)
+            for connection in list(self.subscribers.get(agent_pk, ())):
+                for row in rows:
+                    connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(row)}))
+        faults.point("after-notify")
+
+    def agent_renamed(self, pk: int, old_id: str, new_id: str) -> None:
+        """After a committed rename: live connections act under the new id; files follow it."""
+        for connection in self.sessions.get(pk, ()):
+            connection.actor.agent_id = new_id
+        _each(lambda: keys.move_key_file(self.home, old_id, new_id), lambda: self.notifier.rename(old_id, new_id),
+              lambda: seat_files.rename(self.home, old_id, new_id))
+
+    def agent_removed(self, pk: int, agent_id: str) -> None:
+        """After a committed removal: its connections hang up; its key, notify and seat files go."""
+        for connection in list(self.sessions.get(pk, ())):
+            connection.revoke(f"agent {agent_id} was removed")
+        self.sessions.pop(pk, None)
+        self.subscribers.pop(pk, None)
+        _each(lambda: keys.remove_key_file(self.home, agent_id), lambda: self.notifier.forget(pk, agent_id),
+              lambda: seat_files.remove(self.home, agent_id))
+
+    def sweep(self) -> dict:
+        """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""
+        now = self.clock.now()
+        self.batch.join()  # in the batch, so it reads the waiting liveness stamps
+        self.liveness.forget_all()  # the sweep may turn agents dormant or expired
+        with write(self.db):
+            counts = registry.sweep(self.db, now, self.ephemeral_ttl)
+            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            messages_sql.set_notified_upto(self.db, self.notifier.written)
+        self.publish(events)
+        # Catch-up reads the database: only committed deliveries may reach a file.
+        self.after_commit(lambda: self.notifier.catch_up_all(self.db))
+        self.escalated_upto = now
+        self.last_sweep = {"at": now, **counts, "escalated": len(events)}
+        return self.last_sweep
+
+    def escalate(self) -> int:
+        """Only the escalations that are due: what the sweeper runs between sweeps when a step
+        falls due (no registry transitions, so what liveness knows stays known)."""
+        now = self.clock.now()
+        self.batch.join()  # reads the waiting liveness stamps: a debtor's presence decides
+        with write(self.db):
+            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+        self.publish(events)
+        self.escalated_upto = now
+        return len(events)
+
+
+
+def _each(*steps) -> None:
+    """Run every file step of a committed change; one failing does not stop the others."""
+    for step in steps:
+        try:
+            step()
+        except OSError as exc:
+            log("file-step-failed", error=exc.strerror or exc, path=getattr(exc, "filename", None))

@@ -1,0 +1,76 @@
+"""The one dispatch table: every `noun.verb` the hub answers, and who may call it.
+
+`agent` methods act as the connection's agent and need `hub.hello` first;
+`any` methods also serve the local operator (policy.py decides the rest).
+"""
+
+from __future__ import annotations
+
+from agorad.surface.errors import MethodNotFound, Unauthorized
+from agorad.runtime.handlers import Call
+from agorad.runtime.handlers import agents, hub, kb, messaging
+from agorad.runtime.hub import HubState
+from agorad.runtime.params import Params
+from agorad.domain.policy import Actor
+
+ANY, AGENT = "any", "agent"
+
+METHODS = {
+    "hub.hello": (hub.hello, ANY),
+    "hub.status": (hub.status, ANY),
+    "hub.sweep": (hub.sweep, ANY),
+    "clock.advance": (hub.advance_clock, ANY),
+    "agents.add": (agents.add, ANY),
+    "agents.get": (agents.get, ANY),
+    "agents.resolve": (agents.resolve, ANY),
+    "agents.list": (agents.list_agents, ANY),
+    "agents.heartbeat": (agents.heartbeat, AGENT),
+    "agents.rename": (agents.rename, ANY),
+    "agents.remove": (agents.remove, ANY),
+    "kb.get": (kb.get, ANY),
+    "kb.put": (kb.put, ANY),
+    "kb.list": (kb.list_entries, ANY),
+    "kb.delete": (kb.delete, ANY),
+    "messages.send": (messaging.send, AGENT),
+    "messages.read": (messaging.read, AGENT),
+    "inbox.check": (messaging.check, AGENT),
+    "inbox.digest": (messaging.digest, AGENT),
+    "inbox.ack": (messaging.ack, AGENT),
+    "inbox.subscribe": (messaging.subscribe, AGENT),
+    "owed.list": (messaging.owed, AGENT),
+    "channels.create": (messaging.channel_create, ANY),
+    "channels.join": (messaging.channel_join, AGENT),
+    "channels.leave": (messaging.channel_leave, AGENT),
+    "channels.list": (messaging.channel_list, ANY),
+}
+
+# Methods that can sometimes be answered without opening a transaction (liveness.py):
+# the handler returns the result, or None to be dispatched in the batch as usual.
+STEADY = {
+    "agents.heartbeat": agents.steady_heartbeat,
+}
+
+
+def dispatch(hub_state: HubState, actor: Actor, name: str, raw_params: dict, connection=None,
+             plain: bool = False) -> tuple[dict, Actor]:
+    """Run method `name`; return its result and the connection's actor afterwards.
+
+    `plain`: the frame is known to hold no escaped lone surrogate (protocol.decode_request).
+    """
+    entry = METHODS.get(name)
+    if entry is None:
+        raise MethodNotFound(f"no method {name!r} (methods are noun.verb, e.g. agents.list)", method=name)
+    handler, access = entry
+    if access == AGENT and actor.is_operator:
+        raise Unauthorized(f"{name} acts as an agent: call hub.hello {{agent, key}} first (CLI: --as ID)")
+    call = Call(hub_state, actor, Params(raw_params, plain), connection)
+    result = handler(call)
+    return result, call.new_actor or actor
+
+
+def dispatch_steady(hub_state: HubState, actor: Actor, name: str, raw_params: dict, plain: bool = False) -> dict | None:
+    """The result of `name` if it needs no transaction this time, else None. Errors raise as in `dispatch`."""
+    handler = STEADY.get(name)
+    if handler is None or actor.is_operator or not hub_state.liveness.enabled:
+        return None
+    return handler(Call(hub_state, actor, Params(raw_params, plain)))

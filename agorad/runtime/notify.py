@@ -1,0 +1,249 @@
+"""Notify files: one JSON line per delivery in `<dir>/<agent>-inbox.log`, crash-safe.
+
+Lines are written whole, one or several per write(2) on an O_APPEND
+descriptor, after the deliveries are committed. Delivery ids count up per
+agent, so the file says exactly which deliveries it holds: at start-up, and
+whenever a write failed, the writer appends what the database has beyond the
+file's last id. A crash between COMMIT and write therefore costs a delay,
+never a line, and never a duplicate. The file rotates to `.1` before a write
+would take it past the rotation size.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+from pathlib import Path
+
+import apsw
+
+from agorad.domain.fence import one_line, preview
+from agorad.surface.notifyfile import inbox_file, last_id_in
+from agorad.runtime.log import log
+from agorad.surface.protocol import encode_text as _text
+from agorad.store import messages as sql
+
+MAX_OPEN_FILES = 128
+_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+def line_fields(row: dict) -> dict:
+    """The contract fields (DESIGN.md "Notify line") of one delivery row; also what a push carries."""
+    flags = row["flags"].split(",") if isinstance(row["flags"], str) else list(row["flags"])
+    return {
+        "v": 1, "id": row["id"], "ts": row["ts"], "agent": row["agent"], "channel": row["channel"],
+        "seq": row["seq"], "sender": row["sender"], "title": one_line(row["title"], 200),
+        "flags": [f for f in flags if f], "preview": row.get("preview") or preview(row["body"]), "owed": row["owed"],
+    }
+
+
+def notify_line(row: dict) -> bytes:
+    """`encode(line_fields(row))`: compact, ASCII, one line (the wire's own frame codec), formatted
+    directly because it runs once per delivery: half the cost of building the dict and encoding it.
+    A test holds the two to the same bytes."""
+    flags = row["flags"].split(",") if isinstance(row["flags"], str) else row["flags"]
+    return (
+        f'{{"v":1,"id":{row["id"]},"ts":{row["ts"]!r},"agent":{_text(row["agent"])},'
+        f'"channel":{_text(row["channel"])},"seq":{row["seq"]},"sender":{_text(row["sender"])},'
+        f'"title":{_text(one_line(row["title"], 200))},"flags":[{",".join([_text(f) for f in flags if f])}],'
+        f'"preview":{_text(row.get("preview") or preview(row["body"]))},"owed":{row["owed"]}}}\n'
+    ).encode()
+
+
+class _OpenFile:
+    __slots__ = ("fd", "size")
+
+    def __init__(self, fd: int, size: int):
+        self.fd = fd
+        self.size = size  # bytes, counted as written: the rotation check needs no fstat
+
+
+class Notifier:
+    """Appends delivery lines per agent and knows how far each file has got."""
+
+    def __init__(self, directory: Path | None, rotate_bytes: int = 8 << 20):
+        self.directory = directory
+        self.rotate_bytes = rotate_bytes
+        self.written: dict[int, int] = {}  # agent pk -> last delivery id in its file
+        self.behind: set[int] = set()      # agents whose last write failed
+        self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
+
+    @property
+    def enabled(self) -> bool:
+        return self.directory is not None
+
+    def path(self, agent_id: str) -> Path:
+        return inbox_file(self.directory, agent_id)
+
+    def start(self, db: apsw.Connection) -> int:
+        """Learn each file's position and append what the database holds beyond it; return lines replayed."""
+        if not self.enabled:
+            return 0
+        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _tighten(self.directory)
+        replayed = 0
+        for pk, agent_id, newest, notified_upto in sql.delivery_marks(db):
+            on_disk = last_id_in(self.path(agent_id))
+            if on_disk is None:
+                on_disk = last_id_in(self.path(agent_id).with_name(self.path(agent_id).name + ".1"))
+            if on_disk is not None and on_disk > newest:
+                # Not this agent's lines (a restored database, a file put there by hand): never skip ours.
+                log("notify-file-ahead", agent=agent_id, file_id=on_disk, database_id=newest)
+                on_disk = notified_upto if notified_upto <= newest else 0
+            self.written[pk] = on_disk if on_disk is not None else notified_upto
+            if newest > self.written[pk]:
+                replayed += self.catch_up(db, pk)
+        if replayed:
+            log("notify-replayed", lines=replayed)
+        return replayed
+
+    def write(self, db: apsw.Connection, agent_pk: int, rows: list[dict]) -> None:
+        """Append `rows` (one agent's new, committed deliveries, in id order) unless the file has them.
+
+        After a gap (a failed write, or lines the hub never wrote) the database fills it instead.
+        """
+        if not self.enabled:
+            return
+        done = self.written.get(agent_pk, 0)
+        fresh = rows if rows[0]["id"] > done else [row for row in rows if row["id"] > done]  # ids ascend
+        if not fresh:
+            return
+        if fresh[0]["id"] != done + 1 or agent_pk in self.behind:
+            self.catch_up(db, agent_pk)
+        else:
+            self._append(agent_pk, fresh[0]["agent"], fresh)
+
+    def catch_up(self, db: apsw.Connection, agent_pk: int) -> int:
+        """Append every delivery of the agent that its file lacks; return how many."""
+        self.behind.discard(agent_pk)
+        appended = 0
+        while True:
+            rows = sql.deliveries_after(db, agent_pk, self.written.get(agent_pk, 0))
+            if not rows or not self._append(agent_pk, rows[0]["agent"], rows):
+                return appended
+            appended += len(rows)
+
+    def catch_up_all(self, db: apsw.Connection) -> int:
+        return sum(self.catch_up(db, pk) for pk in list(self.behind))
+
+    def _append(self, agent_pk: int, agent_id: str, rows: list[dict]) -> bool:
+        """Append the rows' lines: whole lines per write(2) on O_APPEND, so never interleaved,
+        and as many per write as fit before the file would have to rotate."""
+        lines = [notify_line(row) for row in rows]
+        try:
+            start = 0
+            while start < len(lines):
+                fd = self._fd(agent_id, len(lines[start]))
+                end = self._fitting(agent_id, lines, start)
+                data = b"".join(lines[start:end])
+                written = os.write(fd, data)
+                self._grew(agent_id, written)
+                if written != len(data):
+                    whole = _whole_lines(lines[start:end], written)
+                    if whole:  # those lines are in the file: the catch-up must not append them again
+                        self.written[agent_pk] = rows[start + whole - 1]["id"]
+                    raise OSError(f"short write ({written} of {len(data)} bytes)")
+                self.written[agent_pk] = rows[end - 1]["id"]
+                start = end
+            return True
+        except OSError as exc:
+            if agent_pk not in self.behind:
+                log("notify-write-failed", agent=agent_id, path=self.path(agent_id), error=exc.strerror or exc)
+            self.behind.add(agent_pk)
+            self._close(agent_id)
+            return False
+
+    def _fd(self, agent_id: str, incoming: int) -> int:
+        opened = self._files.get(agent_id)
+        if opened is not None:
+            self._files.move_to_end(agent_id)
+            if self.rotate_bytes and opened.size and opened.size + incoming > self.rotate_bytes:
+                self._rotate(agent_id)
+            else:
+                return opened.fd
+        fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            size += os.write(fd, b"\n")  # end a line torn by a failed write, so the next one stands alone
+        self._files[agent_id] = _OpenFile(fd, size)
+        if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
+            self._rotate(agent_id)
+            return self._fd(agent_id, incoming)
+        while len(self._files) > MAX_OPEN_FILES:
+            self._close(next(iter(self._files)))
+        return fd
+
+    def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:
+        """The end of the run of lines from `start` that one write may take: the first line
+        always (_fd has made room for it), then while the file stays within the rotation size."""
+        end, size = start + 1, self._files[agent_id].size + len(lines[start])
+        while end < len(lines) and (not self.rotate_bytes or size + len(lines[end]) <= self.rotate_bytes):
+            size += len(lines[end])
+            end += 1
+        return end
+
+    def _grew(self, agent_id: str, amount: int) -> None:
+        self._files[agent_id].size += amount
+
+    def _rotate(self, agent_id: str) -> None:
+        self._close(agent_id)
+        path = self.path(agent_id)
+        os.replace(path, path.with_name(path.name + ".1"))
+
+    def _close(self, agent_id: str) -> None:
+        entry = self._files.pop(agent_id, None)
+        if entry:
+            os.close(entry.fd)
+
+    def rename(self, old_id: str, new_id: str) -> None:
+        """Follow an agent rename: its files take the new name."""
+        if not self.enabled:
+            return
+        self._close(old_id)
+        for suffix in ("", ".1"):
+            source, target = (self.directory / f"{agent}-inbox.log{suffix}" for agent in (old_id, new_id))
+            try:
+                os.replace(source, target)
+            except FileNotFoundError:
+                pass
+            except OSError as exc:
+                log("notify-rename-failed", path=source, error=exc.strerror or exc)
+
+    def forget(self, agent_pk: int, agent_id: str) -> None:
+        """A removed agent: its files go, so a later agent of the same id starts clean."""
+        self._close(agent_id)
+        self.written.pop(agent_pk, None)
+        self.behind.discard(agent_pk)
+        if self.enabled:
+            for suffix in ("", ".1"):
+                self.path(agent_id).with_name(f"{agent_id}-inbox.log{suffix}").unlink(missing_ok=True)
+
+    def reopen(self) -> None:
+        """Close every descriptor (SIGUSR2): the next write opens the file by name again."""
+        for agent_id in list(self._files):
+            self._close(agent_id)
+
+    def close(self) -> None:
+        self.reopen()
+
+
+def _whole_lines(lines: list[bytes], written: int) -> int:
+    """How many of `lines` a write that got only `written` bytes out put in the file whole."""
+    count = 0
+    for line in lines:
+        written -= len(line)
+        if written < 0:
+            break
+        count += 1
+    return count
+
+
+def _tighten(directory: Path) -> None:
+    """Make our own notify directory 0700; leave a shared one (not ours, or sticky like /tmp) alone, and say so."""
+    info = directory.stat()
+    if info.st_mode & 0o077 == 0:
+        return
+    if info.st_uid == os.getuid() and not info.st_mode & 0o1000:
+        os.chmod(directory, 0o700)
+    else:
+        log("notify-dir-shared", path=directory, mode=oct(info.st_mode & 0o7777))

@@ -1,0 +1,57 @@
+"""Agent keys: made once, shown once, stored by the hub only as a hash.
+
+Keys are 256-bit random tokens, so a plain SHA-256 is the right hash: a slow
+password KDF protects guessable secrets, and these are not guessable.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import os
+import secrets
+
+from agorad.surface.paths import Home, write_private
+
+KEY_PREFIX = "agk_"
+
+
+def new_key() -> str:
+    return KEY_PREFIX + secrets.token_urlsafe(32)
+
+
+def hash_key(key: str) -> str:
+    return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
+
+
+def key_matches(key: str, stored_hash: str) -> bool:
+    return hmac.compare_digest(hash_key(key), stored_hash)
+
+
+def save_key_file(home: Home, agent_id: str, key: str) -> None:
+    write_private(home.key_file(agent_id), key + "\n")
+
+
+def move_key_file(home: Home, old_id: str, new_id: str) -> None:
+    try:
+        os.replace(home.key_file(old_id), home.key_file(new_id))
+    except FileNotFoundError:
+        pass
+
+
+def remove_key_file(home: Home, agent_id: str) -> None:
+    try:
+        home.key_file(agent_id).unlink()
+    except FileNotFoundError:
+        pass
+
+
+def read_key(home: Home, agent_id: str) -> str | None:
+    """The key for `agent_id`: $AGORA_KEY if set, else keys/<id>.key, else None."""
+    env = os.environ.get("AGORA_KEY")
+    if env:
+        return env.strip()
+    try:
+        return home.key_file(agent_id).read_text().strip()
+    except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
+        return None

@@ -1,0 +1,93 @@
+"""The package's layers, held as rules (docs/ARCHITECTURE.md "Layers").
+
+`agorad/surface` is the light surface every other package may import; `agorad/domain`
+holds the concepts and their rules; `agorad/store` holds every SQL statement;
+`agorad/runtime` is the running hub; `agorad/cli` is the thin front end.
+Reception (`agora_listen`, and the coming `agora_drive`) sees only the surface,
+so `agora listen --once`, which runs in a loop, never loads the database or the server.
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+# package -> the agorad packages it may import (besides itself)
+ALLOWED = {
+    "agorad.surface": set(),
+    "agorad.store": {"agorad.surface"},
+    "agorad.domain": {"agorad.surface", "agorad.store"},
+    "agorad.runtime": {"agorad.surface", "agorad.store", "agorad.domain"},
+    "agorad.cli": {"agorad.surface", "agorad.store", "agorad.domain", "agorad.runtime", "agora_listen"},
+    "agora_listen": {"agorad.surface"},
+    "agora_drive": {"agorad.surface", "agora_listen"},
+}
+OURS = ("agorad", "agora_listen", "agora_drive")
+
+
+def package_of(module: str) -> str | None:
+    parts = module.split(".")
+    if parts[0] not in OURS:
+        return None
+    if parts[0] == "agorad" and len(parts) > 1:
+        return ".".join(parts[:2])
+    return parts[0]
+
+
+def runtime_imports(path: Path) -> list[str]:
+    """The modules `path` imports, leaving out `if TYPE_CHECKING:` blocks (never run)."""
+    tree = ast.parse(path.read_text())
+    skipped = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(child) for body in node.body for child in ast.walk(body))
+    found = []
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found += [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            found += [f"{node.module}.{alias.name}" if node.module == "agorad" else node.module for alias in node.names]
+    return found
+
+
+def module_files():
+    for top in OURS:
+        for path in sorted((ROOT / top).rglob("*.py")):
+            module = ".".join(path.relative_to(ROOT).with_suffix("").parts)
+            yield module, path
+
+
+def test_agorad_top_level_holds_only_the_layers():
+    entries = {p.name for p in (ROOT / "agorad").iterdir() if not p.name.startswith("__pycache__")}
+    assert entries == {"__init__.py", "surface", "domain", "store", "runtime", "cli"}
+
+
+def test_every_import_points_down_the_layers():
+    wrong = []
+    for module, path in module_files():
+        own = package_of(module)
+        if own == "agorad":  # agorad/__init__.py: the version only
+            continue
+        for target in runtime_imports(path):
+            package = package_of(target)
+            if package is None or package == own or target == "agorad.__version__":
+                continue
+            if package not in ALLOWED[own]:
+                wrong.append(f"{module} imports {target}")
+    assert wrong == []
+
+
+def test_reception_loads_neither_the_database_nor_the_server():
+    probe = (
+        "import sys, agorad.cli, agorad.cli.listen, agora_listen.listener\n"
+        "heavy = [m for m in sys.modules if m == 'apsw' or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store'))]\n"
+        "print(','.join(sorted(heavy)))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
