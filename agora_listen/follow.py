@@ -14,6 +14,8 @@ import json
 import os
 from pathlib import Path
 
+from agorad.surface.paths import rotated
+
 _CHUNK = 1 << 16
 _TAIL = 1 << 16
 
@@ -21,7 +23,7 @@ _TAIL = 1 << 16
 class Follower:
     def __init__(self, path: Path):
         self.path = path
-        self.rotated = path.with_name(path.name + ".1")
+        self.rotated = rotated(path)
         self.fd: int | None = None
         self.inode: int | None = None
         self.pos = 0

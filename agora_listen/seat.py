@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from agorad.surface.paths import FILE_MODE, write_private
+from agorad.surface.paths import FILE_MODE, drive_file, listen_file, write_private
 from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
 
 CORRUPT = "corrupt"
@@ -23,11 +23,11 @@ class Seat:
         self._lock_fds: list[int] = []
 
     def file(self, suffix: str) -> Path:
-        return self.home / f"listen-{self.agent}.{suffix}"
+        return listen_file(self.home, self.agent, suffix)
 
     @property
     def driver_pidfile(self) -> Path:
-        return self.home / f"drive-{self.agent}.pid"
+        return drive_file(self.home, self.agent, "pid")
 
     def driver_owns_reception(self) -> bool:
         return self.driver_pidfile.exists() and pidfile_state(self.driver_pidfile) == LIVE

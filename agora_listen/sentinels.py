@@ -1,4 +1,4 @@
-"""The four sentinel lines of DESIGN.md "Reception", built only from validated identifiers.
+"""The four sentinel lines of agora-listen(1), built only from validated identifiers.
 
 Nothing a message contains reaches these lines except through `clamp`
 (channel names) and `preview` (a JSON-escaped, neutralised title), so no
@@ -12,11 +12,10 @@ import math
 import re
 import sys
 import time
+from agorad.surface.vocab import ENDED_REASONS, FLAGS
 
 MAX_CHANNELS = 6
-FLAG_WORDS = ("to-me", "dm", "open", "escalated")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
-_REASON = re.compile(r"[a-z-]+")
 
 
 def clamp(channel: str) -> str:
@@ -43,7 +42,7 @@ def heartbeat(now: float | None = None) -> str:
 
 
 def ended(reason: str, cause: str | None = None) -> str:
-    assert _REASON.fullmatch(reason), reason
+    assert reason in ENDED_REASONS, reason
     line = f"AGORA_LISTEN ended reason={reason}"
     if cause:
         line += " cause=" + quoted_token(" ".join(cause.split())[:200])
@@ -61,11 +60,11 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
     for delivery in deliveries:
         channel = clamp(delivery["channel"])
         newest[channel] = max(newest.get(channel, 0), number(delivery.get("seq")))
-        flags.update(f for f in delivery.get("flags", ()) if f in FLAG_WORDS)
+        flags.update(f for f in delivery.get("flags", ()) if f in FLAGS)
     shown = [f"{channel}#{seq}" for channel, seq in list(newest.items())[:MAX_CHANNELS]]
     parts = [
         f"AGORA_WAKE agent={agent}", f"n={0 if backlog else len(deliveries) + missed}",
-        f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in FLAG_WORDS if f in flags) or '-'}",
+        f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in FLAGS if f in flags) or '-'}",
         f"owed={number(owed)}",
     ]
     if len(newest) > MAX_CHANNELS:

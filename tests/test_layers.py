@@ -91,3 +91,29 @@ def test_reception_loads_neither_the_database_nor_the_server():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def declared_dependencies() -> set[str]:
+    import re
+    import tomllib
+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    return {re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0].lower() for spec in project["dependencies"]}
+
+
+def imported_distributions() -> set[str]:
+    """The installed distributions the code imports at run time, lazily imported ones included."""
+    from importlib.metadata import packages_distributions
+
+    providers = packages_distributions()
+    found = set()
+    for _, path in module_files():
+        for target in runtime_imports(path):
+            top = target.split(".")[0]
+            if top not in OURS and top not in sys.stdlib_module_names:
+                found.update(name.lower() for name in providers.get(top, [top]))
+    return found
+
+
+def test_declared_runtime_dependencies_are_what_the_code_imports():
+    assert declared_dependencies() == imported_distributions()

@@ -11,8 +11,9 @@ from agorad.cli.common import (
     print_table, report_redirect,
 )
 from agorad.surface.durations import format_duration
+from agorad.surface import settings
+from agorad.surface.vocab import DEFAULT_MODE, LIVENESS_MODES, REPORTED_STATUSES
 
-MODES = ["ephemeral", "async", "always-on"]
 
 
 def agent_rows(agents: list[dict], now: float) -> list[list[str]]:
@@ -51,9 +52,9 @@ def agent():
 @click.argument("agent_id", metavar="ID")
 @home_option
 @json_option
-@click.option("--mode", type=click.Choice(MODES), default="ephemeral", show_default=True,
+@click.option("--mode", type=click.Choice(LIVENESS_MODES), default=DEFAULT_MODE, show_default=True,
               help="Liveness mode: ephemeral (listed until the TTL), async (dormant when silent), always-on.")
-@click.option("--interval", type=DURATION, default="30m", show_default=True,
+@click.option("--interval", type=DURATION, default=format_duration(settings.ASYNC_INTERVAL), show_default=True,
               help="Expected heartbeat interval; an async agent turns dormant after twice this.")
 @click.option("--meta", metavar="JSON", default="{}", help="A JSON object of free-form facts about the agent.")
 @handles_errors
@@ -137,7 +138,7 @@ def agent_rm(agent_id, home, as_json):
 @as_option()
 @home_option
 @json_option
-@click.option("--status", "status_word", type=click.Choice(["idle", "busy", "error", "working"]),
+@click.option("--status", "status_word", type=click.Choice(REPORTED_STATUSES),
               help="What the agent is doing (default: unchanged; dormant comes back idle).")
 @click.option("--task", help="What it is working on (implies --status working).")
 @handles_errors

@@ -6,6 +6,7 @@ import click
 
 from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json
 from agorad.domain.fence import one_line
+from agorad.surface import settings
 
 
 def _title(text: str) -> str:
@@ -29,7 +30,7 @@ def _debt_line(debt: dict, now: float, who: str) -> str:
 
 @click.command("inbox")
 @as_option()
-@click.option("--limit", type=click.IntRange(1, 1000), default=50, show_default=True, help="At most this many headlines.")
+@click.option("--limit", type=click.IntRange(1, 1000), default=settings.INBOX_LIMIT, show_default=True, help="At most this many headlines.")
 @home_option
 @json_option
 @handles_errors

@@ -8,6 +8,9 @@ from pathlib import Path
 import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, home_option
+from agorad.surface import settings
+from agorad.surface.durations import format_duration
+from agorad.surface.vocab import LISTEN_SOURCES
 
 
 class ListenCommand(click.Command):
@@ -28,16 +31,16 @@ class ListenCommand(click.Command):
 @click.option("--as", "as_id", metavar="ID", required=True, help="The seat to listen for.")
 @click.option("--once", is_flag=True, help="Exit after the first wake (2), or at --max-wait (0).")
 @click.option("--max-wait", type=DURATION, help="With --once: give up after this long (exit 0). With --adaptive: the cap.")
-@click.option("--debounce", type=DURATION_OR_ZERO, default="15s", show_default=True,
+@click.option("--debounce", type=DURATION_OR_ZERO, default=format_duration(settings.DEBOUNCE), show_default=True,
               help="Coalesce deliveries arriving within this window into one wake.")
 @click.option("--important-only", is_flag=True, help="Wake only for to-me, dm, open or escalated deliveries.")
 @click.option("--preview", is_flag=True, help="Append the newest title, neutralised and quoted, to a wake line.")
-@click.option("--source", type=click.Choice(["auto", "file", "ws"]), default="auto", show_default=True,
+@click.option("--source", type=click.Choice(LISTEN_SOURCES), default="auto", show_default=True,
               help="file tails the notify file on this host; ws is for remote seats (not in this release).")
 @click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
 @click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
-@click.option("--heartbeat", type=DURATION, default="300s", show_default=True,
+@click.option("--heartbeat", type=DURATION, default=format_duration(settings.LISTEN_HEARTBEAT), show_default=True,
               help="Print a heartbeat line and touch listen-ID.pid this often.")
 @click.option("--notify-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the hub writes notify files (default: what the hub says, else the home).")

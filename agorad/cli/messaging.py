@@ -8,6 +8,7 @@ import click
 
 from agorad.domain.fence import one_line
 from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
+from agorad.surface.vocab import DEFAULT_URGENCY, URGENCIES
 
 
 def _body(body: str | None) -> str:
@@ -41,7 +42,7 @@ def _title(title: str | None, body: str) -> str:
 @click.option("--to", "to", help="Comma-separated agent ids the message is for (@mentions in the text count too).")
 @click.option("--ask", is_flag=True, help="Ask for a reply: each addressee owes one until someone answers.")
 @click.option("--reply-to", metavar="REF", help="The message this answers, as CHANNEL#SEQ; a reply discharges its ask.")
-@click.option("--urgency", type=click.Choice(["normal", "next_turn"]), default="normal", show_default=True,
+@click.option("--urgency", type=click.Choice(URGENCIES), default=DEFAULT_URGENCY, show_default=True,
               help="next_turn asks the addressee to look at it at the start of its next turn.")
 @home_option
 @json_option

@@ -7,7 +7,7 @@ import click
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import EXIT_UNAVAILABLE, connect, handles_errors, home_option, json_option, print_json, print_table
 from agorad.surface.errors import Unavailable
-from agorad.surface.paths import Home
+from agorad.surface.paths import Home, drive_file, listen_file
 from pathlib import Path
 
 
@@ -30,8 +30,8 @@ def status(home, as_json):
     info["running"] = True
     root = Path(info["home"])
     for agent in info["agents"]:
-        agent["listener"] = _seat_state(root / f"listen-{agent['id']}.pid", "armed")
-        agent["driver"] = _seat_state(root / f"drive-{agent['id']}.pid", "running")
+        agent["listener"] = _seat_state(listen_file(root, agent["id"], "pid"), "armed")
+        agent["driver"] = _seat_state(drive_file(root, agent["id"], "pid"), "running")
     if as_json:
         print_json(info)
         return

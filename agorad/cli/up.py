@@ -8,25 +8,28 @@ import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
 from agorad.surface.paths import Home
+from agorad.surface import settings
+from agorad.surface.durations import format_duration
+from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 
 
 @click.command("up", context_settings={"help_option_names": ["-h", "--help"]})
 @home_option
-@click.option("--sweep-interval", type=DURATION, default="5m", show_default=True,
+@click.option("--sweep-interval", type=DURATION, default=format_duration(settings.SWEEP_INTERVAL), show_default=True,
               help="How often the sweeper writes dormant and expired transitions.")
-@click.option("--ephemeral-ttl", type=DURATION, default="1h", show_default=True,
+@click.option("--ephemeral-ttl", type=DURATION, default=format_duration(settings.EPHEMERAL_TTL), show_default=True,
               help="How long an ephemeral agent stays listed without a heartbeat.")
-@click.option("--synchronous", type=click.Choice(["normal", "full"]), default="normal", show_default=True,
+@click.option("--synchronous", type=click.Choice(SYNCHRONOUS_LEVELS), default=settings.SYNCHRONOUS, show_default=True,
               help="SQLite durability: normal survives a hub crash; full also survives power loss, slower.")
 @click.option("--notify-dir", metavar="DIR",
               help="Where the <id>-inbox.log notify files go (default: the home; '' turns them off).")
-@click.option("--notify-rotate-mb", type=click.FloatRange(min=0), default=8, show_default=True,
+@click.option("--notify-rotate-mb", type=click.FloatRange(min=0), default=settings.NOTIFY_ROTATE_MB, show_default=True,
               help="Rotate a notify file to .1 above this size in MiB; 0 never rotates.")
-@click.option("--max-body-kib", type=click.IntRange(1, 128), default=64, show_default=True,
+@click.option("--max-body-kib", type=click.IntRange(1, settings.MAX_BODY_KIB_LIMIT), default=settings.MAX_BODY_KIB, show_default=True,
               help="The largest message body accepted, in KiB (at most 128, so any body fits a 1 MiB frame).")
-@click.option("--escalate", "escalation", default="15m,1h,4h", show_default=True,
+@click.option("--escalate", "escalation", default=",".join(format_duration(s) for s in settings.ESCALATION), show_default=True,
               help="When an unanswered ask re-notifies its debtors: offsets from the ask ('' never).")
-@click.option("--liveness-flush", type=DURATION_OR_ZERO, default="1s", show_default=True,
+@click.option("--liveness-flush", type=DURATION_OR_ZERO, default=format_duration(settings.LIVENESS_FLUSH), show_default=True,
               help="How long a heartbeat that only restates its status may wait to be written "
                    "(a hub crash can lose that much of last_seen); 0 commits every heartbeat.")
 def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation,

@@ -11,12 +11,12 @@ import apsw
 
 from agorad.domain.fence import preview
 from agorad.store import messages as sql
+from agorad.surface.vocab import FLAGS
 
-FLAG_ORDER = ("to-me", "dm", "open", "escalated")
 
 
 def flag_text(flags: set[str]) -> str:
-    return ",".join([f for f in FLAG_ORDER if f in flags])  # a list: join would build one from a generator anyway
+    return ",".join([f for f in FLAGS if f in flags])  # a list: join would build one from a generator anyway
 
 
 def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]], names: dict[int, str],

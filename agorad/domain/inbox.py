@@ -19,14 +19,14 @@ from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
+from agorad.surface import settings
 
-DEFAULT_LIMIT = 50
 DIGEST_SCAN = 50  # newest unread per channel the digest looks at for senders and titles
 DIGEST_TITLES = 3
 DIGEST_DEBTS = 20  # one screen: the oldest debts each way, and their totals
 
 
-def check(db: apsw.Connection, actor: Actor, now: float, limit: int = DEFAULT_LIMIT) -> dict:
+def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.INBOX_LIMIT) -> dict:
     owed = obligations.i_owe(db, actor, now)
     open_refs = {debt["ref"] for debt in owed}
     owed_total, owed = len(owed), owed[:limit]  # the oldest first; the count says how many in all

@@ -29,10 +29,9 @@ from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
 from agorad.domain.text import check_line
+from agorad.surface.vocab import URGENCIES
 
 MAX_TITLE = 200
-DEFAULT_MAX_BODY = 64 * 1024
-URGENCIES = ("normal", "next_turn")
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
 
 

@@ -14,7 +14,6 @@ from agorad.store import agents as agents_sql
 from agorad.store import debts as sql
 from agorad.store import messages as messages_sql
 
-DEFAULT_SCHEDULE = (15 * 60.0, 3600.0, 4 * 3600.0)
 
 
 ESCALATION_GAP = 0.05  # seconds: escalations falling due closer together than this go out in one pass

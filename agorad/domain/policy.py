@@ -8,14 +8,14 @@ do everything. An agent may do what its liveness mode allows; a refusal is a
 from __future__ import annotations
 
 from agorad.surface.errors import Forbidden
+from agorad.surface.vocab import LIVENESS_MODES
 
-ALL_MODES = ("ephemeral", "async", "always-on")
 
 # capability -> (modes allowed, the rule quoted in a refusal)
 CAPABILITIES = {
-    "kb.read": (ALL_MODES, "every agent may read the KB"),
-    "kb.write": (ALL_MODES, "every agent may write the KB; entries carry their author"),
-    "heartbeat": (ALL_MODES, "every agent may heartbeat for itself"),
+    "kb.read": (LIVENESS_MODES, "every agent may read the KB"),
+    "kb.write": (LIVENESS_MODES, "every agent may write the KB; entries carry their author"),
+    "heartbeat": (LIVENESS_MODES, "every agent may heartbeat for itself"),
     "registry.admin": (
         (),
         "registry administration (register, rename or delete an agent) is reserved to the "

@@ -17,10 +17,12 @@ import apsw
 
 from agorad.surface import keys
 from agorad.surface.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
+from agorad.surface import settings
 from agorad.surface.paths import Home
+from agorad.surface.vocab import LIVENESS_MODES, REPORTED_STATUSES
 from agorad.domain.policy import Actor
 from agorad.surface.protocol import (
-    LIVENESS_MODES, MAX_META, MAX_REASON, MAX_TASK, REPORTED_STATUSES, check_agent_id, is_agent_id,
+    MAX_META, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
 )
 from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
@@ -31,8 +33,6 @@ from agorad.domain.text import check_line
 if TYPE_CHECKING:
     from agorad.runtime.liveness import Liveness
 
-DEFAULT_INTERVAL = 30 * 60.0
-DEFAULT_TTL = 3600.0
 PROFILE_PREFIX = "profile/"
 
 
@@ -61,7 +61,7 @@ def resolve(db: apsw.Connection, agent_id, field: str = "agent") -> tuple[dict, 
 
 
 def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interval: float, meta: dict,
-        ttl: float = DEFAULT_TTL) -> tuple[dict, str]:
+        ttl: float = settings.EPHEMERAL_TTL) -> tuple[dict, str]:
     """Register an agent; return its view and its key (the only time the key is shown)."""
     check_agent_id(agent_id)
     meta_text = _meta_text(meta)

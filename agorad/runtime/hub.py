@@ -19,11 +19,11 @@ from agorad.domain import registry
 
 from agorad.surface import seat_files
 from agorad.runtime.batch import Batch
-from agorad.runtime.liveness import DEFAULT_FLUSH_AFTER, Liveness
+from agorad.runtime.liveness import Liveness
 from agorad.runtime.log import log
 from agorad.runtime.clock import Clock
-from agorad.domain.messages import DEFAULT_MAX_BODY
 from agorad.runtime.notify import Notifier, line_fields
+from agorad.surface import settings
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
 from agorad.store import messages as messages_sql
@@ -34,15 +34,15 @@ from agorad.store import write
 class Settings:
     """What `agora up` can set."""
 
-    sweep_interval: float = 300.0
-    ephemeral_ttl: float = registry.DEFAULT_TTL
-    synchronous: str = "NORMAL"
+    sweep_interval: float = settings.SWEEP_INTERVAL
+    ephemeral_ttl: float = settings.EPHEMERAL_TTL
+    synchronous: str = settings.SYNCHRONOUS.upper()
     test_clock: bool = False
     notify_dir: str | None = None       # None: the home; "": no notify files
-    notify_rotate_mb: float = 8.0       # 0: never rotate
-    max_body: int = DEFAULT_MAX_BODY
-    escalation: tuple[float, ...] = obligations.DEFAULT_SCHEDULE
-    liveness_flush: float = DEFAULT_FLUSH_AFTER  # 0: every heartbeat is committed before its reply
+    notify_rotate_mb: float = settings.NOTIFY_ROTATE_MB  # 0: never rotate
+    max_body: int = settings.MAX_BODY_KIB * 1024
+    escalation: tuple[float, ...] = settings.ESCALATION
+    liveness_flush: float = settings.LIVENESS_FLUSH  # 0: every heartbeat is committed before its reply
 
 
 @dataclass

@@ -26,7 +26,6 @@ import apsw
 from agorad.runtime.log import log
 from agorad.store.connection import Database
 
-DEFAULT_FLUSH_AFTER = 1.0  # seconds a steady stamp may wait for its write
 
 
 class Liveness:

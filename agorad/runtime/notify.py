@@ -18,7 +18,8 @@ from pathlib import Path
 import apsw
 
 from agorad.domain.fence import one_line, preview
-from agorad.surface.notifyfile import inbox_file, last_id_in
+from agorad.surface.notifyfile import last_id_in
+from agorad.surface.paths import notify_file, rotated
 from agorad.runtime.log import log
 from agorad.surface.protocol import encode_text as _text
 from agorad.store import messages as sql
@@ -73,7 +74,7 @@ class Notifier:
         return self.directory is not None
 
     def path(self, agent_id: str) -> Path:
-        return inbox_file(self.directory, agent_id)
+        return notify_file(self.directory, agent_id)
 
     def start(self, db: apsw.Connection) -> int:
         """Learn each file's position and append what the database holds beyond it; return lines replayed."""
@@ -85,7 +86,7 @@ class Notifier:
         for pk, agent_id, newest, notified_upto in sql.delivery_marks(db):
             on_disk = last_id_in(self.path(agent_id))
             if on_disk is None:
-                on_disk = last_id_in(self.path(agent_id).with_name(self.path(agent_id).name + ".1"))
+                on_disk = last_id_in(rotated(self.path(agent_id)))
             if on_disk is not None and on_disk > newest:
                 # Not this agent's lines (a restored database, a file put there by hand): never skip ours.
                 log("notify-file-ahead", agent=agent_id, file_id=on_disk, database_id=newest)
@@ -188,7 +189,7 @@ class Notifier:
     def _rotate(self, agent_id: str) -> None:
         self._close(agent_id)
         path = self.path(agent_id)
-        os.replace(path, path.with_name(path.name + ".1"))
+        os.replace(path, rotated(path))
 
     def _close(self, agent_id: str) -> None:
         entry = self._files.pop(agent_id, None)
@@ -200,8 +201,7 @@ class Notifier:
         if not self.enabled:
             return
         self._close(old_id)
-        for suffix in ("", ".1"):
-            source, target = (self.directory / f"{agent}-inbox.log{suffix}" for agent in (old_id, new_id))
+        for source, target in zip(self._files_of(old_id), self._files_of(new_id)):
             try:
                 os.replace(source, target)
             except FileNotFoundError:
@@ -215,8 +215,11 @@ class Notifier:
         self.written.pop(agent_pk, None)
         self.behind.discard(agent_pk)
         if self.enabled:
-            for suffix in ("", ".1"):
-                self.path(agent_id).with_name(f"{agent_id}-inbox.log{suffix}").unlink(missing_ok=True)
+            for path in self._files_of(agent_id):
+                path.unlink(missing_ok=True)
+
+    def _files_of(self, agent_id: str) -> tuple[Path, Path]:
+        return self.path(agent_id), rotated(self.path(agent_id))
 
     def reopen(self) -> None:
         """Close every descriptor (SIGUSR2): the next write opens the file by name again."""

@@ -53,5 +53,10 @@ def agorad_executable() -> Path:
 
 
 def user_unit_dir() -> Path:
-    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
-    return Path(config) / "systemd" / "user"
+    """Where systemd looks for a user's own units: $XDG_CONFIG_HOME/systemd/user (systemd.unit(5)).
+
+    platformdirs resolves the XDG config directory ($XDG_CONFIG_HOME, else ~/.config).
+    """
+    import platformdirs  # only `agora service` pays for it
+
+    return platformdirs.user_config_path() / "systemd" / "user"

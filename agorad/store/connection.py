@@ -14,9 +14,10 @@ from pathlib import Path
 import apsw
 
 from agorad.surface.paths import FILE_MODE
+from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 
 BUSY_TIMEOUT_MS = 5000
-SYNCHRONOUS = ("NORMAL", "FULL")
+SYNCHRONOUS = tuple(level.upper() for level in SYNCHRONOUS_LEVELS)
 
 
 class Database(apsw.Connection):

@@ -1,4 +1,4 @@
-"""Notify-file names and reading a file's last delivery id: shared by the hub and the listener.
+"""Reading a notify file's last delivery id: shared by the hub and the listener.
 
 Kept free of the database and other heavy imports, for `agora listen`.
 """
@@ -10,10 +10,6 @@ import os
 from pathlib import Path
 
 _TAIL_BYTES = 64 * 1024
-
-
-def inbox_file(directory: Path, agent_id: str) -> Path:
-    return Path(directory) / f"{agent_id}-inbox.log"
 
 
 def last_id_in(path: Path) -> int | None:

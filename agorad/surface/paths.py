@@ -1,4 +1,4 @@
-"""AGORA_HOME and every file name under it (DESIGN.md "Files under the home").
+"""AGORA_HOME and every file name under it: the one place each is spelled (agora-files(5)).
 
 Kept free of heavy imports: `agora listen --once` resolves paths in a loop.
 """
@@ -11,6 +11,54 @@ from pathlib import Path
 
 HOME_MODE = 0o700
 FILE_MODE = 0o600
+
+DB_NAME = "agora.db"
+SOCKET_NAME = "agorad.sock"
+PIDFILE_NAME = "agorad.pid"
+LOCKFILE_NAME = "agorad.lock"
+KEYS_DIR_NAME = "keys"
+ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
+
+# A seat's files: `listen-<id>.<what>` for its listener, `drive-<id>.<what>` for its driver.
+LISTEN_FILES = ("lock", "pid", "offset", "backoff", "owedsig")
+DRIVE_FILES = ("pid", "turns.jsonl", "failures.jsonl")
+# What a seat keeps between processes: it follows a rename and goes with a removal. A live
+# listener's lock and pidfile are its own, and it removes them itself when it ends.
+LISTEN_STATE = ("offset", "backoff", "owedsig")
+DRIVE_STATE = ("turns.jsonl", "failures.jsonl")
+
+
+def notify_file(directory: Path, agent_id: str) -> Path:
+    """The seat's notify stream; `directory` is the hub's notify directory (the home by default)."""
+    return Path(directory) / f"{agent_id}-inbox.log"
+
+
+def rotated(path: Path) -> Path:
+    """Where a notify file goes when it rotates."""
+    return path.with_name(path.name + ROTATED_SUFFIX)
+
+
+def listen_file(root: Path, agent_id: str, what: str) -> Path:
+    if what not in LISTEN_FILES:
+        raise ValueError(f"no listener file {what!r}")
+    return Path(root) / f"listen-{agent_id}.{what}"
+
+
+def drive_file(root: Path, agent_id: str, what: str) -> Path:
+    if what not in DRIVE_FILES:
+        raise ValueError(f"no driver file {what!r}")
+    return Path(root) / f"drive-{agent_id}.{what}"
+
+
+def hook_stamp(root: Path, agent_id: str, hook: str) -> Path:
+    """When a harness hook last acted for the seat (the stop-hook backstop's backoff)."""
+    return Path(root) / f"hook-{agent_id}.{hook}.stamp"
+
+
+def seat_state_files(root: Path, agent_id: str) -> list[Path]:
+    """The seat's state files: what follows a rename and goes with a removal."""
+    return ([listen_file(root, agent_id, what) for what in LISTEN_STATE]
+            + [drive_file(root, agent_id, what) for what in DRIVE_STATE])
 
 
 def default_home() -> Path:
@@ -32,23 +80,28 @@ class Home:
 
     @property
     def db(self) -> Path:
-        return self.root / "agora.db"
+        return self.root / DB_NAME
+
+    @property
+    def db_files(self) -> tuple[Path, Path, Path]:
+        """The database and its WAL-mode companions."""
+        return self.db, self.root / f"{DB_NAME}-wal", self.root / f"{DB_NAME}-shm"
 
     @property
     def socket(self) -> Path:
-        return self.root / "agorad.sock"
+        return self.root / SOCKET_NAME
 
     @property
     def pidfile(self) -> Path:
-        return self.root / "agorad.pid"
+        return self.root / PIDFILE_NAME
 
     @property
     def lockfile(self) -> Path:
-        return self.root / "agorad.lock"
+        return self.root / LOCKFILE_NAME
 
     @property
     def keys_dir(self) -> Path:
-        return self.root / "keys"
+        return self.root / KEYS_DIR_NAME
 
     def key_file(self, agent_id: str) -> Path:
         return self.keys_dir / f"{agent_id}.key"

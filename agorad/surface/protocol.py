@@ -15,9 +15,6 @@ PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (DESIGN.md "Wire")
 
 AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
-LIVENESS_MODES = ("ephemeral", "async", "always-on")
-STATUSES = ("idle", "busy", "error", "working", "dormant")
-REPORTED_STATUSES = ("idle", "busy", "error", "working")  # dormant is the hub's word
 MAX_TASK = 200
 MAX_REASON = 200
 MAX_KB_KEY = 200

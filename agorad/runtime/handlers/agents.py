@@ -8,13 +8,14 @@ from agorad.domain import registry
 from agorad.runtime.handlers import Call, duration_param
 from agorad.domain.policy import require
 from agorad.surface.protocol import check_agent_id
+from agorad.surface import settings
 
 
 def add(call: Call) -> dict:
     p = call.params
     agent_id = p.get("agent", str)
     mode = registry.liveness_mode(p.get("liveness_mode", str, None), p.get("permanent", bool, None))
-    interval = duration_param(p.get("interval", (int, float, str), registry.DEFAULT_INTERVAL), "interval")
+    interval = duration_param(p.get("interval", (int, float, str), settings.ASYNC_INTERVAL), "interval")
     meta = p.get("meta", dict, {})
     call.finish()
     require(call.actor, "registry.admin")

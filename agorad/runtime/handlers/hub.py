@@ -37,7 +37,7 @@ def hello(call: Call) -> dict:
 def status(call: Call) -> dict:
     call.finish()
     hub = call.hub
-    db_bytes = sum(_size(hub.home.root / name) for name in ("agora.db", "agora.db-wal", "agora.db-shm"))
+    db_bytes = sum(_size(path) for path in hub.home.db_files)
     agents = registry.list_agents(hub.db, call.now, hub.ephemeral_ttl)
     by_status: dict[str, int] = {}
     for agent in agents:

@@ -11,6 +11,7 @@ from agorad.domain import messages
 from agorad.domain import obligations
 from agorad.surface.errors import InvalidParams
 from agorad.runtime.handlers import Call
+from agorad.surface import settings
 
 
 def send(call: Call) -> dict:
@@ -36,7 +37,7 @@ def read(call: Call) -> dict:
 
 
 def check(call: Call) -> dict:
-    limit = call.params.get("limit", int, inbox.DEFAULT_LIMIT)
+    limit = call.params.get("limit", int, settings.INBOX_LIMIT)
     call.finish()
     if not 1 <= limit <= 1000:
         raise InvalidParams("limit must be from 1 to 1000", field="limit")

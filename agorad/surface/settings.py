@@ -1,0 +1,29 @@
+"""Every default, in one place: the CLI's option defaults and the hub's own read these.
+
+Durations are seconds. A user changes them with the options named beside each
+(agora-up(1), agora-listen(1), agora-agent(1)); nothing else spells them.
+"""
+
+from __future__ import annotations
+
+# --- the hub (agora up) --------------------------------------------------------------------
+SWEEP_INTERVAL = 300.0           # --sweep-interval: how often dormant and expired transitions are written
+EPHEMERAL_TTL = 3600.0           # --ephemeral-ttl: an ephemeral agent leaves the list after this silence
+SYNCHRONOUS = "normal"           # --synchronous: survives a hub crash; "full" also survives power loss
+NOTIFY_ROTATE_MB = 8.0           # --notify-rotate-mb: a notify file rotates to .1 above this; 0 never
+MAX_BODY_KIB = 64                # --max-body-kib: the largest message body accepted
+MAX_BODY_KIB_LIMIT = 128         # ... and its ceiling, so any body fits a 1 MiB frame
+ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifies at these offsets
+LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
+
+# --- agents (agora agent add) --------------------------------------------------------------
+ASYNC_INTERVAL = 1800.0          # --interval: an async agent turns dormant after twice this silence
+
+# --- reception (agora listen) --------------------------------------------------------------
+DEBOUNCE = 15.0                  # --debounce: deliveries within this window ring as one wake
+LISTEN_HEARTBEAT = 300.0         # --heartbeat: a persistent listener's heartbeat line and pidfile touch
+ADAPTIVE_FIRST = 60.0            # --adaptive: the wait after a wake ...
+ADAPTIVE_CAP = 1200.0            # ... doubling on each quiet run up to this (or --max-wait)
+
+# --- reading (agora inbox) -----------------------------------------------------------------
+INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns

@@ -1,0 +1,36 @@
+"""Every word of the project's vocabularies, defined once: the hub validates against these,
+the CLI offers them as choices, reception rings by them, and the docs list them.
+
+Error reason words are the one exception: each belongs to its error class in
+agorad.surface.errors, next to its code and message.
+"""
+
+from __future__ import annotations
+
+# An agent's liveness mode (agora-agent(1)); unset is ephemeral, legacy `permanent: true` is always-on.
+LIVENESS_MODES = ("ephemeral", "async", "always-on")
+DEFAULT_MODE = "ephemeral"
+
+# An agent's status: what it reports, and `dormant`, which only the hub says.
+REPORTED_STATUSES = ("idle", "busy", "error", "working")
+STATUSES = REPORTED_STATUSES + ("dormant",)
+
+# A message's urgency (agora-send(1)).
+URGENCIES = ("normal", "next_turn")
+DEFAULT_URGENCY = "normal"
+
+# A delivery's flags, in the order they are shown: addressed to the seat, a DM, an open ask, escalated.
+FLAGS = ("to-me", "dm", "open", "escalated")
+# What `agora listen --important-only` rings for.
+IMPORTANT_FLAGS = frozenset(FLAGS)
+
+# Why `agora listen` ended: the `ended reason=` word of its tombstone (agora-listen(1)).
+ENDED_REASONS = (
+    "wake", "max-wait", "signal", "already-armed", "driver-owns-reception",  # exit 0 or 2
+    "no-notify-file", "error",                                              # exit 1
+)
+# Where `agora listen` reads deliveries from.
+LISTEN_SOURCES = ("auto", "file", "ws")
+
+# SQLite's synchronous level for the hub's database (agora-up(1)).
+SYNCHRONOUS_LEVELS = ("normal", "full")
