@@ -83,7 +83,7 @@ def throughput(work: Path, s: Settings) -> list[Figure]:
     """Heartbeats against the hub, the identical frame against the echo server, same client code.
 
     The hub answers a heartbeat that restates its status from memory and writes
-    it within a second (agorad/liveness.py); the bench's heartbeats do, so a
+    it within a second (agorad/runtime/liveness.py); the bench's heartbeats do, so a
     second hub started with `--liveness-flush 0`, which commits each one, is
     measured in the same rounds and shown without a goal.
     """
