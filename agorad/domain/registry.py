@@ -264,9 +264,10 @@ def check_meta_patch(patch) -> dict:
     if not isinstance(patch, dict):
         raise InvalidParams("meta must be an object of key: string (null removes the key)", field="meta")
     for key, value in patch.items():
-        if not key:
-            raise InvalidParams("meta: a key must not be empty", field="meta")
-        check_line(key, f"meta key {key[:40]!r}", MAX_META_KEY)
+        if not 0 < len(key) <= MAX_META_KEY or not key.isprintable() or not _is_unicode(key):
+            shown = key if len(key) <= 40 else f"{key[:37]}..."
+            raise InvalidParams(f"meta key {shown!r} must be 1-{MAX_META_KEY} characters of one-line "
+                                "printable text", field="meta")
         if value is not None and not isinstance(value, str):
             raise InvalidParams(f"meta[{key!r}] must be a string, or null to remove the key "
                                 f"(not {type(value).__name__})", field="meta")

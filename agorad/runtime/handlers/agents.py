@@ -84,7 +84,7 @@ def update(call: Call) -> dict:
     require(call.actor, "registry.admin")
     check_agent_id(agent_id)
     if mode is None and interval is None and meta is None:
-        raise InvalidParams("nothing to change: give liveness_mode, interval or meta", field="agent")
+        raise InvalidParams("nothing to change: give liveness_mode, interval or meta")
     if mode is not None:
         mode = registry.liveness_mode(mode)
     if meta is not None:
