@@ -266,3 +266,53 @@ def test_a_heartbeat_declaring_a_new_interval_is_stored_before_its_reply(home):
             assert stored(hub.home, "seat")[2] == pinned["last_seen"]
     finally:
         hub.stop()
+
+
+def test_cli_agent_set_and_show(cli, hub):
+    import json
+
+    cli("agent", "add", "runtime", "--meta", '{"host": "laptop", "repo": "agora"}')
+    out = cli("agent", "set", "runtime", "--mode", "async", "--interval", "10m",
+              "--meta", "host=desktop", "--meta", "repo=", "--meta", "owner=a=b").stdout
+    assert "mode:      async\n" in out and "interval:  10m (operator)\n" in out
+    assert 'meta:      {"host": "desktop", "owner": "a=b"}\n' in out
+    beat = cli("heartbeat", "--as", "runtime", "--interval", "5m")
+    assert beat.stdout == "runtime: idle\n"
+    assert "operator's interval 10m applies; 5m is kept" in beat.stderr
+    assert "interval:  10m (operator; the agent declared 5m)\n" in cli("agent", "show", "runtime").stdout
+    unset = json.loads(cli("agent", "set", "runtime", "--interval", "unset", "--json").stdout)
+    assert (unset["interval"], unset["interval_source"], unset["declared_interval"]) == (300, "agent", 300)
+    assert json.loads(cli("agent", "show", "runtime", "--json").stdout) == unset
+    beat = json.loads(cli("heartbeat", "--as", "runtime", "--interval", "2m", "--json").stdout)
+    assert (beat["interval"], beat["interval_source"]) == (120, "agent")
+    cli("agent", "rename", "runtime", "engine", "--reason", "split")
+    moved = cli("agent", "set", "runtime", "--mode", "always-on")
+    assert "redirected: runtime -> engine (split)" in moved.stderr and "id:        engine\n" in moved.stdout
+
+
+def test_cli_agent_add_without_an_interval_leaves_it_to_the_agent(cli, hub):
+    assert cli("agent", "add", "seat", "--mode", "async").stdout.startswith(
+        "registered seat (async, dormant after 1h of silence)\n")
+    assert "interval:  30m (default)\n" in cli("agent", "show", "seat").stdout
+    cli("heartbeat", "--as", "seat", "--interval", "90s")
+    assert "interval:  90s (agent)\n" in cli("agent", "show", "seat").stdout
+
+
+@pytest.mark.parametrize("args, code, said", [
+    (("agent", "set", "runtime"), 2, "nothing to change"),
+    (("agent", "set", "runtime", "--meta", "novalue"), 2, "is not KEY=VALUE"),
+    (("agent", "set", "runtime", "--meta", "=v"), 2, "is not KEY=VALUE"),
+    (("agent", "set", "runtime", "--interval", "0"), 2, "shorter than 1 second"),
+    (("agent", "set", "runtime", "--interval", "later"), 2, "not a duration"),
+    (("agent", "set", "runtime", "--mode", "sometimes"), 2, "sometimes"),
+    (("agent", "set", "runtime", "--interval", "40d"), 1, "longer than 30d"),
+    (("agent", "set", "runtime", "--meta", "k=" + "v" * 5000), 1, "limit is 4096"),
+    (("agent", "set", "ghost", "--mode", "async"), 1, "no agent named 'ghost'"),
+    (("heartbeat", "--as", "runtime", "--interval", "-5"), 2, "not a duration"),
+    (("heartbeat", "--as", "runtime", "--interval", "1000d"), 1, "longer than 30d"),
+])
+def test_cli_bad_input_is_refused_and_changes_nothing(cli, hub, args, code, said):
+    cli("agent", "add", "runtime", "--meta", '{"host": "laptop"}')
+    before = shown(hub, "runtime")
+    assert said in cli(*args, code=code).stderr
+    assert shown(hub, "runtime") == before
