@@ -141,7 +141,7 @@ def meta_patch(pairs: tuple[str, ...]) -> dict | None:
 @home_option
 @json_option
 @click.option("--mode", type=click.Choice(MODES), help="New liveness mode (nothing else is reset).")
-@click.option("--interval", type=IntervalSetting(),
+@click.option("--interval", type=IntervalSetting(), metavar=f"DURATION|{INTERVAL_UNSET}",
               help=f"Expected heartbeat interval, overriding what the agent declares; "
                    f"{INTERVAL_UNSET!r} lets the agent's declaration (else 30m) apply again.")
 @click.option("--meta", "meta_pairs", metavar="KEY=VALUE", multiple=True,
