@@ -107,7 +107,6 @@ def default_of(command: tuple, name: str):
     (("up",), "notify_rotate_mb", settings.NOTIFY_ROTATE_MB),
     (("up",), "max_body_kib", settings.MAX_BODY_KIB),
     (("up",), "liveness_flush", settings.LIVENESS_FLUSH),
-    (("agent", "add"), "interval", settings.ASYNC_INTERVAL),
     (("agent", "add"), "mode", vocab.DEFAULT_MODE),
     (("listen",), "debounce", settings.DEBOUNCE),
     (("listen",), "heartbeat", settings.LISTEN_HEARTBEAT),

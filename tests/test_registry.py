@@ -247,6 +247,7 @@ def test_no_agent_may_administer_the_registry(hub, mode):
             ("agents.remove", {"agent": "victim"}),
             ("agents.rename", {"old": "victim", "new": "taken", "reason": "mine"}),
             ("agents.add", {"agent": "sockpuppet"}),
+            ("agents.update", {"agent": "victim", "liveness_mode": "always-on"}),
             ("hub.sweep", {}),
         ):
             with pytest.raises(Forbidden) as caught:

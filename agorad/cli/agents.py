@@ -1,4 +1,4 @@
-"""`agora agents`, `agora agent add|show|rename|rm`, `agora heartbeat`."""
+"""`agora agents`, `agora agent add|show|set|rename|rm`, `agora heartbeat`."""
 
 from __future__ import annotations
 
@@ -7,12 +7,13 @@ import json
 import click
 
 from agorad.cli.common import (
-    DURATION, ago, as_option, connect, handles_errors, home_option, json_option, print_json,
+    DURATION, Duration, ago, as_option, connect, handles_errors, home_option, json_option, print_json,
     print_table, report_redirect,
 )
 from agorad.surface.durations import format_duration
 from agorad.surface import settings
 from agorad.surface.vocab import DEFAULT_MODE, LIVENESS_MODES, REPORTED_STATUSES
+from agorad.surface.vocab import INTERVAL_UNSET
 
 
 
@@ -45,7 +46,7 @@ def agents(home, as_json, include_expired):
 
 @click.group("agent")
 def agent():
-    """Register, inspect, rename and remove agents (local operator only)."""
+    """Register, inspect, change, rename and remove agents (local operator only)."""
 
 
 @agent.command("add")
@@ -54,8 +55,9 @@ def agent():
 @json_option
 @click.option("--mode", type=click.Choice(LIVENESS_MODES), default=DEFAULT_MODE, show_default=True,
               help="Liveness mode: ephemeral (listed until the TTL), async (dormant when silent), always-on.")
-@click.option("--interval", type=DURATION, default=format_duration(settings.ASYNC_INTERVAL), show_default=True,
-              help="Expected heartbeat interval; an async agent turns dormant after twice this.")
+@click.option("--interval", type=DURATION,
+              help="Expected heartbeat interval; an async agent turns dormant after twice this. "
+                   f"Default: what the agent declares, else {format_duration(settings.AGENT_INTERVAL)}.")
 @click.option("--meta", metavar="JSON", default="{}", help="A JSON object of free-form facts about the agent.")
 @handles_errors
 def agent_add(agent_id, home, as_json, mode, interval, meta):
@@ -64,13 +66,14 @@ def agent_add(agent_id, home, as_json, mode, interval, meta):
         meta_obj = json.loads(meta)
     except ValueError as exc:
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--meta") from None
+    chosen = {} if interval is None else {"interval": interval}
     with connect(home) as hub:
-        result = hub.call("agents.add", agent=agent_id, liveness_mode=mode, interval=interval, meta=meta_obj)
+        result = hub.call("agents.add", agent=agent_id, liveness_mode=mode, meta=meta_obj, **chosen)
     if as_json:
         print_json(result)
         return
     added = result["agent"]
-    cadence = f", dormant after {format_duration(2 * interval)} of silence" if mode == "async" else ""
+    cadence = f", dormant after {format_duration(2 * added['interval'])} of silence" if mode == "async" else ""
     click.echo(f"registered {added['id']} ({added['liveness_mode']}{cadence})")
     click.echo(f"key: {result['key']}")
     click.echo(f"the key is saved in {result['key_file']} (0600) and is not shown again", err=True)
@@ -82,23 +85,82 @@ def agent_add(agent_id, home, as_json, mode, interval, meta):
 @json_option
 @handles_errors
 def agent_show(agent_id, home, as_json):
-    """Show one agent: mode, status, task, last seen, aliases, profile."""
+    """Show one agent: mode, status, task, last seen, interval, aliases, profile."""
     with connect(home) as hub:
         result = hub.call("agents.get", agent=agent_id)
-    now = result["now"]
     report_redirect(result["redirected"])
-    shown = result["agent"]
     if as_json:
-        print_json(shown)
-        return
+        print_json(result["agent"])
+    else:
+        print_agent(result["agent"], result["now"])
+
+
+def print_agent(shown: dict, now: float) -> None:
     for label, value in (
         ("id", shown["id"]), ("mode", shown["liveness_mode"]), ("status", shown["status"]),
         ("task", shown["task"] or "-"), ("last seen", ago(shown["last_seen"], now)),
-        ("interval", format_duration(shown["interval"])), ("expired", "yes" if shown["expired"] else "no"),
+        ("interval", interval_text(shown)), ("expired", "yes" if shown["expired"] else "no"),
         ("aliases", ", ".join(f"{a['old_id']} ({a['reason']})" for a in shown["aliases"]) or "-"),
         ("meta", json.dumps(shown["meta"])), ("profile", shown["profile"] or "-"),
     ):
         click.echo(f"{label + ':':<11}{value}")
+
+
+def interval_text(shown: dict) -> str:
+    """`10m (operator)`, and what the agent declared when the operator's setting overrides it."""
+    text = f"{format_duration(shown['interval'])} ({shown['interval_source']}"
+    declared = shown.get("declared_interval")
+    if declared is not None and declared != shown["interval"]:
+        text += f"; the agent declared {format_duration(declared)}"
+    return text + ")"
+
+
+class IntervalSetting(Duration):
+    """A duration, or `unset` to drop the operator's setting."""
+
+    name = f"duration|{INTERVAL_UNSET}"
+
+    def convert(self, value, param, ctx):
+        return INTERVAL_UNSET if value == INTERVAL_UNSET else super().convert(value, param, ctx)
+
+
+def meta_patch(pairs: tuple[str, ...]) -> dict | None:
+    """`K=V` pairs as agents.update's meta: `K=` removes K (null on the wire)."""
+    if not pairs:
+        return None
+    patch = {}
+    for pair in pairs:
+        key, equals, value = pair.partition("=")
+        if not equals or not key:
+            raise click.BadParameter(f"{pair!r} is not KEY=VALUE (KEY= removes KEY)", param_hint="--meta")
+        patch[key] = value or None
+    return patch
+
+
+@agent.command("set")
+@click.argument("agent_id", metavar="ID")
+@home_option
+@json_option
+@click.option("--mode", type=click.Choice(LIVENESS_MODES), help="New liveness mode (nothing else is reset).")
+@click.option("--interval", type=IntervalSetting(), metavar=f"DURATION|{INTERVAL_UNSET}",
+              help=f"Expected heartbeat interval, overriding what the agent declares; "
+                   f"{INTERVAL_UNSET!r} lets the agent's declaration (else {format_duration(settings.AGENT_INTERVAL)}) apply again.")
+@click.option("--meta", "meta_pairs", metavar="KEY=VALUE", multiple=True,
+              help="Set one meta key (repeatable); KEY= removes it. Other keys are kept.")
+@handles_errors
+def agent_set(agent_id, home, as_json, mode, interval, meta_pairs):
+    """Change agent ID's mode, interval or meta; its key, status and history stay."""
+    changes = {k: v for k, v in (("liveness_mode", mode), ("interval", interval),
+                                 ("meta", meta_patch(meta_pairs))) if v is not None}
+    if not changes:
+        raise click.UsageError("nothing to change: give --mode, --interval or --meta")
+    with connect(home) as hub:
+        result = hub.call("agents.update", agent=agent_id, **changes)
+    report_redirect(result["redirected"])
+    if as_json:
+        print_json(result["agent"])
+    else:
+        print_agent(result["agent"], result["now"])
 
 
 @agent.command("rename")
@@ -141,15 +203,21 @@ def agent_rm(agent_id, home, as_json):
 @click.option("--status", "status_word", type=click.Choice(REPORTED_STATUSES),
               help="What the agent is doing (default: unchanged; dormant comes back idle).")
 @click.option("--task", help="What it is working on (implies --status working).")
+@click.option("--interval", type=DURATION,
+              help="Declare how often the agent heartbeats (async: dormant after twice this silent). "
+                   "An interval the operator set wins.")
 @handles_errors
-def heartbeat(as_id, home, as_json, status_word, task):
+def heartbeat(as_id, home, as_json, status_word, task, interval):
     """Tell the hub agent ID is alive, and what it is doing."""
-    params = {k: v for k, v in (("status", status_word), ("task", task)) if v is not None}
+    params = {k: v for k, v in (("status", status_word), ("task", task), ("interval", interval)) if v is not None}
     with connect(home, as_id) as hub:
         result = hub.call("agents.heartbeat", **params)
     if as_json:
         print_json(result)
-    else:
-        task_text = f" ({result['task']})" if result["task"] else ""
-        click.echo(f"{result['agent']}: {result['status']}{task_text}")
+        return
+    task_text = f" ({result['task']})" if result["task"] else ""
+    click.echo(f"{result['agent']}: {result['status']}{task_text}")
+    if interval is not None and result["interval"] != interval:
+        click.echo(f"the operator's interval {format_duration(result['interval'])} applies; "
+                   f"{format_duration(interval)} is kept as the agent's declaration", err=True)
 

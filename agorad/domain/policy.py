@@ -18,7 +18,7 @@ CAPABILITIES = {
     "heartbeat": (LIVENESS_MODES, "every agent may heartbeat for itself"),
     "registry.admin": (
         (),
-        "registry administration (register, rename or delete an agent) is reserved to the "
+        "registry administration (register, change, rename or delete an agent) is reserved to the "
         "local operator; no liveness mode may do it",
     ),
 }

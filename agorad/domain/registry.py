@@ -22,12 +22,13 @@ from agorad.surface.paths import Home
 from agorad.surface.vocab import LIVENESS_MODES, REPORTED_STATUSES
 from agorad.domain.policy import Actor
 from agorad.surface.protocol import (
-    MAX_META, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
+    MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
 )
 from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
 from agorad.store import kb as kb_sql
 from agorad.store import write
+from agorad.domain import intervals
 from agorad.domain.text import check_line
 
 if TYPE_CHECKING:
@@ -60,18 +61,20 @@ def resolve(db: apsw.Connection, agent_id, field: str = "agent") -> tuple[dict, 
     raise NotFound(f"no agent named {agent_id!r} is registered (see `agora agents`)", field=field)
 
 
-def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interval: float, meta: dict,
+def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interval: float | None, meta: dict,
         ttl: float = settings.EPHEMERAL_TTL) -> tuple[dict, str]:
-    """Register an agent; return its view and its key (the only time the key is shown)."""
+    """Register an agent; return its view and its key (the only time the key is shown).
+    `interval` None: the operator sets none, so the agent's declaration or the default applies."""
     check_agent_id(agent_id)
     meta_text = _meta_text(meta)
+    interval_s, source = intervals.effective(interval, None)
     key = keys.new_key()
     with write(db):
         if sql.by_id(db, agent_id) or sql.alias(db, agent_id):
             raise Conflict(f"an agent (or a rename alias) named {agent_id!r} already exists", field="agent")
         pk = sql.insert(db, {
             "id": agent_id, "key_hash": keys.hash_key(key), "liveness_mode": mode,
-            "interval_s": float(interval), "meta": meta_text, "created_at": now,
+            "interval_s": float(interval_s), "interval_source": source, "meta": meta_text, "created_at": now,
         })
         channels_sql.join_commons(db, pk, now)
         # Inside the transaction: if the key file cannot be written, the agent is not added.
@@ -83,25 +86,53 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
     return view(sql.by_pk(db, pk), now, ttl), key
 
 
-def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor, status: str | None, task) -> dict:
-    """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise."""
+def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor, status: str | None, task,
+              interval: float | None = None) -> dict:
+    """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise.
+    With `interval` (checked by intervals.check), also store the agent's declared interval; the reply
+    then carries the effective `interval` and its `interval_source`."""
     status, task = _checked_report(status, task)
-    # One statement is atomic by itself: no savepoint needed on this hot path.
-    recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
+    declared = None
+    if interval is None:
+        # One statement is atomic by itself: no savepoint needed on this hot path.
+        recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
+    else:
+        with write(db):
+            declared = intervals.declare(db, actor.agent_pk, interval)
+            recorded = sql.record_heartbeat(db, actor.agent_pk, status, task, now)
     if recorded is None:  # removed earlier in this same batch; the connection is revoked once that commits
         raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
     agent_id, status_now, task_now, last_seen = recorded
     liveness.learn(actor.agent_pk, status_now, task_now)  # also after a bare beat: it may have woken a dormant seat
-    return {"agent": agent_id or actor.agent_id, "status": status_now, "task": task_now, "last_seen": last_seen}
+    result = {"agent": agent_id or actor.agent_id, "status": status_now, "task": task_now, "last_seen": last_seen}
+    if declared is not None:
+        liveness.learn_interval(actor.agent_pk, interval, declared)
+        result.update(declared)
+    return result
 
 
-def steady_heartbeat(liveness: Liveness, now: float, actor: Actor, status: str | None, task) -> dict | None:
-    """The reply to a heartbeat that restates the agent's status and task, stamped without a
-    transaction (liveness.py); None when it changes something or states nothing."""
+def steady_heartbeat(liveness: Liveness, now: float, actor: Actor, status: str | None, task,
+                     interval: float | None = None) -> dict | None:
+    """The reply to a heartbeat that restates the agent's status and task (and, if it gives one,
+    its declared interval), stamped without a transaction (liveness.py); None when it changes
+    something or states nothing."""
     status, task = _checked_report(status, task)
-    if status is None or not liveness.stamp(actor.agent_pk, status, task, now):
+    if status is None or not liveness.stamp(actor.agent_pk, status, task, now, interval):
         return None
-    return {"agent": actor.agent_id, "status": status, "task": task, "last_seen": now}
+    result = {"agent": actor.agent_id, "status": status, "task": task, "last_seen": now}
+    if interval is not None:
+        result.update(liveness.interval_of(actor.agent_pk))
+    return result
+
+
+def declare_interval(db: apsw.Connection, liveness: Liveness, actor: Actor, interval: float) -> dict:
+    """The agent's own interval, declared in hub.hello: stored; its effective interval and source returned."""
+    with write(db):
+        declared = intervals.declare(db, actor.agent_pk, interval)
+    if declared is None:
+        raise NotFound(f"agent {actor.agent_id!r} no longer exists", field="agent")
+    liveness.learn_interval(actor.agent_pk, interval, declared)
+    return declared
 
 
 def _checked_report(status: str | None, task) -> tuple[str | None, str | None]:
@@ -123,7 +154,8 @@ def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict
     expired = mode == "ephemeral" and (row["expired_at"] is not None or _silent_since(row) + ttl < now)
     return {
         "id": row["id"], "liveness_mode": mode, "status": status, "task": task,
-        "last_seen": seen, "interval": row["interval_s"], "created_at": row["created_at"],
+        "last_seen": seen, "interval": row["interval_s"], "interval_source": row["interval_source"],
+        "declared_interval": row["declared_interval_s"], "created_at": row["created_at"],
         "expired": expired, "registered": True, "meta": json.loads(row["meta"]),
         "profile": profile["value"] if profile else None,
     }
@@ -171,7 +203,8 @@ def _profile_only(agent_id: str, profile: dict) -> dict:
         pass
     return {
         "id": agent_id, "liveness_mode": mode, "status": "dormant", "task": None,
-        "last_seen": None, "interval": None, "created_at": None, "expired": False,
+        "last_seen": None, "interval": None, "interval_source": None, "declared_interval": None,
+        "created_at": None, "expired": False,
         "registered": False, "meta": {}, "profile": profile["value"],
     }
 
@@ -202,6 +235,65 @@ def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dic
         sql.rename(db, row["pk"], row["id"], new_id, reason, now)
         kb_sql.move(db, PROFILE_PREFIX + row["id"], PROFILE_PREFIX + new_id)
     return {"from": row["id"], "to": new_id, "reason": reason}, row["pk"]
+
+
+def update(db: apsw.Connection, now: float, ttl: float, agent_id, mode: str | None = None,
+           interval: float | str | None = None, meta_patch: dict | None = None) -> tuple[dict, dict | None, int]:
+    """Change an agent's mode, interval (seconds, or intervals.UNSET) and meta in place: the key,
+    status, task and last_seen stay. Values are checked by the caller (liveness_mode,
+    intervals.check, check_meta_patch); the merged meta's size is checked here.
+
+    Returns the agent as `get` shows it, the redirect followed (if any) and its pk.
+    """
+    with write(db):
+        row, redirect = resolve(db, agent_id)
+        changes = {}
+        if mode is not None:
+            changes["liveness_mode"] = mode
+        if interval is not None:
+            changes.update(intervals.operator_sets(row, interval))
+        if meta_patch is not None:
+            changes["meta"] = _meta_text(merge_meta(json.loads(row["meta"]), meta_patch))
+        sql.update(db, row["pk"], changes)
+        agent, _ = get(db, now, ttl, row["id"])
+    return agent, redirect, row["pk"]
+
+
+def check_meta_patch(patch) -> dict:
+    """`patch` if it is a meta update: an object whose keys are one line of text and whose
+    values are strings (set the key) or null (remove it)."""
+    if not isinstance(patch, dict):
+        raise InvalidParams("meta must be an object of key: string (null removes the key)", field="meta")
+    for key, value in patch.items():
+        if not 0 < len(key) <= MAX_META_KEY or not key.isprintable() or not _is_unicode(key):
+            shown = key if len(key) <= 40 else f"{key[:37]}..."
+            raise InvalidParams(f"meta key {shown!r} must be 1-{MAX_META_KEY} characters of one-line "
+                                "printable text", field="meta")
+        if value is not None and not isinstance(value, str):
+            raise InvalidParams(f"meta[{key!r}] must be a string, or null to remove the key "
+                                f"(not {type(value).__name__})", field="meta")
+        if value is not None and not _is_unicode(value):
+            raise InvalidParams(f"meta[{key!r}] is not valid Unicode (it holds a lone surrogate)", field="meta")
+    return patch
+
+
+def merge_meta(meta: dict, patch: dict) -> dict:
+    """`meta` with `patch` applied: each key set to its string, or removed where the patch says null."""
+    merged = dict(meta)
+    for key, value in patch.items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _is_unicode(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def remove(db: apsw.Connection, agent_id) -> tuple[dict, int]:

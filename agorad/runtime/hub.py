@@ -104,6 +104,11 @@ class HubState:
         _each(lambda: keys.move_key_file(self.home, old_id, new_id), lambda: self.notifier.rename(old_id, new_id),
               lambda: seat_files.rename(self.home, old_id, new_id))
 
+    def agent_updated(self, pk: int, mode: str) -> None:
+        """After a committed agents.update: live connections act under the new mode."""
+        for connection in self.sessions.get(pk, ()):
+            connection.actor.mode = mode
+
     def agent_removed(self, pk: int, agent_id: str) -> None:
         """After a committed removal: its connections hang up; its key, notify and seat files go."""
         for connection in list(self.sessions.get(pk, ())):

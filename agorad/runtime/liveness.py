@@ -7,8 +7,10 @@ what the registry row already holds is answered at once and its time is kept
 here; the stamps are written first thing in the next transaction the hub
 opens (so every read the hub serves sees them) and at most `flush_after`
 seconds later on a timer. A hub killed with -9 can lose that much of
-`last_seen`, never a status. A heartbeat that changes anything, or that comes
-while a batch is open, is committed before its reply like any write.
+`last_seen`, never a status. A heartbeat that changes anything (a new status,
+task or declared interval), or that comes while a batch is open, is committed
+before its reply like any write. A heartbeat that restates its declared
+interval is steady too: a harness may declare it on every beat.
 Consul handles check-status updates the same way ("check_update_interval":
 output in a steady state is synced on an interval, a status change at once).
 
@@ -33,6 +35,8 @@ class Liveness:
         self.flush_after = flush_after
         self._open_transaction = open_transaction  # starts a transaction, which flushes first
         self._steady: dict[int, tuple[str, str | None]] = {}  # agent pk -> (status, task) its row holds
+        # agent pk -> (the interval it declared, {interval, interval_source} in effect), as its row holds them
+        self._intervals: dict[int, tuple[float, dict]] = {}
         self._pending: dict[int, float] = {}  # agent pk -> last_seen not yet written
         self._writing: dict[int, float] = {}  # stamps written into the open transaction, until it settles
         self._timer: asyncio.TimerHandle | None = None
@@ -41,9 +45,12 @@ class Liveness:
     def enabled(self) -> bool:
         return self.flush_after > 0
 
-    def stamp(self, agent_pk: int, status: str, task: str | None, now: float) -> bool:
-        """Keep `now` as the agent's last_seen if the heartbeat changes nothing else; say whether it did."""
+    def stamp(self, agent_pk: int, status: str, task: str | None, now: float, interval: float | None = None) -> bool:
+        """Keep `now` as the agent's last_seen if the heartbeat changes nothing else; say whether it did.
+        `interval`: the interval the heartbeat declares, None if it declares none."""
         if self._steady.get(agent_pk) != (status, task):  # empty while disabled: learn and close see to it
+            return False
+        if interval is not None and self._intervals.get(agent_pk, (None,))[0] != interval:
             return False
         self._pending[agent_pk] = now
         self._arm()
@@ -54,13 +61,25 @@ class Liveness:
         if self.enabled:
             self._steady[agent_pk] = (status, task)
 
+    def learn_interval(self, agent_pk: int, declared: float, in_effect: dict) -> None:
+        """The agent's row now holds `declared` as its declaration, and `in_effect` ({interval,
+        interval_source}) as its effective interval; a heartbeat restating `declared` may be steady."""
+        if self.enabled:
+            self._intervals[agent_pk] = (declared, in_effect)
+
+    def interval_of(self, agent_pk: int) -> dict:
+        """{interval, interval_source} as learned; only for an agent `stamp` just accepted a declaration from."""
+        return dict(self._intervals[agent_pk][1])
+
     def forget(self, agent_pk: int) -> None:
-        """The agent is removed (pks are never reused; this only drops its entry)."""
+        """The agent is removed or changed by the operator (pks are never reused; this only drops its entries)."""
         self._steady.pop(agent_pk, None)
+        self._intervals.pop(agent_pk, None)
 
     def forget_all(self) -> None:
         """A registry change other than a heartbeat: nothing is known to be steady."""
         self._steady.clear()
+        self._intervals.clear()
 
     def flush(self, db: Database) -> None:
         """Write the waiting stamps into the open transaction (an agent removed since is skipped by the WHERE).

@@ -25,6 +25,7 @@ METHODS = {
     "agents.resolve": (agents.resolve, ANY),
     "agents.list": (agents.list_agents, ANY),
     "agents.heartbeat": (agents.heartbeat, AGENT),
+    "agents.update": (agents.update, ANY),
     "agents.rename": (agents.rename, ANY),
     "agents.remove": (agents.remove, ANY),
     "kb.get": (kb.get, ANY),

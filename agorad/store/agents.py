@@ -8,13 +8,16 @@ from agorad.store.connection import Database, one, rows
 
 # The dormant rule in SQL (registry._effective_status is the same rule for rows already read).
 _DUE_DORMANT = "(liveness_mode = 'async' AND COALESCE(last_seen, created_at) + 2 * interval_s < :now)"
-_COLUMNS = "pk, id, key_hash, liveness_mode, interval_s, status, task, meta, created_at, last_seen, expired_at"
+_COLUMNS = ("pk, id, key_hash, liveness_mode, interval_s, interval_source, declared_interval_s, "
+            "status, task, meta, created_at, last_seen, expired_at")
+# What agents.update may set (registry.update); names are never taken from a request.
+_UPDATABLE = ("liveness_mode", "interval_s", "interval_source", "declared_interval_s", "meta")
 
 
 def insert(db: apsw.Connection, agent: dict) -> int:
     db.execute(
-        "INSERT INTO agents (id, key_hash, liveness_mode, interval_s, status, meta, created_at) "
-        "VALUES (:id, :key_hash, :liveness_mode, :interval_s, 'idle', :meta, :created_at)",
+        "INSERT INTO agents (id, key_hash, liveness_mode, interval_s, interval_source, status, meta, created_at) "
+        "VALUES (:id, :key_hash, :liveness_mode, :interval_s, :interval_source, 'idle', :meta, :created_at)",
         agent,
     )
     return db.last_insert_rowid()
@@ -38,6 +41,16 @@ def all_agents(db: apsw.Connection) -> list[dict]:
 
 def aliases_of(db: apsw.Connection, pk: int) -> list[dict]:
     return rows(db.execute("SELECT old_id, reason, renamed_at FROM aliases WHERE agent_pk = ? ORDER BY renamed_at", (pk,)))
+
+
+def update(db: apsw.Connection, pk: int, changes: dict) -> None:
+    """Set the given columns of one agent (a subset of _UPDATABLE)."""
+    unknown = set(changes) - set(_UPDATABLE)
+    if unknown:
+        raise ValueError(f"not updatable: {sorted(unknown)}")
+    if changes:
+        assignments = ", ".join(f"{column} = :{column}" for column in changes)
+        db.execute(f"UPDATE agents SET {assignments} WHERE pk = :pk", {**changes, "pk": pk})
 
 
 def record_heartbeat(db: Database, pk: int, status: str | None, task: str | None, now: float) -> tuple | None:

@@ -70,9 +70,11 @@ class Client:
             self.close()
             raise Unavailable(f"the hub at {self.home.socket} went away during {method}: {exc}") from None
 
-    def hello(self, agent: str, key: str) -> dict:
-        """Act as `agent` on this connection from now on."""
-        return self.call("hub.hello", agent=agent, key=key)
+    def hello(self, agent: str, key: str, interval: float | str | None = None) -> dict:
+        """Act as `agent` on this connection from now on; `interval`: declare its expected
+        heartbeat interval (seconds) at the same time."""
+        declared = {} if interval is None else {"interval": interval}
+        return self.call("hub.hello", agent=agent, key=key, **declared)
 
     def _await_reply(self, request_id: int):
         while True:

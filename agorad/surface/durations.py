@@ -8,8 +8,8 @@ _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
 
 
-def parse_duration(text: str | int | float, minimum: float = 1.0) -> float:
-    """Seconds in `text`, at least `minimum`; raise ValueError with the accepted forms otherwise."""
+def parse_duration(text: str | int | float, minimum: float = 1.0, maximum: float = float("inf")) -> float:
+    """Seconds in `text`, between `minimum` and `maximum`; raise ValueError with the accepted forms otherwise."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
         seconds = float(text)
     else:
@@ -21,6 +21,8 @@ def parse_duration(text: str | int | float, minimum: float = 1.0) -> float:
         raise ValueError(f"{text!r} is not a finite duration")
     if seconds < minimum:
         raise ValueError(f"{text!r} is shorter than {minimum:g} second(s)")
+    if seconds > maximum:
+        raise ValueError(f"{text!r} is longer than {format_duration(maximum)}")
     return seconds
 
 

@@ -20,6 +20,12 @@ MAX_REASON = 200
 MAX_KB_KEY = 200
 MAX_KB_VALUE = 64 * 1024
 MAX_META = 4 * 1024
+MAX_META_KEY = 64  # agents.update: a meta key is one line of text
+# An agent's expected heartbeat interval: where it came from (domain/intervals.py), its bounds in
+# seconds (a month: an async seat that checks in less often than that is gone, not away), and the
+# word agents.update takes to drop the operator's setting.
+MIN_INTERVAL = 1.0
+MAX_INTERVAL = 30 * 86400.0
 
 
 def check_agent_id(value, field: str = "agent") -> str:

@@ -17,7 +17,8 @@ ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifi
 LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
 
 # --- agents (agora agent add) --------------------------------------------------------------
-ASYNC_INTERVAL = 1800.0          # --interval: an async agent turns dormant after twice this silence
+AGENT_INTERVAL = 1800.0          # --interval: what an agent is expected to heartbeat within, unless the
+                                 # operator or the agent says otherwise; an async one turns dormant after twice this
 
 # --- reception (agora listen) --------------------------------------------------------------
 DEBOUNCE = 15.0                  # --debounce: deliveries within this window ring as one wake

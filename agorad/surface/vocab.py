@@ -15,6 +15,10 @@ DEFAULT_MODE = "ephemeral"
 REPORTED_STATUSES = ("idle", "busy", "error", "working")
 STATUSES = REPORTED_STATUSES + ("dormant",)
 
+# Where an agent's expected interval came from (agora-agent(1)), and the word that drops the operator's.
+INTERVAL_SOURCES = ("operator", "agent", "default")
+INTERVAL_UNSET = "unset"
+
 # A message's urgency (agora-send(1)).
 URGENCIES = ("normal", "next_turn")
 DEFAULT_URGENCY = "normal"

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agorad.surface.durations import parse_duration
-from agorad.surface.errors import InvalidParams
 from agorad.runtime.hub import HubState
 from agorad.runtime.params import Params
 from agorad.domain.policy import Actor
@@ -33,10 +31,3 @@ class Call:
 
     def finish(self) -> None:
         self.params.done()
-
-
-def duration_param(value, field: str) -> float:
-    try:
-        return parse_duration(value)
-    except ValueError as exc:
-        raise InvalidParams(f"{field}: {exc}", field=field) from None

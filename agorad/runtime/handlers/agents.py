@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from agorad.domain import inbox
+from agorad.domain import inbox, intervals
 
 from agorad.domain import registry
-from agorad.runtime.handlers import Call, duration_param
+from agorad.runtime.handlers import Call
 from agorad.domain.policy import require
+from agorad.surface.errors import InvalidParams
 from agorad.surface.protocol import check_agent_id
 from agorad.surface import settings
 
@@ -15,7 +16,7 @@ def add(call: Call) -> dict:
     p = call.params
     agent_id = p.get("agent", str)
     mode = registry.liveness_mode(p.get("liveness_mode", str, None), p.get("permanent", bool, None))
-    interval = duration_param(p.get("interval", (int, float, str), settings.ASYNC_INTERVAL), "interval")
+    interval = _interval(p)
     meta = p.get("meta", dict, {})
     call.finish()
     require(call.actor, "registry.admin")
@@ -49,22 +50,51 @@ def list_agents(call: Call) -> dict:
 
 
 def heartbeat(call: Call) -> dict:
-    status_word, task = _report(call)
-    return registry.heartbeat(call.hub.db, call.hub.liveness, call.now, call.actor, status_word, task)
+    status_word, task, interval = _report(call)
+    return registry.heartbeat(call.hub.db, call.hub.liveness, call.now, call.actor, status_word, task, interval)
 
 
 def steady_heartbeat(call: Call) -> dict | None:
     """agents.heartbeat answered without a transaction, or None to take the batch (methods.STEADY)."""
-    status_word, task = _report(call)
-    return registry.steady_heartbeat(call.hub.liveness, call.now, call.actor, status_word, task)
+    status_word, task, interval = _report(call)
+    return registry.steady_heartbeat(call.hub.liveness, call.now, call.actor, status_word, task, interval)
 
 
-def _report(call: Call) -> tuple[str | None, str | None]:
+def _report(call: Call) -> tuple[str | None, str | None, float | None]:
     status_word = call.params.get("status", str, None)
     task = call.params.get("task", str, None)
+    interval = _interval(call.params)
     call.finish()
     require(call.actor, "heartbeat")
-    return status_word, task
+    return status_word, task, interval
+
+
+def _interval(params, unset_allowed: bool = False) -> float | str | None:
+    """The optional `interval` param: seconds (a number, or a duration like "30m"), checked."""
+    value = params.get("interval", (int, float, str), None)
+    return None if value is None else intervals.check(value, unset_allowed=unset_allowed)
+
+
+def update(call: Call) -> dict:
+    p = call.params
+    agent_id = p.get("agent", str)
+    mode = p.get("liveness_mode", str, None)
+    interval = _interval(p, unset_allowed=True)
+    meta = p.get("meta", dict, None)
+    call.finish()
+    require(call.actor, "registry.admin")
+    check_agent_id(agent_id)
+    if mode is None and interval is None and meta is None:
+        raise InvalidParams("nothing to change: give liveness_mode, interval or meta")
+    if mode is not None:
+        mode = registry.liveness_mode(mode)
+    if meta is not None:
+        registry.check_meta_patch(meta)
+    agent, redirect, pk = registry.update(call.hub.db, call.now, call.hub.ephemeral_ttl, agent_id,
+                                          mode, interval, meta)
+    call.hub.liveness.forget(pk)  # what it knew of the interval may have changed
+    call.hub.after_commit(lambda: call.hub.agent_updated(pk, agent["liveness_mode"]))
+    return {"agent": agent, "redirected": redirect, "now": call.now}
 
 
 def rename(call: Call) -> dict:

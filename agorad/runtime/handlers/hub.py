@@ -8,7 +8,7 @@ from agorad import __version__
 
 from agorad.surface import keys
 
-from agorad.domain import registry
+from agorad.domain import intervals, registry
 from agorad.surface.errors import InvalidParams, MethodNotFound, Unauthorized
 from agorad.runtime.handlers import Call
 from agorad.domain.policy import Actor, require
@@ -20,7 +20,12 @@ from agorad.store import messages as messages_sql
 def hello(call: Call) -> dict:
     agent_id = call.params.get("agent", str, None)
     key = call.params.get("key", str, None)
+    interval = call.params.get("interval", (int, float, str), None)
     call.finish()
+    if interval is not None:
+        if agent_id is None:
+            raise InvalidParams("interval is an agent's own declaration: give it with agent and key", field="interval")
+        interval = intervals.check(interval)
     notifier = call.hub.notifier
     result = {"protocol": PROTOCOL_VERSION, "hub_version": __version__,
               "notify_dir": str(notifier.directory) if notifier.enabled else None}
@@ -30,7 +35,10 @@ def hello(call: Call) -> dict:
     if key is None or not keys.key_matches(key, row["key_hash"]):
         raise Unauthorized(f"wrong key for agent {row['id']!r}", field="key")
     call.new_actor = Actor(row["pk"], row["id"], row["liveness_mode"])
-    result.update(agent=row["id"], liveness_mode=row["liveness_mode"], redirected=redirect)
+    result.update(agent=row["id"], liveness_mode=row["liveness_mode"], redirected=redirect,
+                  interval=row["interval_s"], interval_source=row["interval_source"])
+    if interval is not None:
+        result.update(registry.declare_interval(call.hub.db, call.hub.liveness, call.new_actor, interval))
     return result
 
 
