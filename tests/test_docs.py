@@ -486,3 +486,28 @@ def test_files_page_documents_every_file_a_hub_and_a_listener_make(hub):
     assert sorted(seen - documented_files()) == []
     assert {"version=", "socket=", "heartbeat=", "source=", "agent="} <= facts
     assert sorted(f for f in facts if f not in page_text(FILES_PAGE)) == []
+
+
+
+# --- the repo is self-contained -------------------------------------------------------------
+
+# Documents a clone of this repo does not have. docs/ARCHITECTURE.md is in the repo.
+OUTSIDE = re.compile(r"DESIGN\.md|\.\./shared\b|\bshared docs\b|CONVENTIONS\.md")
+
+
+def test_no_file_points_to_a_document_outside_the_repo():
+    listed = subprocess.run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"],
+                            cwd=ROOT, capture_output=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout: which files belong to the repo is unknown")
+    names = [name for name in listed.stdout.decode().split("\0") if name]
+    assert len(names) > 50, names
+    offenders = []
+    for name in names:
+        try:
+            lines = (ROOT / name).read_text(encoding="utf-8").splitlines()
+        except (OSError, UnicodeDecodeError):  # binary, or removed from the work tree
+            continue
+        offenders += [f"{name}:{n}: {line.strip()[:100]}" for n, line in enumerate(lines, 1) if OUTSIDE.search(line)]
+    assert not offenders, "point to the repo's own docs (man/, README.md, docs/ARCHITECTURE.md) instead:\n" + \
+        "\n".join(offenders)

@@ -1,4 +1,4 @@
-"""AGORA_HOME and every file name under it (DESIGN.md "Files under the home").
+"""AGORA_HOME and every file name under it (agora-files(5)).
 
 Kept free of heavy imports: `agora listen --once` resolves paths in a loop.
 """

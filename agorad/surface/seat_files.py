@@ -1,4 +1,4 @@
-"""The listener and driver files of a seat under the home (DESIGN.md "Files under the home"),
+"""The listener and driver files of a seat under the home (agora-files(5) "SEAT FILES"),
 as the hub sees them: they follow a rename and go with a removal."""
 
 from __future__ import annotations
