@@ -11,6 +11,7 @@ and listener leave there).
 from __future__ import annotations
 
 import inspect
+import json
 import os
 import re
 import shutil
@@ -32,6 +33,7 @@ from agorad.surface import errors, seat_files
 from agorad.surface.notifyfile import inbox_file
 from agorad.surface.paths import Home
 from agorad.surface.pidfiles import read_pidfile
+from agorad.surface.protocol import encode
 from tests.listenproc import Listener
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -414,6 +416,36 @@ def test_rpc_documents_every_field_a_real_hub_answers(hub):
     assert not undocumented, f"agora-rpc.7 does not document {sorted(undocumented)}"
     assert pushes and all(p["method"] == "inbox.delivery" for p in pushes)
     assert set(pushes[0]["params"]) == set(line_fields(DELIVERY))
+
+
+def json_examples() -> list[tuple[str, str]]:
+    """(page, line) for every example line that is a whole frame or notify line (after a `->` or `<-` marker)."""
+    found = []
+    for page in ALL_PAGES:
+        for block in re.findall(r"^\.EX\n(.*?)^\.EE", page_text(page), re.M | re.S):
+            for line in block.splitlines():
+                line = re.sub(r"^(->|<-)\s+", "", line)
+                try:
+                    value = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(value, dict) and ("jsonrpc" in value or "v" in value):
+                    found.append((page.name, line))
+    return found
+
+
+def test_json_examples_are_found():
+    assert len(json_examples()) >= 4, json_examples()
+
+
+@pytest.mark.parametrize("page,line", json_examples())
+def test_json_examples_are_what_the_hub_writes(page, line):
+    """Key order, spacing and number forms as the hub's encoder writes them; a notify line's fields in order."""
+    value = json.loads(line)
+    assert encode(value).decode() == line + "\n", f"{page}: the hub would write this line differently"
+    delivery = value.get("params", value) if value.get("method") == "inbox.delivery" else value
+    if "v" in delivery:
+        assert list(delivery) == list(line_fields(DELIVERY)), f"{page}: a notify line's fields come in another order"
 
 
 # --- agora-files(5): every file under the home --------------------------------------------
