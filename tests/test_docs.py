@@ -165,7 +165,6 @@ def test_groff_accepts_page(page):
     assert done.returncode == 0 and not done.stderr, f"groff on {page.name}: exit {done.returncode}\n{done.stderr}"
 
 
-
 # --- shared by the section 5 and 7 pages ----------------------------------------------------
 
 def man_section(page: Path, heading: str) -> str:
@@ -255,7 +254,7 @@ def kind_words(kind) -> set[str]:
 
 
 def test_rpc_documents_exactly_the_dispatch_table():
-    assert len(METHODS) > 20, "the dispatch table is empty: the checks below would prove nothing"
+    assert len(METHODS) > 20, "the dispatch table was not found: the checks below would prove nothing"
     missing, extra = sorted(set(METHODS) - set(RPC_METHODS)), sorted(set(RPC_METHODS) - set(METHODS))
     assert not missing and not extra, (
         f"agora-rpc.7 METHODS: undocumented methods {missing}; documented methods the hub does not have {extra}")
