@@ -1,4 +1,4 @@
-"""The four sentinel lines of agora-listen(1), built only from validated identifiers.
+"""The four sentinel lines (agora-listen(1) "Sentinel lines"), built only from validated identifiers.
 
 Nothing a message contains reaches these lines except through `clamp`
 (channel names) and `preview` (a JSON-escaped, neutralised title), so no

@@ -1,4 +1,4 @@
-"""Messaging figures (issue #3): DM sends beside the bare combined loop, and inbox cost at scale.
+"""Messaging figures (goals in bench/README.md): DM sends beside the bare combined loop, and inbox cost at scale.
 
 Sends: N client processes (bench/load.py), each a seat sending DMs to one
 fixed peer (`sink`), so every send stores one message and writes one notify

@@ -1,4 +1,4 @@
-"""Reception figures (issue #4): send-to-wake latency, spawn-to-armed time and idle CPU of `agora listen`.
+"""Reception figures: send-to-wake latency, spawn-to-armed time and idle CPU of `agora listen`.
 
 Wake: one persistent `agora listen --as sink --debounce 0` (stdout a pipe), and
 a sender seat on a raw socket sending DMs to `sink` one at a time, each awaited

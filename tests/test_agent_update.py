@@ -1,4 +1,4 @@
-"""agents.update: the operator changes a seat's mode, interval and meta in place (seed 000: a
+"""agents.update: the operator changes a seat's mode, interval and meta in place (a
 seat's mode changes without losing the seat); and an agent's own declared interval (hub.hello,
 agents.heartbeat), with where the effective interval came from. Driven through a real hub."""
 

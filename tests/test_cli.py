@@ -1,4 +1,4 @@
-"""The CLI end to end: the issue's walkthrough, --json, keys, errors and exit statuses."""
+"""The CLI end to end: the README's walkthrough, --json, keys, errors and exit statuses."""
 
 from __future__ import annotations
 

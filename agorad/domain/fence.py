@@ -1,8 +1,8 @@
 """Showing untrusted message text safely: one-line neutralising, and the read fence.
 
-Principle 2 of DESIGN.md: message content reaches a model only inside a fence
-that marks it as quoted data. The fence boundary is random per render, so a
-body cannot contain the line that closes it.
+Message content reaches a model only inside a fence that marks it as quoted
+data (agora-read(1)). The fence boundary is random per render, so a body
+cannot contain the line that closes it.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-mode capabilities (the seed's capability table), enforced on every call.
+"""Per-mode capabilities (agora-rpc(7) "Who may call"), enforced on every call.
 
 The local operator (a same-uid connection that did not say `hub.hello`) may
 do everything. An agent may do what its liveness mode allows; a refusal is a

@@ -1,6 +1,6 @@
 """The agent registry: identities, liveness modes, status, renames.
 
-State model (seed 000): ephemeral seats leave the list after the TTL
+State model (README "Liveness modes", agora-agent(1)): ephemeral seats leave the list after the TTL
 without a heartbeat; async seats turn `dormant` (task cleared) after 2x their
 declared interval of silence and `idle` on the next heartbeat; always-on
 seats never change by themselves. The sweeper writes these transitions, and

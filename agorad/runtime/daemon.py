@@ -143,7 +143,7 @@ async def _serve(home: Home, settings: Settings) -> int:
 
 
 def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
-    # Signals only set flags or schedule work on the loop (CONVENTIONS.md "Shape").
+    # Signals only set flags or schedule work on the loop: nothing runs inside a signal handler.
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)

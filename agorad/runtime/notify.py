@@ -29,7 +29,7 @@ _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXE
 
 
 def line_fields(row: dict) -> dict:
-    """The contract fields (DESIGN.md "Notify line") of one delivery row; also what a push carries."""
+    """The contract fields (agora-files(5) "NOTIFY FILES") of one delivery row; also what a push carries."""
     flags = row["flags"].split(",") if isinstance(row["flags"], str) else list(row["flags"])
     return {
         "v": 1, "id": row["id"], "ts": row["ts"], "agent": row["agent"], "channel": row["channel"],

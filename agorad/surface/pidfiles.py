@@ -1,4 +1,4 @@
-"""Pidfiles: decimal pid on the first line, `key=value` facts after it (DESIGN.md).
+"""Pidfiles: decimal pid on the first line, `key=value` facts after it (agora-files(5) "PIDFILES").
 
 A pidfile is live when its pid names a running process; a listener's is also
 stale when it was not touched for twice its heartbeat.

@@ -12,7 +12,7 @@ import re
 from agorad.surface.errors import InvalidParams, InvalidRequest, ParseError
 
 PROTOCOL_VERSION = 1
-MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (DESIGN.md "Wire")
+MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (agora-rpc(7) "Framing")
 
 AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 MAX_TASK = 200

@@ -1,6 +1,5 @@
-"""Moving and removing a seat's state files as the hub renames or removes the seat.
-
-Their names are spelled in agorad.surface.paths.
+"""Moving and removing a seat's state files as the hub renames or removes the seat
+(agora-files(5) "SEAT FILES"); their names are spelled in agorad.surface.paths.
 """
 
 from __future__ import annotations
