@@ -24,6 +24,7 @@ from agorad.surface.notifyfile import inbox_file
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
 IMPORTANT = {"to-me", "dm", "open", "escalated"}
+NEXT_TURN = "next-turn"  # a delivery sent --urgency next_turn: it waits for the seat's next inbox check
 ADAPTIVE_FIRST, ADAPTIVE_CAP = 60.0, 1200.0
 
 
@@ -169,6 +170,8 @@ def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
 
 
 def _rings(options: Options, line: dict) -> bool:
+    if NEXT_TURN in line["flags"]:
+        return False  # never rings, whatever else it is; its escalations (not flagged so) do
     return not options.important_only or bool(IMPORTANT.intersection(line["flags"]))
 
 

@@ -19,7 +19,7 @@ from agorad.domain import obligations
 
 from agorad.domain import registry
 from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
-from agorad.domain.delivery import deliver
+from agorad.domain.delivery import NEXT_TURN_FLAG, deliver
 from agorad.domain.fence import fenced
 from agorad.domain.policy import Actor
 from agorad.surface.protocol import is_agent_id
@@ -32,7 +32,8 @@ from agorad.domain.text import check_line
 
 MAX_TITLE = 200
 DEFAULT_MAX_BODY = 64 * 1024
-URGENCIES = ("normal", "next_turn")
+NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits for the next inbox check
+URGENCIES = ("normal", NEXT_TURN)
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
 
 
@@ -95,7 +96,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
             obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
         discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
-        recipients = {pk: _flags(pk, channel, addressees, draft.ask) for pk in members if pk != actor.agent_pk}
+        quiet = draft.urgency == NEXT_TURN
+        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
         events = deliver(db, message, recipients, names, now)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
@@ -153,8 +155,8 @@ def _original(db, actor: Actor, reply_to) -> dict | None:
     return original
 
 
-def _flags(pk: int, channel: dict, addressees: set[int], ask: bool) -> set[str]:
-    flags = set()
+def _flags(pk: int, channel: dict, addressees: set[int], ask: bool, quiet: bool) -> set[str]:
+    flags = {NEXT_TURN_FLAG} if quiet else set()
     if pk in addressees:
         flags.add("to-me")
         if ask:
