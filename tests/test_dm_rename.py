@@ -102,3 +102,16 @@ def test_a_refused_rename_leaves_the_dm_alone(hub):
         assert dm_names(s["a1"]) == ["dm:a1--b1"]
         with pytest.raises(NotFound):
             s["a1"].call("messages.read", ref="dm:a1--c1#1")
+
+
+@pytest.mark.parametrize("peer, renamed, before, after", [
+    ("b1", "z1", "dm:a1--b1", "dm:b1--z1"),
+    ("b--a1", "a0", "dm:a1--b--a1", "dm:a0--b--a1"),  # an id with `--` in it: the sorted order says which is which
+])
+def test_a_dm_whose_peer_was_removed_still_follows_the_rename(hub, peer, renamed, before, after):
+    with seats(hub, "a1", peer) as s:
+        assert send(s["a1"], f"@{peer}", "history")["ref"] == f"{before}#1"
+        hub.call("agents.remove", agent=peer)
+        hub.call("agents.rename", old="a1", new=renamed, reason="r")
+        assert dm_names(s["a1"]) == [after]
+        assert s["a1"].call("messages.read", ref=f"{before}#1")["ref"] == f"{after}#1"
