@@ -3,7 +3,9 @@
 The debts a wake covered are remembered in `listen-<id>.owedsig` as
 `<ref>@<escalations>` entries, so unchanged debt does not re-ring every loop,
 while a new or newly escalated debt does. Any wake covers all current debt
-(the woken seat sees the owed block first in its inbox). Needs the hub and
+(the woken seat sees the owed block first in its inbox). An ask sent
+`--urgency next_turn` waits quietly like its delivery: its debt rings at arm
+only once it has escalated. Needs the hub and
 the seat's key; without them there is no backlog check and the notify file
 still rings.
 """
@@ -11,6 +13,7 @@ still rings.
 from __future__ import annotations
 
 from agora_listen.seat import CORRUPT, Seat
+from agorad.surface.vocab import NEXT_TURN
 
 
 def current_debts(seat: Seat, home, key: str | None) -> list[dict] | None:
@@ -32,7 +35,12 @@ def unrung(seat: Seat, debts: list[dict]) -> list[dict]:
     """The debts missing from the remembered signature, as wake-line deliveries."""
     stored = seat.load("owedsig")
     known = set(stored) if isinstance(stored, list) and stored != CORRUPT else set()  # corrupt: ring again
-    return [_as_delivery(d) for d in debts if _mark(d) not in known]
+    return [_as_delivery(d) for d in debts if _mark(d) not in known and not _waits(d)]
+
+
+def _waits(debt: dict) -> bool:
+    """A next_turn ask not yet escalated: the seat sees it at its next inbox check, unrung."""
+    return debt.get("urgency") == NEXT_TURN and not debt["escalations"]
 
 
 def remember(seat: Seat, debts: list[dict] | None) -> None:

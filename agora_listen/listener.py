@@ -22,7 +22,7 @@ from agora_listen.follow import Follower
 from agora_listen.seat import CORRUPT, Seat
 from agorad.surface.paths import notify_file
 from agorad.surface import settings
-from agorad.surface.vocab import IMPORTANT_FLAGS
+from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
 
@@ -169,6 +169,8 @@ def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
 
 
 def _rings(options: Options, line: dict) -> bool:
+    if NEXT_TURN_FLAG in line["flags"]:
+        return False  # never rings, whatever else it is; its escalations (not flagged so) do
     return not options.important_only or bool(IMPORTANT_FLAGS.intersection(line["flags"]))
 
 

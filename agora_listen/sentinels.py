@@ -12,7 +12,7 @@ import math
 import re
 import sys
 import time
-from agorad.surface.vocab import ENDED_REASONS, FLAGS
+from agorad.surface.vocab import ENDED_REASONS, WAKE_FLAGS
 
 MAX_CHANNELS = 6
 _UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
@@ -60,11 +60,11 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
     for delivery in deliveries:
         channel = clamp(delivery["channel"])
         newest[channel] = max(newest.get(channel, 0), number(delivery.get("seq")))
-        flags.update(f for f in delivery.get("flags", ()) if f in FLAGS)
+        flags.update(f for f in delivery.get("flags", ()) if f in WAKE_FLAGS)
     shown = [f"{channel}#{seq}" for channel, seq in list(newest.items())[:MAX_CHANNELS]]
     parts = [
         f"AGORA_WAKE agent={agent}", f"n={0 if backlog else len(deliveries) + missed}",
-        f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in FLAGS if f in flags) or '-'}",
+        f"channels={','.join(shown) or '-'}", f"flags={','.join(f for f in WAKE_FLAGS if f in flags) or '-'}",
         f"owed={number(owed)}",
     ]
     if len(newest) > MAX_CHANNELS:

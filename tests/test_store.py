@@ -150,3 +150,33 @@ def test_upgrade_to_interval_source_takes_the_old_default_as_the_default(db):
         db.execute("UPDATE agents SET interval_source = 'guess' WHERE id = 'plain'")
     with pytest.raises(apsw.ConstraintError):
         db.execute("UPDATE agents SET declared_interval_s = 0 WHERE id = 'plain'")
+
+
+def test_upgrade_gives_dms_of_renamed_agents_their_new_names(db):
+    """0005: a DM still named after an id its agent was renamed from takes its canonical name,
+    unless another channel holds that name; the old name keeps finding it."""
+    from agorad.domain import messages
+    from agorad.domain.policy import Actor
+
+    migrate(db, target=3)
+    with write(db):
+        for pk, agent in ((1, "a1"), (2, "b2"), (3, "c2"), (4, "x")):
+            db.execute("INSERT INTO agents (pk, id, key_hash, liveness_mode, interval_s, created_at) "
+                       "VALUES (?, ?, 'h', 'always-on', 60, 0)", (pk, agent))
+        db.executemany("INSERT INTO aliases VALUES (?, ?, 'r', 0)", [("b1", 2), ("c1", 3)])
+        db.executemany(  # b1 -> b2 renamed a1's DM stale; c1 -> c2 found its new name taken by an old channel
+            "INSERT INTO channels (pk, name, kind, dm_low, dm_high, head, created_at) VALUES (?, ?, 'dm', ?, ?, 1, 0)",
+            [(10, "dm:a1--b1", 1, 2), (11, "dm:a1--c1", 1, 3), (12, "dm:a1--c2", 1, 99), (13, "dm:a1--x", 1, 4)])
+        for pk in (10, 11, 12, 13):
+            db.execute("INSERT INTO messages (pk, channel_pk, seq, sender_pk, sender, title, body, created_at) "
+                       "VALUES (?, ?, 1, 1, 'a1', ?, 'b', 0)", (pk, pk, f"t{pk}"))
+        db.executemany("INSERT INTO members (agent_pk, channel_pk, acked, joined_at) VALUES (1, ?, 0, 0)",
+                       [(10,), (11,), (12,), (13,)])
+
+    migrate(db)
+    names = dict(db.execute("SELECT pk, name FROM channels WHERE kind = 'dm'"))
+    assert names == {10: "dm:a1--b2", 11: "dm:a1--c1", 12: "dm:a1--c2", 13: "dm:a1--x"}
+    assert db.execute("SELECT old_name, channel_pk FROM channel_aliases").fetchall() == [("dm:a1--b1", 10)]
+    a1 = Actor(1, "a1", "always-on")
+    shown = messages.read(db, a1, "dm:a1--b1#1")
+    assert (shown["ref"], shown["title"]) == ("dm:a1--b2#1", "t10")

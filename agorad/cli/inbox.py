@@ -25,7 +25,8 @@ def _fetch(home, as_id: str, method: str, as_json: bool, **params) -> dict | Non
 
 def _debt_line(debt: dict, now: float, who: str) -> str:
     escalated = f", escalated x{debt['escalations']}" if debt["escalations"] else ""
-    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{escalated})"
+    quiet = f", {debt['urgency']}" if debt["urgency"] != "normal" else ""
+    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{quiet}{escalated})"
 
 
 @click.command("inbox")
@@ -50,7 +51,8 @@ def inbox(as_id, limit, home, as_json):
         click.echo(f"{channel['channel']} ({channel['unread']} unread)")
         for message in channel["messages"]:
             flags = f"  [{','.join(message['flags'])}]" if message["flags"] else ""
-            click.echo(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}")
+            quiet = f"  ({message['urgency']})" if message["urgency"] != "normal" else ""
+            click.echo(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}{quiet}")
     if not result["owed"] and not result["channels"]:
         click.echo("nothing unread, nothing owed")
 

@@ -43,7 +43,8 @@ def _title(title: str | None, body: str) -> str:
 @click.option("--ask", is_flag=True, help="Ask for a reply: each addressee owes one until someone answers.")
 @click.option("--reply-to", metavar="REF", help="The message this answers, as CHANNEL#SEQ; a reply discharges its ask.")
 @click.option("--urgency", type=click.Choice(URGENCIES), default=DEFAULT_URGENCY, show_default=True,
-              help="next_turn asks the addressee to look at it at the start of its next turn.")
+              help="normal rings the recipients' doorbell (agora listen); next_turn is delivered quietly "
+                   "and waits for their next inbox check.")
 @home_option
 @json_option
 @handles_errors

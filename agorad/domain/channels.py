@@ -1,6 +1,7 @@
 """Channels: `commons` (everyone), named channels (join and leave), and DMs `dm:<a>--<b>`.
 
-Messages are addressed as `<channel>#<seq>`; seq is gapless per channel.
+Messages are addressed as `<channel>#<seq>`; seq is gapless per channel. A DM
+renamed with one of its agents is still found by its old names (dm_names.py).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import re
 import apsw
 
 from agorad.domain import registry
+from agorad.domain.dm_names import free_name
 from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound
 from agorad.domain.policy import Actor
 from agorad.surface.protocol import check_agent_id
@@ -19,11 +21,6 @@ from agorad.store import write
 COMMONS = sql.COMMONS
 CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 REF = re.compile(r"(.+)#([1-9][0-9]{0,17})")
-
-
-def dm_name(a: str, b: str) -> str:
-    low, high = sorted((a, b))
-    return f"dm:{low}--{high}"
 
 
 def check_new_name(name) -> str:
@@ -44,6 +41,8 @@ def named(db: apsw.Connection, name, field: str = "channel", actor: Actor | None
     if not isinstance(name, str) or not name:
         raise InvalidParams(f"{field} must be a channel name", field=field)
     channel = sql.by_name(db, name)
+    if channel is None and name.startswith("dm:"):
+        channel = sql.by_old_name(db, name)  # a DM renamed with one of its agents: old refs still work
     hidden = (channel is not None and channel["kind"] == "dm" and actor is not None and not actor.is_operator
               and sql.membership(db, actor.agent_pk, channel["pk"]) is None)
     if channel is None or hidden:
@@ -76,23 +75,13 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
     if peer_pk == actor.agent_pk:
         raise InvalidParams("a DM needs two agents; this one names the sender", field="target")
     if channel is None:
-        pk = sql.create(db, _free_dm_name(db, actor.agent_id, peer_name), "dm", now, actor.agent_id,
+        pk = sql.create(db, free_name(db, actor.agent_id, peer_name), "dm", now, actor.agent_id,
                         (actor.agent_pk, peer_pk))
         for member in (actor.agent_pk, peer_pk):
             sql.join(db, member, pk, now)
         channel = sql.by_pk(db, pk)
     channel["members"] = {actor.agent_pk: actor.agent_id, peer_pk: peer_name}
     return channel, redirect
-
-
-def _free_dm_name(db: apsw.Connection, a: str, b: str) -> str:
-    """`dm:<a>--<b>`, or `...:2`, `...:3` when an older pair (a removed or renamed agent) holds the name."""
-    base = dm_name(a, b)
-    name, n = base, 1
-    while sql.by_name(db, name):
-        n += 1
-        name = f"{base}:{n}"
-    return name
 
 
 def resolve_target(db: apsw.Connection, actor: Actor, target, now: float) -> tuple[dict, dict | None]:

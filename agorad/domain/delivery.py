@@ -2,7 +2,9 @@
 
 A delivery is what rings: one row per (agent, event), whose id is the notify
 line's id. Sends deliver to every member but the sender; escalations deliver
-the same message again to a debtor, flagged `escalated`.
+the same message again to a debtor, flagged `escalated`. A `next_turn` send's
+deliveries are flagged `next-turn`: written like every delivery, but `agora
+listen` does not ring for them (they wait for the seat's next inbox check).
 """
 
 from __future__ import annotations

@@ -60,5 +60,6 @@ def fenced(message: dict) -> str:
     ]
     if message.get("reply_to_ref"):
         lines.append(f"reply-to: {message['reply_to_ref']}")
+    lines.append(f"urgency: {message['urgency']}")
     lines += ["", body, f"<<<AGORA-MESSAGE-END {boundary}>>>"]
     return "\n".join(lines)

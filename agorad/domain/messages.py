@@ -29,7 +29,7 @@ from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
 from agorad.domain.text import check_line
-from agorad.surface.vocab import URGENCIES
+from agorad.surface.vocab import NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
 MAX_TITLE = 200
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
@@ -94,7 +94,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
             obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
         discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
-        recipients = {pk: _flags(pk, channel, addressees, draft.ask) for pk in members if pk != actor.agent_pk}
+        quiet = draft.urgency == NEXT_TURN
+        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
         events = deliver(db, message, recipients, names, now)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
@@ -152,8 +153,8 @@ def _original(db, actor: Actor, reply_to) -> dict | None:
     return original
 
 
-def _flags(pk: int, channel: dict, addressees: set[int], ask: bool) -> set[str]:
-    flags = set()
+def _flags(pk: int, channel: dict, addressees: set[int], ask: bool, quiet: bool) -> set[str]:
+    flags = {NEXT_TURN_FLAG} if quiet else set()
     if pk in addressees:
         flags.add("to-me")
         if ask:

@@ -53,7 +53,7 @@ def i_owe(db: apsw.Connection, actor: Actor, now: float) -> list[dict]:
 def _shown(debt: dict, now: float) -> dict:
     return {
         "ref": f"{debt['channel']}#{debt['seq']}", "asker": debt["asker"], "debtor": debt["debtor"],
-        "title": debt["title"], "asked_at": debt["created_at"], "age": now - debt["created_at"],
+        "title": debt["title"], "urgency": debt["urgency"], "asked_at": debt["created_at"], "age": now - debt["created_at"],
         "escalations": debt["level"], "next_escalation_at": debt["due_at"],
     }
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 import apsw
 
+from agorad.domain import dm_names
 from agorad.surface import keys
 from agorad.surface.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
 from agorad.surface import settings
@@ -212,6 +213,7 @@ def _profile_only(agent_id: str, profile: dict) -> dict:
 def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dict, int]:
     """Give an agent a new id, leaving `old_id` as an alias that redirects with `reason`.
 
+    Its DMs take their names under the new id, their old names kept as aliases.
     Returns the receipt and the agent's pk. Files named after the agent (key,
     notify, seat files) are the caller's to move once this is committed.
     """
@@ -233,6 +235,7 @@ def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dic
                 field="new",
             )
         sql.rename(db, row["pk"], row["id"], new_id, reason, now)
+        dm_names.follow_rename(db, row["pk"], row["id"], new_id, now)
         kb_sql.move(db, PROFILE_PREFIX + row["id"], PROFILE_PREFIX + new_id)
     return {"from": row["id"], "to": new_id, "reason": reason}, row["pk"]
 

@@ -20,6 +20,31 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
     return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE pk = ?", (pk,)))
 
 
+def by_old_name(db: apsw.Connection, name: str) -> dict | None:
+    """The channel that was called `name` before a rename (only DMs are ever renamed)."""
+    return one(db.execute(f"SELECT {_DM_CHANNEL} FROM channel_aliases x JOIN channels c ON c.pk = x.channel_pk "
+                          "WHERE x.old_name = ?", (name,)))
+
+
+def holder_of(db: apsw.Connection, name: str) -> int | None:
+    """The pk of the channel that is, or was, called `name`; None if the name never served."""
+    found = db.execute("SELECT pk FROM channels WHERE name = ?1 UNION ALL "
+                       "SELECT channel_pk FROM channel_aliases WHERE old_name = ?1", (name,)).fetchone()
+    return found[0] if found else None
+
+
+def dms_of(db: apsw.Connection, agent_pk: int) -> list[dict]:
+    return rows(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE kind = 'dm' AND ?1 IN (dm_low, dm_high)",
+                           (agent_pk,)))
+
+
+def rename(db: apsw.Connection, pk: int, old_name: str, new_name: str, now: float) -> None:
+    """Rename a channel, keeping `old_name` as an alias (a rename back drops the alias it returns to)."""
+    db.execute("DELETE FROM channel_aliases WHERE old_name = ? AND channel_pk = ?", (new_name, pk))
+    db.execute("UPDATE channels SET name = ? WHERE pk = ?", (new_name, pk))
+    db.execute("INSERT INTO channel_aliases (old_name, channel_pk, renamed_at) VALUES (?, ?, ?)", (old_name, pk, now))
+
+
 def dm_between(db: apsw.Connection, a_pk: int, b_pk: int) -> dict | None:
     low, high = sorted((a_pk, b_pk))
     return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE kind = 'dm' AND dm_low = ? AND dm_high = ?", (low, high)))

@@ -8,7 +8,7 @@ from agorad.store.connection import rows
 
 _OPEN = "d.discharged_at IS NULL"
 _DEBT = ("d.message_pk, d.debtor_pk, a.id AS debtor, d.created_at, d.level, d.due_at, "
-         "c.name AS channel, m.seq, m.sender AS asker, m.sender_pk AS asker_pk, m.title")
+         "c.name AS channel, m.seq, m.sender AS asker, m.sender_pk AS asker_pk, m.title, m.urgency")
 _JOINS = "FROM debts d JOIN agents a ON a.pk = d.debtor_pk JOIN messages m ON m.pk = d.message_pk JOIN channels c ON c.pk = m.channel_pk"
 
 

@@ -20,13 +20,17 @@ INTERVAL_SOURCES = ("operator", "agent", "default")
 INTERVAL_UNSET = "unset"
 
 # A message's urgency (agora-send(1)).
-URGENCIES = ("normal", "next_turn")
+NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits for the next inbox check
+URGENCIES = ("normal", NEXT_TURN)
 DEFAULT_URGENCY = "normal"
 
-# A delivery's flags, in the order they are shown: addressed to the seat, a DM, an open ask, escalated.
-FLAGS = ("to-me", "dm", "open", "escalated")
-# What `agora listen --important-only` rings for.
-IMPORTANT_FLAGS = frozenset(FLAGS)
+# A delivery's flags, in the order a notify line shows them: addressed to the seat, a DM, an
+# open ask, escalated, and sent with urgency next_turn (which never rings).
+NEXT_TURN_FLAG = "next-turn"
+FLAGS = ("to-me", "dm", "open", "escalated", NEXT_TURN_FLAG)
+# The flags a wake line can carry, and what `agora listen --important-only` rings for.
+WAKE_FLAGS = ("to-me", "dm", "open", "escalated")
+IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 
 # Why `agora listen` ended: the `ended reason=` word of its tombstone (agora-listen(1)).
 ENDED_REASONS = (
