@@ -14,8 +14,10 @@ from tests.hubproc import Hub, short_home
 
 @pytest.fixture(autouse=True)
 def no_listener_outlives_its_test():
+    """Listeners a test started (not those of wider fixtures, set up before it) end with it."""
+    mark = listenproc.started()
     yield
-    listenproc.reap()
+    listenproc.reap(mark)
 
 
 @pytest.fixture

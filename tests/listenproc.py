@@ -78,13 +78,18 @@ class Listener:
         return self.finish()
 
 
-def reap() -> None:
-    """Kill every listener started since the last call that is still running.
+def started() -> int:
+    """A mark for reap(): how many listeners were started so far."""
+    return len(_STARTED)
+
+
+def reap(since: int = 0) -> None:
+    """Kill every listener started after the mark `since` that is still running.
 
     A test that fails before its stop() would otherwise leave a persistent
     listener running for good (it needs no hub), holding an inotify instance.
     """
-    while _STARTED:
+    while len(_STARTED) > since:
         proc = _STARTED.pop().proc
         if proc.poll() is None:
             proc.kill()

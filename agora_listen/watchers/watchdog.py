@@ -21,6 +21,7 @@ watchdog sets inotify and kqueue watches before start() returns, and from
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 
@@ -90,6 +91,10 @@ class Watchdog:
             self._open = False
             os.close(self._ring_fd)
             os.close(self.fd)
+        # Stopping, watchdog's threads can log a benign race ("queue_events() called when the
+        # thread is inactive") through logging's last resort, stderr: not the listener's words.
+        for name in ("watchdog", "fsevents"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
         if self._observer.is_alive():
             self._observer.stop()
             self._observer.join(JOIN_TIMEOUT)
