@@ -43,10 +43,10 @@ class Watchdog:
 
     def __init__(self, directory: str, path: str):
         self.name = os.path.basename(path)
+        self._observer = Observer()
         self.fd, self._ring_fd = wake_pipe()
         self._lock = threading.Lock()  # close() never closes the pipe under a ring() in flight
         self._open = True
-        self._observer = Observer()
         try:
             self._observer.schedule(_Handler(self), directory, recursive=False, event_filter=WAKES)
             self._observer.start()
