@@ -1,8 +1,9 @@
 """`agora listen`: arm on a seat's notify file and turn deliveries into wake lines.
 
-One process, one poll loop, no threads and no polling: the loop sleeps in
-poll(2) on an inotify fd and a signal pipe until a line lands, a debounce
-window closes, a heartbeat is due, or --max-wait runs out.
+One process, one poll loop, no polling: the loop sleeps in poll(2) on a
+watcher's fd (watchers/: inotify, no threads; or watchdog's observer thread
+through a pipe) and a signal pipe until a line lands, a debounce window
+closes, a heartbeat is due, or --max-wait runs out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from agora_listen import sentinels
 from agora_listen.backlog import current_debts, remember, unrung
 from agora_listen.follow import Follower
 from agora_listen.seat import CORRUPT, Seat
+from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface.paths import notify_file
 from agorad.surface import settings
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
@@ -43,6 +45,7 @@ class Options:
     lock: Path | None = None
     adaptive: bool = False
     heartbeat: float = settings.LISTEN_HEARTBEAT
+    watcher: str = "auto"  # one of vocab.WATCHERS
 
 
 class Stop(Exception):
@@ -125,7 +128,7 @@ class _Signals:
     """TERM, INT and HUP set a flag and wake poll(2) through a pipe (signals only set flags)."""
 
     def __init__(self):
-        self.read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+        self.read_fd, write_fd = wake_pipe()
         signal.set_wakeup_fd(write_fd)
         self.caught = False
         for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
@@ -140,10 +143,9 @@ class _Signals:
 
 
 def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
-    from agora_listen.inotify import Inotify
-
     signals = _Signals()
-    watch = Inotify(str(options.notify_dir), str(notify_path))  # before the first read: no append falls between
+    # Before the first read: no append falls between.
+    watch = open_watcher(options.watcher, str(options.notify_dir), str(notify_path))
     follower = Follower(notify_path)
     saved = _offset(seat)
     follower.arm(saved)

@@ -14,8 +14,10 @@ machine, in the same run, by the same code, so the ratio is the figure:
                                         (bench/bare_inotify.py; bench/reception.py)
   listen spawn         agora listen --once to armed  vs  `python -c 'import click'`
   idle listener CPU    agora listen  vs  the bare inotify reader, same window
+                       (the three reception figures for --watcher inotify and --watcher watchdog)
 
     .venv/bin/python -m bench            # table
     .venv/bin/python -m bench --json     # the same figures as JSON
     .venv/bin/python -m bench --quick    # short run, a smoke test
+    .venv/bin/python -m bench --only reception   # one part (repeatable)
 """

@@ -21,6 +21,7 @@ CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
 SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
+PARTS = ("heartbeats", "sends", "inbox", "reception", "startup", "memory")  # --only
 
 
 @dataclass
@@ -43,6 +44,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON instead of a table")
     parser.add_argument("--quick", action="store_true", help="short durations: a smoke test, not a measurement")
+    parser.add_argument("--only", action="append", choices=PARTS, metavar="PART",
+                        help=f"measure only this part (repeatable): {', '.join(PARTS)}")
     args = parser.parse_args(argv)
     settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5, inbox_duration=0.3,
                         population=messaging.Population(agents=100, messages=20_000),
@@ -51,7 +54,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="agb", dir="/tmp"))  # short: socket paths are at most 107 bytes
     notes: list[str] = []
     try:
-        figures = measure(work, settings, notes)
+        figures = measure(work, settings, notes, args.only or PARTS)
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -68,14 +71,20 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def measure(work: Path, s: Settings, notes: list[str]) -> list[Figure]:
+def measure(work: Path, s: Settings, notes: list[str], parts=None) -> list[Figure]:
+    """Every part of the bench in `parts` (all by default), in the order of PARTS."""
+    steps = {
+        "heartbeats": lambda: throughput(work, s),
+        "sends": lambda: messaging.sends(work, s),
+        "inbox": lambda: messaging.inbox(work, s, notes),
+        "reception": lambda: reception.figures(work, s, notes),
+        "startup": lambda: startup(work, s),
+        "memory": lambda: memory(work, s),
+    }
     figures: list[Figure] = []
-    figures += throughput(work, s)
-    figures += messaging.sends(work, s)
-    figures += messaging.inbox(work, s, notes)
-    figures += reception.figures(work, s, notes)
-    figures += startup(work, s)
-    figures += memory(work, s)
+    for part in PARTS:
+        if parts is None or part in parts:
+            figures += steps[part]()
     return figures
 
 

@@ -8,7 +8,16 @@ import pytest
 from click.testing import CliRunner
 
 from agorad.cli import main
+from tests import listenproc
 from tests.hubproc import Hub, short_home
+
+
+@pytest.fixture(autouse=True)
+def no_listener_outlives_its_test():
+    """Listeners a test started (not those of wider fixtures, set up before it) end with it."""
+    mark = listenproc.started()
+    yield
+    listenproc.reap(mark)
 
 
 @pytest.fixture
@@ -44,3 +53,10 @@ class Cli:
 @pytest.fixture
 def cli(hub):
     return Cli(hub.home)
+
+
+@pytest.fixture(params=["inotify", "watchdog"])
+def watcher(request, monkeypatch):
+    """Run the test once per watcher: every `agora listen` started through tests/listenproc.py gets --watcher."""
+    monkeypatch.setattr(listenproc, "WATCHER", request.param)
+    return request.param

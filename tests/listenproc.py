@@ -1,4 +1,8 @@
-"""Run real `agora listen` processes and read their sentinel lines with deadlines."""
+"""Run real `agora listen` processes and read their sentinel lines with deadlines.
+
+`WATCHER`, when set (by the `watcher` fixture in conftest.py), is passed as
+`--watcher` to every listener started here, so one test runs under each.
+"""
 
 from __future__ import annotations
 
@@ -10,15 +14,25 @@ import time
 
 from tests.hubproc import AGORA
 
+WATCHER: str | None = None
+_STARTED: list["Listener"] = []
+
+
+def command(hub, *args: str, agora: list[str] | None = None) -> list[str]:
+    """`agora listen` on the hub's home, with the chosen watcher; `agora` replaces the `agora` script."""
+    watcher = ["--watcher", WATCHER] if WATCHER else []
+    return [*(agora or [AGORA]), "listen", "--home", str(hub.home), *watcher, *args]
+
 
 class Listener:
-    def __init__(self, hub, *args: str, env: dict | None = None):
+    def __init__(self, hub, *args: str, env: dict | None = None, agora: list[str] | None = None):
         self.proc = subprocess.Popen(
-            [AGORA, "listen", "--home", str(hub.home), *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+            command(hub, *args, agora=agora), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env={**hub.env, **(env or {})},
         )
         self._buffer = b""
         self.lines: list[str] = []
+        _STARTED.append(self)
 
     def next_line(self, timeout: float = 10.0) -> str:
         """The next stdout line; fails the test if none comes within `timeout`."""
@@ -64,9 +78,26 @@ class Listener:
         return self.finish()
 
 
+def started() -> int:
+    """A mark for reap(): how many listeners were started so far."""
+    return len(_STARTED)
+
+
+def reap(since: int = 0) -> None:
+    """Kill every listener started after the mark `since` that is still running.
+
+    A test that fails before its stop() would otherwise leave a persistent
+    listener running for good (it needs no hub), holding an inotify instance.
+    """
+    while len(_STARTED) > since:
+        proc = _STARTED.pop().proc
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+
+
 def listen_once(hub, *args: str, timeout: float = 15.0) -> tuple[int, list[str], str]:
-    done = subprocess.run([AGORA, "listen", "--home", str(hub.home), "--once", *args], capture_output=True,
-                          text=True, env=hub.env, timeout=timeout)
+    done = subprocess.run(command(hub, "--once", *args), capture_output=True, text=True, env=hub.env, timeout=timeout)
     return done.returncode, done.stdout.splitlines(), done.stderr
 
 

@@ -13,6 +13,8 @@ from tests.hubproc import Hub, wait_for
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 
+pytestmark = pytest.mark.usefixtures("watcher")  # the whole contract, under each watcher
+
 
 @pytest.fixture
 def pair(hub):

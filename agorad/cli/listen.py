@@ -10,7 +10,7 @@ import click
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, home_option
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
-from agorad.surface.vocab import LISTEN_SOURCES
+from agorad.surface.vocab import LISTEN_SOURCES, WATCHERS
 
 
 class ListenCommand(click.Command):
@@ -44,8 +44,12 @@ class ListenCommand(click.Command):
               help="Print a heartbeat line and touch listen-ID.pid this often.")
 @click.option("--notify-dir", type=click.Path(file_okay=False, path_type=Path),
               help="Where the hub writes notify files (default: what the hub says, else the home).")
+@click.option("--watcher", type=click.Choice(WATCHERS), default="auto", show_default=True,
+              help="How to learn that the file changed: inotify (Linux only), or the watchdog package's observer "
+                   "(FSEvents, kqueue or inotify); auto is inotify where it exists, else watchdog.")
 @home_option
-def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir, home):
+def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
+           watcher, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
@@ -59,6 +63,7 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, loc
     options.once, options.max_wait, options.debounce = once, max_wait, debounce
     options.important_only, options.preview, options.source = important_only, preview, source
     options.lock, options.adaptive, options.heartbeat = lock, adaptive, heartbeat
+    options.watcher = watcher
     sys.exit(run(options))
 
 

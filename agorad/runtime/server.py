@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
-import struct
 
 import apsw
 
@@ -18,21 +16,12 @@ from agorad.surface.errors import AgoraError, InternalError, InvalidParams, TooL
 from agorad.runtime.log import log
 from agorad.runtime.hub import HubState
 from agorad.runtime.methods import STEADY, dispatch, dispatch_steady
+from agorad.runtime.peercred import PeerUnknown, peer_uid
 from agorad.domain.policy import Actor
 from agorad.surface.protocol import MAX_FRAME, decode_request, encode, encode_result
 
 PUSH_BUFFER_LIMIT = 16 << 20  # bytes queued for a subscriber that does not read before it is cut off
 HANG_UP_GRACE = 2.0  # seconds a refused peer has to read its error before the hub closes
-_PEERCRED = struct.Struct("3i")  # struct ucred {pid_t pid; uid_t uid; gid_t gid;} (socket(7))
-
-
-def peer_uid(sock) -> int | None:
-    """The uid of the process at the other end of a Unix socket (SO_PEERCRED), or None."""
-    try:
-        _pid, uid, _gid = _PEERCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _PEERCRED.size))
-        return uid
-    except (OSError, AttributeError):
-        return None
 
 
 class Connection(asyncio.Protocol):
@@ -48,7 +37,14 @@ class Connection(asyncio.Protocol):
 
     def connection_made(self, transport) -> None:
         self.transport = transport
-        uid = peer_uid(transport.get_extra_info("socket"))
+        try:
+            uid = peer_uid(transport.get_extra_info("socket"))
+        except PeerUnknown as exc:
+            log("refused", reason="peer-unknown", detail=str(exc))
+            self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only, and cannot tell who "
+                                                 f"the peer is: {exc}"))
+            self._hang_up()
+            return
         if uid != os.getuid():
             log("refused", reason="peer-uid", uid=uid)
             self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only; the peer is uid {uid}"))

@@ -37,8 +37,9 @@ ENDED_REASONS = (
     "wake", "max-wait", "signal", "already-armed", "driver-owns-reception",  # exit 0 or 2
     "no-notify-file", "error",                                              # exit 1
 )
-# Where `agora listen` reads deliveries from.
+# Where `agora listen` reads deliveries from, and how it watches a notify file (agora-listen(1)).
 LISTEN_SOURCES = ("auto", "file", "ws")
+WATCHERS = ("auto", "inotify", "watchdog")
 
 # SQLite's synchronous level for the hub's database (agora-up(1)).
 SYNCHRONOUS_LEVELS = ("normal", "full")

@@ -8,6 +8,8 @@ from tests.hubproc import Hub
 from tests.listenproc import Listener, fields
 from tests.reliability.scale import report, scaled
 
+pytestmark = pytest.mark.usefixtures("watcher")  # under each watcher
+
 
 def covered(wake_lines: list[str]) -> set[int]:
     """Seqs of the single DM channel covered by wake lines (each names its newest seq and a count)."""

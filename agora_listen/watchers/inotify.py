@@ -1,6 +1,7 @@
-"""Linux inotify through ctypes: wake a poll loop when a notify file grows or is replaced.
+"""The inotify watcher: Linux inotify(7) through ctypes wakes a poll loop when a notify file grows or is replaced.
 
-Why not watchdog: importing its observer costs ~40 ms and a thread, and
+The default wherever inotify exists. Why not watchdog there: importing its
+observer costs tens of milliseconds and it runs threads, while
 `agora listen --once` runs in a loop where start-up time is the budget
 (inotify(7) is the kernel interface watchdog itself uses on Linux).
 
@@ -14,8 +15,11 @@ seats' files).
 from __future__ import annotations
 
 import ctypes
+import errno
+import functools
 import os
 import struct
+import sys
 
 IN_MODIFY = 0x002
 IN_CLOSE_WRITE = 0x008
@@ -30,11 +34,24 @@ WATCH_DIR = IN_CREATE | IN_MOVED_TO
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then `len` bytes of name
 
 
+def available() -> bool:
+    """Whether this system has inotify: Linux, whose C library has inotify_init1."""
+    return sys.platform.startswith("linux") and hasattr(_libc(), "inotify_init1")
+
+
+@functools.cache
+def _libc():
+    return ctypes.CDLL(None, use_errno=True)
+
+
 class Inotify:
     """A non-blocking inotify instance following one file by name."""
 
     def __init__(self, directory: str, path: str):
-        self._libc = ctypes.CDLL(None, use_errno=True)
+        if not available():
+            raise OSError(errno.ENOSYS, f"inotify is not available on this system ({sys.platform}); "
+                          "use --watcher watchdog (or auto)")
+        self._libc = _libc()
         self.directory, self.path = directory, path
         self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
         if self.fd < 0:

@@ -1,0 +1,109 @@
+"""The watchdog watcher: the watchdog package's native observer wakes a poll loop through a pipe.
+
+For systems without inotify (FSEvents on macOS, kqueue on the BSDs), and
+selectable on Linux, where watchdog itself uses inotify. The observer runs on
+threads of its own; every event that names the notify file (written to,
+closed after writing, created, moved to or from the name, deleted) writes a
+byte into a pipe whose read end is the descriptor the listener polls.
+
+The directory is watched, not recursively, rather than the file: one watch
+that never has to move covers the name not existing yet and a rotation (the
+file renamed to `.1` and created anew), so follow() has nothing to do. The
+price is that every change in the directory (the hub's database, when the
+notify directory is the home) is an event for the observer thread to look
+at and drop; the listener's own loop still wakes only for its file.
+
+The watch must be live when start() returns, or a line appended between the
+listener's first read and the watch would not ring until the next one:
+watchdog sets inotify and kqueue watches before start() returns, and from
+7.0 waits for the FSEvents stream to run (pyproject.toml asks for 7.0).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+
+from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent,
+                             FileMovedEvent, FileSystemEventHandler)
+from watchdog.observers import Observer
+
+from agora_listen.watchers import wake_pipe
+
+# What can change what the name holds. Left out: opened, closed without writing,
+# attributes: the listener's own reads and other processes' would wake it for nothing.
+WAKES = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent]
+_WAKE_TYPES = {"created", "modified", "moved", "deleted", "closed"}
+JOIN_TIMEOUT = 2.0  # seconds to wait for the observer's threads at close (they are daemon threads)
+
+
+class Watchdog:
+    """A watchdog observer on the file's directory, ringing a pipe for events that name the file."""
+
+    def __init__(self, directory: str, path: str):
+        self.name = os.path.basename(path)
+        self._observer = Observer()
+        self.fd, self._ring_fd = wake_pipe()
+        self._lock = threading.Lock()  # close() never closes the pipe under a ring() in flight
+        self._open = True
+        try:
+            self._observer.schedule(_Handler(self), directory, recursive=False, event_filter=WAKES)
+            self._observer.start()
+        except BaseException:
+            self.close()
+            raise
+
+    def ring(self, event) -> None:
+        """On the observer's thread: wake the loop if `event` names the file."""
+        if event.is_directory or event.event_type not in _WAKE_TYPES:
+            return
+        # Names, not whole paths: FSEvents reports resolved paths (/private/var/... for /var/...),
+        # and a watch that is not recursive only reports entries of the directory itself.
+        if self.name not in (os.path.basename(event.src_path), os.path.basename(event.dest_path or "")):
+            return
+        with self._lock:
+            if self._open:
+                try:
+                    os.write(self._ring_fd, b"\0")
+                except BlockingIOError:
+                    pass  # the pipe is full: the loop has a wake waiting already
+
+    def follow(self) -> None:
+        """Nothing to re-aim: the directory watch follows the name through rotations."""
+
+    def drain(self) -> int:
+        """Consume pending rings; return how many there were."""
+        count = 0
+        while True:
+            try:
+                data = os.read(self.fd, 4096)
+            except BlockingIOError:
+                return count
+            if not data:
+                return count
+            count += len(data)
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+            os.close(self._ring_fd)
+            os.close(self.fd)
+        # Stopping, watchdog's threads can log a benign race ("queue_events() called when the
+        # thread is inactive") through logging's last resort, stderr: not the listener's words.
+        for name in ("watchdog", "fsevents"):
+            logging.getLogger(name).setLevel(logging.CRITICAL + 1)
+        if self._observer.is_alive():
+            self._observer.stop()
+            self._observer.join(JOIN_TIMEOUT)
+
+
+class _Handler(FileSystemEventHandler):
+    def __init__(self, watcher: Watchdog):
+        super().__init__()
+        self.watcher = watcher
+
+    def dispatch(self, event) -> None:
+        self.watcher.ring(event)

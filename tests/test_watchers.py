@@ -1,0 +1,124 @@
+"""The watcher seam: both watchers wake the loop for the same changes, and only the chosen one is loaded.
+
+The listener contract itself (tests/test_listen.py, the listener reliability
+test) runs under each watcher through the `watcher` fixture; these tests
+hold the seam's own promises: a file that does not exist yet, appends, a
+rotation (renamed to .1, then created anew), neighbours in the directory that
+must not ring, a clean close, and the default Linux path never importing watchdog.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import subprocess
+import sys
+import threading
+
+import psutil
+import pytest
+
+from agora_listen.watchers import open_watcher
+from tests.listenproc import Listener
+
+pytestmark = pytest.mark.timeout(30)
+
+
+def woken(watch, timeout: float = 5.0) -> bool:
+    return bool(select.select([watch.fd], [], [], timeout)[0])
+
+
+def settle(watch) -> None:
+    """What the listener's loop does on a wake: drain, then re-aim."""
+    watch.drain()
+    watch.follow()
+
+
+@pytest.fixture(params=["inotify", "watchdog"])
+def kind(request):
+    return request.param
+
+
+def test_a_file_that_does_not_exist_yet_wakes_when_created(kind, tmp_path):
+    path = tmp_path / "runtime-inbox.log"
+    watch = open_watcher(kind, str(tmp_path), str(path))
+    try:
+        path.write_text('{"id": 1}\n')
+        assert woken(watch)
+        settle(watch)
+        with open(path, "a") as notify:
+            notify.write('{"id": 2}\n')
+        assert woken(watch)
+    finally:
+        watch.close()
+
+
+def test_a_rotation_is_followed_by_name(kind, tmp_path):
+    path = tmp_path / "runtime-inbox.log"
+    path.write_text('{"id": 1}\n')
+    watch = open_watcher(kind, str(tmp_path), str(path))
+    try:
+        os.rename(path, path.with_name(path.name + ".1"))
+        assert woken(watch)
+        settle(watch)  # inotify: the name is missing, so the directory is watched until it is back
+        path.write_text('{"id": 2}\n')
+        assert woken(watch)
+        settle(watch)  # inotify: the new file is watched
+        with open(path, "a") as notify:
+            notify.write('{"id": 3}\n')
+        assert woken(watch)
+    finally:
+        watch.close()
+
+
+def test_neighbours_in_the_directory_do_not_ring(kind, tmp_path):
+    path = tmp_path / "runtime-inbox.log"
+    path.write_text("")
+    appender = os.open(path, os.O_WRONLY | os.O_APPEND)
+    watch = open_watcher(kind, str(tmp_path), str(path))
+    try:
+        for i in range(20):  # the hub's database, other seats' files and seat files live beside it
+            (tmp_path / "agora.db-wal").write_bytes(b"x" * i)
+            (tmp_path / f"memory-inbox.log{'.1' * (i % 2)}").write_text("{}\n")
+        os.write(appender, b'{"id": 1}\n')  # one write(2): one event, after every neighbour's
+        assert woken(watch)
+        assert watch.drain() == 1
+    finally:
+        os.close(appender)
+        watch.close()
+
+
+def test_close_leaves_no_thread_and_no_descriptor_behind(kind, tmp_path):
+    me = psutil.Process()
+    threads, fds = threading.active_count(), me.num_fds()
+    watch = open_watcher(kind, str(tmp_path), str(tmp_path / "runtime-inbox.log"))
+    watch.close()
+    assert (threading.active_count(), me.num_fds()) == (threads, fds)
+
+
+def test_the_listener_runs_the_watcher_it_was_given(hub, watcher):
+    hub.add_agent("runtime")
+    ear = Listener(hub, "--as", "runtime")
+    try:
+        assert ear.next_line().startswith("AGORA_LISTEN armed")
+        threads = psutil.Process(ear.proc.pid).num_threads()
+        assert threads == 1 if watcher == "inotify" else threads > 1  # inotify: no thread of its own
+    finally:
+        ear.stop()
+
+
+def probe(code: str) -> str:
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    return done.stdout.strip()
+
+
+def test_the_default_linux_path_never_imports_watchdog(tmp_path):
+    watched = f"{str(tmp_path)!r}, {str(tmp_path / 'runtime-inbox.log')!r}"
+    loaded = (
+        "import sys, agorad.cli, agorad.cli.listen, agora_listen.listener\n"
+        "from agora_listen.watchers import open_watcher\n"
+        f"open_watcher(%r, {watched}).close()\n"
+        "print(any(m == 'watchdog' or m.startswith('watchdog.') for m in sys.modules))\n"
+    )
+    assert probe(loaded % "auto") == "False"
+    assert probe(loaded % "watchdog") == "True"  # the probe can see it when it is there
