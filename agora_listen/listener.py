@@ -39,7 +39,8 @@ class Options:
     debounce: float = 15.0
     important_only: bool = False
     preview: bool = False
-    source: str = "auto"
+    source: str = "auto"  # auto is file: the only source in this release (ws, for remote seats, is not)
+    confirmed: bool = False  # the hub answered at start-up: agent and notify_dir are what it said
     lock: Path | None = None
     adaptive: bool = False
     heartbeat: float = 300.0
@@ -61,17 +62,15 @@ def _run(options: Options) -> int:
     seat = Seat(options.home, options.agent)
     if seat.driver_owns_reception():  # refuse statelessly: no seat file is touched
         return _end("driver-owns-reception", EXIT_QUIET)
-    source = _source(options)
-    if source != "file":
-        return _end("error", EXIT_FAILED, f"--source {source} needs the remote hub support, not in this release; "
+    if options.source == "ws":
+        return _end("error", EXIT_FAILED, "--source ws needs the remote hub support, not in this release; "
                     "use --source file on the hub's host")
     if options.notify_dir is None:
         return _end("no-notify-file", EXIT_FAILED, "the hub writes no notify files (it was started with "
                     "--notify-dir ''); start it with notify files to listen")
     notify_path = inbox_file(options.notify_dir, options.agent)
     if not options.notify_dir.is_dir() or (options.source == "file" and not notify_path.exists()):
-        reason = "no-notify-file"
-        return _end(reason, EXIT_FAILED, f"{notify_path} does not exist (is the hub writing notify files there?)")
+        return _end("no-notify-file", EXIT_FAILED, _no_file_yet(options, notify_path))
     # Persistent mode always holds the seat's lock (and --lock too, if given); --once only --lock.
     locks = [] if options.once else [seat.file("lock")]
     if options.lock and not any(_same_file(options.lock, held) for held in locks):
@@ -99,10 +98,15 @@ def _same_file(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _source(options: Options) -> str:
-    if options.source != "auto":
-        return options.source
-    return "file" if options.notify_dir is None or options.notify_dir.is_dir() else "ws"
+def _no_file_yet(options: Options, path: Path) -> str:
+    """What a missing notify file means here, and what to do about it."""
+    start = f"start the hub (`agora up --home {options.home}`) or check --home and --notify-dir"
+    if not options.notify_dir.is_dir():  # e.g. a home where no hub has ever run
+        return f"no notify file yet at {path}: the directory {options.notify_dir} does not exist; {start}"
+    if options.confirmed:  # the hub answered: the file comes with the seat's first delivery
+        return (f"no notify file yet at {path}: the hub creates it at the seat's first delivery; "
+                "leave out --source file to wait for it")
+    return f"no notify file yet at {path} and no hub answering; {start}, or leave out --source file to wait for it"
 
 
 def _end(reason: str, status: int, cause: str | None = None) -> int:

@@ -33,7 +33,8 @@ class ListenCommand(click.Command):
 @click.option("--important-only", is_flag=True, help="Wake only for to-me, dm, open or escalated deliveries.")
 @click.option("--preview", is_flag=True, help="Append the newest title, neutralised and quoted, to a wake line.")
 @click.option("--source", type=click.Choice(["auto", "file", "ws"]), default="auto", show_default=True,
-              help="file tails the notify file on this host; ws is for remote seats (not in this release).")
+              help="file tails the notify file on this host; auto is file, waiting for the file to appear; "
+                   "ws is for remote seats (not in this release).")
 @click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
 @click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
@@ -97,4 +98,4 @@ def _options(as_id: str, home: str | None, notify_dir: Path | None):
     else:
         directory = where.root
     return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
-                   key=keys.read_key(where, agent) or keys.read_key(where, as_id))
+                   key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answered)
