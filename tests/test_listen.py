@@ -408,3 +408,11 @@ def test_a_forced_file_source_without_the_file_says_what_to_do(hub, pair):
     # The hub answers: the file comes with the seat's first delivery, so the advice is to wait for it.
     assert code == 1 and "no notify file yet" in cause and "first delivery" in cause and "--source file" in cause
     assert cause in stderr
+
+
+def test_home_and_as_before_the_subcommand_reach_the_listener(hub, pair):
+    env = {k: v for k, v in hub.env.items() if k != "AGORA_HOME"}
+    done = subprocess.run([AGORA, "--home", str(hub.home), "--as", "runtime", "listen", "--once", "--max-wait", "1"],
+                          capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0 and done.stdout.splitlines() == [
+        f"AGORA_LISTEN armed source=file agent=runtime hub={hub.home / 'agorad.sock'}", "AGORA_LISTEN ended reason=max-wait"]

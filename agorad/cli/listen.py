@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, home_option
+from agorad.cli.shared import SharedOption
 
 
 class ListenCommand(click.Command):
@@ -17,15 +18,20 @@ class ListenCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            from agora_listen import sentinels
-
-            exc.exit_code = 1
-            sentinels.emit(sentinels.ended("error", exc.format_message()))
+            self.usage_failed(exc)
             raise
+
+    @staticmethod
+    def usage_failed(exc: click.UsageError) -> None:
+        """Print the tombstone and make the exit 1; also for a usage error found before the subcommand."""
+        from agora_listen import sentinels
+
+        exc.exit_code = 1
+        sentinels.emit(sentinels.ended("error", exc.format_message()))
 
 
 @click.command("listen", cls=ListenCommand)
-@click.option("--as", "as_id", metavar="ID", required=True, help="The seat to listen for.")
+@click.option("--as", "as_id", cls=SharedOption, metavar="ID", required=True, help="The seat to listen for.")
 @click.option("--once", is_flag=True, help="Exit after the first wake (2), or at --max-wait (0).")
 @click.option("--max-wait", type=DURATION, help="With --once: give up after this long (exit 0). With --adaptive: the cap.")
 @click.option("--debounce", type=DURATION_OR_ZERO, default="15s", show_default=True,
