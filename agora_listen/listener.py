@@ -13,12 +13,13 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agora_listen import sentinels
 from agora_listen.backlog import current_debts, remember, unrung
 from agora_listen.follow import Follower
+from agora_listen.identity import HUB_RETRY, Rearm, Refused, confirm
 from agora_listen.seat import CORRUPT, Seat
 from agorad.surface.notifyfile import inbox_file
 
@@ -40,10 +41,15 @@ class Options:
     important_only: bool = False
     preview: bool = False
     source: str = "auto"  # auto is file: the only source in this release (ws, for remote seats, is not)
-    confirmed: bool = False  # the hub answered at start-up: agent and notify_dir are what it said
     lock: Path | None = None
     adaptive: bool = False
     heartbeat: float = 300.0
+    # Confirming the seat once the hub answers (identity.py):
+    confirmed: bool = False  # the hub said which agent and notify_dir these are
+    notify_dir_given: bool = False  # --notify-dir: the hub's answer does not move it
+    started: float = field(default_factory=time.time)
+    since: float | None = None  # a re-arm: a seat with no saved place rings what it got since then
+    deadline: float | None = None  # --once with a max-wait: monotonic; a re-arm keeps it
 
 
 class Stop(Exception):
@@ -53,7 +59,13 @@ class Stop(Exception):
 def run(options: Options) -> int:
     """Listen as the options say; every exit prints an `ended` tombstone. Returns the exit status."""
     try:
-        return _run(options)
+        while True:
+            try:
+                return _run(options)
+            except Rearm as rearm:  # the hub, answering late, named another seat or notify directory
+                options = rearm.options
+            except Refused as refused:
+                return _end(refused.reason, EXIT_FAILED, refused.cause)
     except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
         return _end("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")
 
@@ -128,6 +140,15 @@ def end_on_signals_until_armed() -> None:
 class _Signals:
     """TERM, INT and HUP set a flag and wake poll(2) through a pipe (signals only set flags)."""
 
+    _installed: "_Signals | None" = None
+
+    @classmethod
+    def install(cls) -> "_Signals":
+        """The process's one instance: a re-arm keeps it, so a signal caught meanwhile is not lost."""
+        if cls._installed is None:
+            cls._installed = cls()
+        return cls._installed
+
     def __init__(self):
         self.read_fd, write_fd = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         signal.set_wakeup_fd(write_fd)
@@ -146,16 +167,17 @@ class _Signals:
 def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
     from agora_listen.inotify import Inotify
 
-    signals = _Signals()
+    signals = _Signals.install()
     watch = Inotify(str(options.notify_dir), str(notify_path))  # before the first read: no append falls between
     follower = Follower(notify_path)
     saved = _offset(seat)
-    follower.arm(saved)
-    if saved is None:  # a first arm starts at the end: remember it, so later mail is never behind us
+    since = options.since if saved is None else None
+    follower.arm(CORRUPT if since is not None else saved)  # a re-arm with no saved place reads for `since`
+    if saved is None and since is None:  # a first arm starts at the end: remember it, so later mail is never behind us
         seat.save("offset", follower.offset())
     seat.write_pid(options.heartbeat, "file", only_if_free=options.once and not options.lock)
     try:
-        initial = [line for line in follower.read_new() if _rings(options, line)]
+        initial = [line for line in follower.read_new() if _rings(options, line) and _landed_since(line, since)]
         # Lines already waiting ring through the loop; otherwise debt not yet rung for rings now.
         debts = None if initial else current_debts(seat, options.home, options.key)
         # Armed once the position is fixed and the hub asked: anything later reaches the loop.
@@ -176,6 +198,13 @@ def _rings(options: Options, line: dict) -> bool:
     return not options.important_only or bool(IMPORTANT.intersection(line["flags"]))
 
 
+def _landed_since(line: dict, since: float | None) -> bool:
+    """Whether a line was stored at or after `since` (a line without a usable time counts: more wakes, never fewer)."""
+    ts = line.get("ts")
+    usable = isinstance(ts, (int, float)) and not isinstance(ts, bool)
+    return since is None or not usable or ts >= since
+
+
 def _offset(seat: Seat):
     saved = seat.load("offset")
     if saved is None or saved == CORRUPT:
@@ -191,12 +220,17 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
     poller.register(watch.fd, select.POLLIN)
     poller.register(signals.read_fd, select.POLLIN)
     max_wait = _max_wait(options, seat)
-    deadline = time.monotonic() + max_wait if options.once and max_wait is not None else None
+    if options.once and max_wait is not None and options.deadline is None:
+        options.deadline = time.monotonic() + max_wait
+    deadline = options.deadline
     next_beat = time.monotonic() + options.heartbeat
+    next_ask = None if options.confirmed else time.monotonic()  # armed without the hub: ask until it answers
     batch: list[dict] = list(initial)
     window_end = time.monotonic() + options.debounce if batch or follower.missed else None
     while True:
         signals.check()
+        if next_ask is not None and time.monotonic() >= next_ask:
+            next_ask = None if confirm(options, seat) else time.monotonic() + HUB_RETRY
         for line in follower.read_new():
             if _rings(options, line):
                 batch.append(line)
@@ -217,7 +251,7 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             sentinels.emit(sentinels.heartbeat())
             seat.touch_pid()
             next_beat = now + options.heartbeat
-        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat) if t is not None]
+        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat, next_ask) if t is not None]
         timeout = max(0.0, min(wakeups) - time.monotonic())
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
@@ -225,6 +259,8 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             else:
                 watch.drain()
                 watch.follow()  # after a rotation: watch the new file under the name
+                if next_ask is not None:  # something changed in the home: the hub may be up, ask now
+                    next_ask = time.monotonic()
 
 
 def _drain(fd: int) -> None:

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agorad.surface.paths import FILE_MODE, write_private
 from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
+from agorad.surface.seat_files import SUFFIXES as STATE_SUFFIXES
 
 CORRUPT = "corrupt"
 
@@ -77,3 +78,8 @@ class Seat:
 
     def save(self, suffix: str, value, sync: bool = True) -> None:
         write_private(self.file(suffix), json.dumps(value), sync=sync)
+
+    def forget_state(self) -> None:
+        """Remove the state files (offset, backoff, owed signature), as the hub does when a seat goes."""
+        for suffix in STATE_SUFFIXES:
+            self.file(suffix).unlink(missing_ok=True)

@@ -75,33 +75,32 @@ def _fail(cause: str):
 
 
 def _options(as_id: str, home: str | None, notify_dir: Path | None):
-    """Ask the hub (if it answers) for the current id behind an alias and its notify directory."""
+    """Ask the hub (if it answers) for the current id behind an alias and its notify directory.
+
+    With no hub answering, the listener arms on the id as given and the home,
+    and confirms both once the hub answers (agora_listen.identity).
+    """
+    from agora_listen.identity import ask
     from agora_listen.listener import Options
     from agorad.surface import keys
-    from agorad.surface.client import Client
-    from agorad.surface.errors import AgoraError
+    from agorad.surface.errors import NotFound
     from agorad.surface.paths import Home
 
     where = Home.resolve(home)
-    agent, answered, told_dir = as_id, False, None
     try:
-        with Client(where, timeout=5) as hub:
-            told_dir = hub.call("hub.hello").get("notify_dir")
-            answered = True
-            resolved = hub.call("agents.resolve", agent=as_id)
-            agent = resolved["agent"]
-            if resolved["redirected"]:
-                r = resolved["redirected"]
-                click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    except AgoraError as exc:
-        if exc.reason == "not-found":
-            _fail(exc.message)
-        # No hub now: the file source works without it.
+        answer = ask(where.root, as_id)
+    except NotFound as exc:
+        _fail(exc.message)
+    agent = answer.agent if answer else as_id
+    if answer and answer.redirected:
+        r = answer.redirected
+        click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
     if notify_dir is not None:
         directory = notify_dir
-    elif answered:
-        directory = Path(told_dir) if told_dir else None
+    elif answer:
+        directory = answer.notify_dir
     else:
         directory = where.root
     return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
-                   key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answered)
+                   key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answer is not None,
+                   notify_dir_given=notify_dir is not None)
