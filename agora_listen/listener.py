@@ -259,7 +259,9 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             else:
                 watch.drain()
                 watch.follow()  # after a rotation: watch the new file under the name
-                if next_ask is not None:  # something changed in the home: the hub may be up, ask now
+                # Unconfirmed, the hub may be up now; and a name that vanished (not a rotation, whose new
+                # file is already there) means a rename or a removal of the seat: ask the hub either way.
+                if next_ask is not None or not follower.path.exists():
                     next_ask = time.monotonic()
 
 

@@ -119,3 +119,35 @@ def test_a_notify_directory_learnt_late_is_followed(home, ears):
         ear.stop()
     finally:
         hub.stop()
+
+
+def test_a_rename_while_listening_moves_the_listener_to_the_new_seat(home, ears):
+    hub = Hub(home, "--notify-rotate-mb", "0.001").start()  # about 1 KiB: a few DMs rotate the file
+    try:
+        with seats(hub, "memory", "b1") as s:
+            send(s["memory"], "@b1", "make the file")
+            ear = ears(hub, "--as", "b1", "--debounce", "0")
+            assert fields(ear.next_line())["agent"] == "b1"
+            hub.call("agents.rename", old="b1", new="b2", reason="split")
+            assert fields(ear.wait_for("AGORA_LISTEN armed"))["agent"] == "b2"
+            rung = 0
+            for i in range(12):  # rotates the new seat's file more than once
+                send(s["memory"], "@b2", f"m{i}", "y" * 100)
+                wake = fields(ear.wait_for("AGORA_WAKE"))
+                assert wake["agent"] == "b2"
+                rung += int(wake["n"])
+            assert rung == 12 and (home / "b2-inbox.log.1").exists()
+            ear.stop()
+    finally:
+        hub.stop()
+
+
+def test_removing_the_seat_ends_its_listener_with_a_reason(hub, ears):
+    with seats(hub, "memory", "b1") as s:
+        send(s["memory"], "@b1", "make the file")
+    ear = ears(hub, "--as", "b1")
+    ear.next_line()
+    hub.call("agents.remove", agent="b1")
+    code, lines, stderr = ear.finish()
+    assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error cause=") and "b1" in stderr
+    assert not (hub.home / "listen-b1.offset").exists()
