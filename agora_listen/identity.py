@@ -4,15 +4,18 @@ Asked at start-up. A listener that started while no hub answered armed on
 what it could know (the id as given, the home as notify directory); it asks
 again as soon as the hub answers (`confirm`), because either may be wrong: the
 id may be an alias left by a rename (deliveries now go to the new id's file)
-or the hub may write its notify files elsewhere. Staying armed on a file no
-one writes would make the seat deaf, so a wrong guess re-arms (`Rearm`) or,
-when there is nothing to listen to, ends with a reason (`Refused`).
+or the hub may write its notify files elsewhere. An armed listener asks again
+too when its file's name vanishes without a rotation: the hub moves the file
+at a rename and deletes it at a removal. Staying armed on a file no one writes
+would make the seat deaf, so a wrong guess re-arms (`Rearm`) or, when there is
+nothing to listen to, ends with a reason (`Refused`).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -59,7 +62,7 @@ def ask(home: Path, agent: str, timeout: float = 5.0) -> Answer | None:
 
 
 def confirm(options, seat) -> bool:
-    """Whether the hub, if it answers now, confirms what this listener armed on.
+    """Whether the hub, if it answers now, confirms the seat and notify directory this listener armed on.
 
     False while no hub answers (ask again later). True when it confirms (the
     options are marked confirmed). Raises Rearm with the options to listen
@@ -93,3 +96,27 @@ def confirm(options, seat) -> bool:
     key = keys.read_key(Home(options.home), answer.agent) or options.key
     raise Rearm(dataclasses.replace(options, agent=answer.agent, notify_dir=notify_dir, key=key, confirmed=True,
                                     since=options.started))
+
+
+class Asker:
+    """When the listener's loop asks the hub: until it first answers, and when the followed file's name vanishes."""
+
+    def __init__(self, options, seat):
+        self.options, self.seat = options, seat
+        self.at: float | None = None if options.confirmed else time.monotonic()  # monotonic; None: no need
+        self._vanished: int | None = None  # the inode already asked about
+
+    def ask_if_due(self) -> None:
+        """Ask now if due (raises Rearm or Refused as `confirm` does); while no hub answers, again later."""
+        if self.at is not None and time.monotonic() >= self.at:
+            self.at = None if confirm(self.options, self.seat) else time.monotonic() + HUB_RETRY
+
+    def notice_change(self, follower) -> None:
+        """After file events. Unconfirmed, the hub may be up now. A followed file whose name is gone, with no
+        new file in its place (a rotation puts one there at once), was moved by a rename or deleted by a
+        removal: ask once per such file. A seat with no file yet never asks (other seats' files come and go)."""
+        if self.at is not None:
+            self.at = time.monotonic()
+        elif follower.inode is not None and follower.inode != self._vanished and not follower.path.exists():
+            self._vanished = follower.inode
+            self.at = time.monotonic()

@@ -19,7 +19,7 @@ from pathlib import Path
 from agora_listen import sentinels
 from agora_listen.backlog import current_debts, remember, unrung
 from agora_listen.follow import Follower
-from agora_listen.identity import HUB_RETRY, Rearm, Refused, confirm
+from agora_listen.identity import Asker, Rearm, Refused
 from agora_listen.seat import CORRUPT, Seat
 from agorad.surface.notifyfile import inbox_file
 
@@ -224,13 +224,12 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
         options.deadline = time.monotonic() + max_wait
     deadline = options.deadline
     next_beat = time.monotonic() + options.heartbeat
-    next_ask = None if options.confirmed else time.monotonic()  # armed without the hub: ask until it answers
+    asker = Asker(options, seat)  # armed without the hub, or the file's name vanished: ask the hub
     batch: list[dict] = list(initial)
     window_end = time.monotonic() + options.debounce if batch or follower.missed else None
     while True:
         signals.check()
-        if next_ask is not None and time.monotonic() >= next_ask:
-            next_ask = None if confirm(options, seat) else time.monotonic() + HUB_RETRY
+        asker.ask_if_due()
         for line in follower.read_new():
             if _rings(options, line):
                 batch.append(line)
@@ -251,7 +250,7 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             sentinels.emit(sentinels.heartbeat())
             seat.touch_pid()
             next_beat = now + options.heartbeat
-        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat, next_ask) if t is not None]
+        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat, asker.at) if t is not None]
         timeout = max(0.0, min(wakeups) - time.monotonic())
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
@@ -259,10 +258,7 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             else:
                 watch.drain()
                 watch.follow()  # after a rotation: watch the new file under the name
-                # Unconfirmed, the hub may be up now; and a name that vanished (not a rotation, whose new
-                # file is already there) means a rename or a removal of the seat: ask the hub either way.
-                if next_ask is not None or not follower.path.exists():
-                    next_ask = time.monotonic()
+                asker.notice_change(follower)
 
 
 def _drain(fd: int) -> None:
