@@ -1,9 +1,10 @@
-"""A listener armed while the hub was down confirms its seat and notify file once the hub answers.
+"""A listener confirms its seat and notify file with the hub, and never stays armed on a file nobody writes.
 
-Armed on what it could know (the id as given, the home as notify directory),
-it asks the hub as soon as it answers: a renamed id re-arms on the new seat's
-file, ringing what landed meanwhile; an unknown id or a hub without notify
-files ends with a reason. It never stays armed on a file nobody writes.
+Armed while the hub was down on what it could know (the id as given, the home
+as notify directory), it asks the hub as soon as it answers: a renamed id
+re-arms on the new seat's file, ringing what landed meanwhile; an unknown id
+ends with a reason. Armed with the hub up, it asks again when its file's name
+vanishes: a rename moves it to the new seat, a removal ends it.
 """
 
 from __future__ import annotations
@@ -49,8 +50,12 @@ def _renamed_then_down(home, *hub_args: str, listened: bool = False) -> Hub:
 
 def _up_and_send(home, *hub_args: str) -> Hub:
     hub = Hub(home, *hub_args).start()
-    with hub.client("memory") as memory:
-        memory.call("messages.send", target="@b1", title="for the old name", body="")
+    try:
+        with hub.client("memory") as memory:
+            memory.call("messages.send", target="@b1", title="for the old name", body="")
+    except BaseException:
+        hub.stop()
+        raise
     return hub
 
 
@@ -104,9 +109,11 @@ def test_an_id_the_hub_does_not_know_ends_once_it_answers(home, ears):
 def test_a_notify_directory_learnt_late_is_followed(home, ears):
     elsewhere = str(home.parent / "notify")
     first = Hub(home, "--notify-dir", elsewhere).start()
-    first.add_agent("memory")
-    first.add_agent("b1")
-    first.stop()
+    try:
+        first.add_agent("memory")
+        first.add_agent("b1")
+    finally:
+        first.stop()
     ear = ears(first, "--as", "b1", "--debounce", "0")
     ear.next_line()  # armed on <home>/b1-inbox.log: no hub was there to say otherwise
     hub = Hub(home, "--notify-dir", elsewhere).start()

@@ -55,7 +55,7 @@ def group_options(command):
 def check_applies(ctx: click.Context, name: str, command: click.Command | None, rest: list[str]) -> None:
     """Refuse a shared option given before a command that does not take it, before anything runs."""
     given = ctx.meta.get(_GIVEN)
-    if not given or command is None:
+    if not given or command is None or set(ctx.help_option_names) & set(rest):  # help is shown whatever else
         return
     path, leaf = _leaf(ctx, [name], command, rest)
     if leaf is None:  # no subcommand named yet (or --help): click says what is missing
