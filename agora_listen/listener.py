@@ -230,10 +230,13 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
     while True:
         signals.check()
         asker.ask_if_due()
+        following = follower.inode
         for line in follower.read_new():
             if _rings(options, line):
                 batch.append(line)
                 window_end = window_end or time.monotonic() + options.debounce
+        if follower.inode != following:  # it moved to a new file under the name: watch that one now. Left
+            watch.follow()               # to the next event, the watch could skip a file whose number is reused
         if follower.missed:  # lines lost to rotation might have been important: they ring
             window_end = window_end or time.monotonic() + options.debounce
         now = time.monotonic()
