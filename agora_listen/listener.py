@@ -14,12 +14,13 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from agora_listen import sentinels
 from agora_listen.backlog import current_debts, remember, unrung
 from agora_listen.follow import Follower
+from agora_listen.identity import Asker, Rearm, Refused
 from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface.paths import notify_file
@@ -41,11 +42,17 @@ class Options:
     debounce: float = settings.DEBOUNCE
     important_only: bool = False
     preview: bool = False
-    source: str = "auto"
+    source: str = "auto"  # auto is file: the only source in this release (ws, for remote seats, is not)
     lock: Path | None = None
     adaptive: bool = False
     heartbeat: float = settings.LISTEN_HEARTBEAT
     watcher: str = "auto"  # one of vocab.WATCHERS
+    # Confirming the seat once the hub answers (identity.py):
+    confirmed: bool = False  # the hub said which agent and notify_dir these are
+    notify_dir_given: bool = False  # --notify-dir: the hub's answer does not move it
+    started: float = field(default_factory=time.time)
+    since: float | None = None  # a re-arm: a seat with no saved place rings what it got since then
+    deadline: float | None = None  # --once with a max-wait: monotonic; a re-arm keeps it
 
 
 class Stop(Exception):
@@ -55,7 +62,13 @@ class Stop(Exception):
 def run(options: Options) -> int:
     """Listen as the options say; every exit prints an `ended` tombstone. Returns the exit status."""
     try:
-        return _run(options)
+        while True:
+            try:
+                return _run(options)
+            except Rearm as rearm:  # the hub, answering late, named another seat or notify directory
+                options = rearm.options
+            except Refused as refused:
+                return _end(refused.reason, EXIT_FAILED, refused.cause)
     except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
         return _end("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")
 
@@ -64,17 +77,15 @@ def _run(options: Options) -> int:
     seat = Seat(options.home, options.agent)
     if seat.driver_owns_reception():  # refuse statelessly: no seat file is touched
         return _end("driver-owns-reception", EXIT_QUIET)
-    source = _source(options)
-    if source != "file":
-        return _end("error", EXIT_FAILED, f"--source {source} needs the remote hub support, not in this release; "
+    if options.source == "ws":
+        return _end("error", EXIT_FAILED, "--source ws needs the remote hub support, not in this release; "
                     "use --source file on the hub's host")
     if options.notify_dir is None:
         return _end("no-notify-file", EXIT_FAILED, "the hub writes no notify files (it was started with "
                     "--notify-dir ''); start it with notify files to listen")
     notify_path = notify_file(options.notify_dir, options.agent)
     if not options.notify_dir.is_dir() or (options.source == "file" and not notify_path.exists()):
-        reason = "no-notify-file"
-        return _end(reason, EXIT_FAILED, f"{notify_path} does not exist (is the hub writing notify files there?)")
+        return _end("no-notify-file", EXIT_FAILED, _no_file_yet(options, notify_path))
     # Persistent mode always holds the seat's lock (and --lock too, if given); --once only --lock.
     locks = [] if options.once else [seat.file("lock")]
     if options.lock and not any(_same_file(options.lock, held) for held in locks):
@@ -102,10 +113,15 @@ def _same_file(a: Path, b: Path) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _source(options: Options) -> str:
-    if options.source != "auto":
-        return options.source
-    return "file" if options.notify_dir is None or options.notify_dir.is_dir() else "ws"
+def _no_file_yet(options: Options, path: Path) -> str:
+    """What a missing notify file means here, and what to do about it."""
+    start = f"start the hub (`agora up --home {options.home}`) or check --home and --notify-dir"
+    if not options.notify_dir.is_dir():  # e.g. a home where no hub has ever run
+        return f"no notify file yet at {path}: the directory {options.notify_dir} does not exist; {start}"
+    if options.confirmed:  # the hub answered: the file comes with the seat's first delivery
+        return (f"no notify file yet at {path}: the hub creates it at the seat's first delivery; "
+                "leave out --source file to wait for it")
+    return f"no notify file yet at {path} and no hub answering; {start}, or leave out --source file to wait for it"
 
 
 def _end(reason: str, status: int, cause: str | None = None) -> int:
@@ -127,6 +143,15 @@ def end_on_signals_until_armed() -> None:
 class _Signals:
     """TERM, INT and HUP set a flag and wake poll(2) through a pipe (signals only set flags)."""
 
+    _installed: "_Signals | None" = None
+
+    @classmethod
+    def install(cls) -> "_Signals":
+        """The process's one instance: a re-arm keeps it, so a signal caught meanwhile is not lost."""
+        if cls._installed is None:
+            cls._installed = cls()
+        return cls._installed
+
     def __init__(self):
         self.read_fd, write_fd = wake_pipe()
         signal.set_wakeup_fd(write_fd)
@@ -143,17 +168,18 @@ class _Signals:
 
 
 def _listen(options: Options, seat: Seat, notify_path: Path) -> int:
-    signals = _Signals()
+    signals = _Signals.install()
     # Before the first read: no append falls between.
     watch = open_watcher(options.watcher, str(options.notify_dir), str(notify_path))
     follower = Follower(notify_path)
     saved = _offset(seat)
-    follower.arm(saved)
-    if saved is None:  # a first arm starts at the end: remember it, so later mail is never behind us
+    since = options.since if saved is None else None
+    follower.arm(CORRUPT if since is not None else saved)  # a re-arm with no saved place reads for `since`
+    if saved is None and since is None:  # a first arm starts at the end: remember it, so later mail is never behind us
         seat.save("offset", follower.offset())
     seat.write_pid(options.heartbeat, "file", only_if_free=options.once and not options.lock)
     try:
-        initial = [line for line in follower.read_new() if _rings(options, line)]
+        initial = [line for line in follower.read_new() if _rings(options, line) and _landed_since(line, since)]
         # Lines already waiting ring through the loop; otherwise debt not yet rung for rings now.
         debts = None if initial else current_debts(seat, options.home, options.key)
         # Armed once the position is fixed and the hub asked: anything later reaches the loop.
@@ -176,6 +202,13 @@ def _rings(options: Options, line: dict) -> bool:
     return not options.important_only or bool(IMPORTANT_FLAGS.intersection(line["flags"]))
 
 
+def _landed_since(line: dict, since: float | None) -> bool:
+    """Whether a line was stored at or after `since` (a line without a usable time counts: more wakes, never fewer)."""
+    ts = line.get("ts")
+    usable = isinstance(ts, (int, float)) and not isinstance(ts, bool)
+    return since is None or not usable or ts >= since
+
+
 def _offset(seat: Seat):
     saved = seat.load("offset")
     if saved is None or saved == CORRUPT:
@@ -191,16 +224,23 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
     poller.register(watch.fd, select.POLLIN)
     poller.register(signals.read_fd, select.POLLIN)
     max_wait = _max_wait(options, seat)
-    deadline = time.monotonic() + max_wait if options.once and max_wait is not None else None
+    if options.once and max_wait is not None and options.deadline is None:
+        options.deadline = time.monotonic() + max_wait
+    deadline = options.deadline
     next_beat = time.monotonic() + options.heartbeat
+    asker = Asker(options, seat)  # armed without the hub, or the file's name vanished: ask the hub
     batch: list[dict] = list(initial)
     window_end = time.monotonic() + options.debounce if batch or follower.missed else None
     while True:
         signals.check()
+        asker.ask_if_due()
+        following = follower.inode
         for line in follower.read_new():
             if _rings(options, line):
                 batch.append(line)
                 window_end = window_end or time.monotonic() + options.debounce
+        if follower.inode != following:  # it moved to a new file under the name: watch that one now. Left
+            watch.follow()               # to the next event, the watch could skip a file whose number is reused
         if follower.missed:  # lines lost to rotation might have been important: they ring
             window_end = window_end or time.monotonic() + options.debounce
         now = time.monotonic()
@@ -217,7 +257,7 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             sentinels.emit(sentinels.heartbeat())
             seat.touch_pid()
             next_beat = now + options.heartbeat
-        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat) if t is not None]
+        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat, asker.at) if t is not None]
         timeout = max(0.0, min(wakeups) - time.monotonic())
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
@@ -225,6 +265,7 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             else:
                 watch.drain()
                 watch.follow()  # after a rotation: watch the new file under the name
+                asker.notice_change(follower)
 
 
 def _drain(fd: int) -> None:

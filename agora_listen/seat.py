@@ -11,7 +11,7 @@ import json
 import os
 from pathlib import Path
 
-from agorad.surface.paths import FILE_MODE, drive_file, listen_file, write_private
+from agorad.surface.paths import FILE_MODE, LISTEN_STATE, drive_file, listen_file, write_private
 from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
 
 CORRUPT = "corrupt"
@@ -77,3 +77,8 @@ class Seat:
 
     def save(self, suffix: str, value, sync: bool = True) -> None:
         write_private(self.file(suffix), json.dumps(value), sync=sync)
+
+    def forget_state(self) -> None:
+        """Remove the state files (offset, backoff, owed signature), as the hub does when a seat goes."""
+        for suffix in LISTEN_STATE:
+            self.file(suffix).unlink(missing_ok=True)

@@ -201,3 +201,33 @@ def test_inbox_says_how_many_more_debts_right_under_the_owed_block(cli, hub):
     assert lines[0] == "OWED (3): you owe a reply to"
     assert lines[2] == "  ... and 2 more: agora owed --as runtime"
     assert lines[3].startswith("dm:memory--runtime (3 unread)")
+
+
+def test_options_every_command_takes_also_work_before_the_subcommand(cli, hub):
+    # The issue: `agora --home DIR status` was refused with "No such option '--home'".
+    elsewhere = {"AGORA_HOME": str(hub.home.parent / "nowhere")}
+    home = str(hub.home)
+    assert json.loads(cli("--home", home, "status", "--json", env=elsewhere).stdout)["pid"] == hub.proc.pid
+    assert json.loads(cli("--home", home, "--json", "status", env=elsewhere).stdout)["pid"] == hub.proc.pid
+    # Given in both places, the subcommand's own value wins.
+    assert json.loads(cli("--home", "/nowhere", "status", "--json", "--home", home).stdout)["running"] is True
+    assert json.loads(cli("--home", home, "status", "--json", "--home", "/nowhere", code=3).stdout)["running"] is False
+    # --as and --json too, down nested groups.
+    cli("agent", "add", "runtime")
+    beat = json.loads(cli("--as", "runtime", "--json", "heartbeat", "--status", "busy").stdout)
+    assert (beat["agent"], beat["status"]) == ("runtime", "busy")
+    assert json.loads(cli("--json", "agent", "show", "runtime").stdout)["id"] == "runtime"
+    done = subprocess.run([AGORA, "--home", home, "agents", "--json"], capture_output=True, text=True,
+                          env={**os.environ, **elsewhere}, timeout=30)
+    assert done.returncode == 0 and json.loads(done.stdout)[0]["id"] == "runtime"
+
+
+def test_a_shared_option_before_a_command_that_does_not_take_it_is_a_usage_error(cli, hub):
+    cli("agent", "add", "runtime")
+    refused = cli("--as", "runtime", "agent", "rm", "runtime", code=2)
+    assert "--as" in refused.stderr and "agora agent rm" in refused.stderr
+    assert json.loads(cli("agents", "--json").stdout)[0]["id"] == "runtime"  # nothing changed
+    assert "--json" in cli("--json", "up", code=2).stderr
+    # `agora listen` keeps its own contract: a tombstone, and 1 (2 means "woke").
+    listen = cli("--json", "listen", "--as", "runtime", "--once", code=1)
+    assert listen.stdout.splitlines()[-1].startswith("AGORA_LISTEN ended reason=error cause=") and "--json" in listen.stdout

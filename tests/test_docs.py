@@ -399,7 +399,7 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(op, "agents.get", agent="carol")  # through the alias: aliases and a redirect
         call(op, "kb.delete", key="profile/dan")
         call(op, "agents.remove", agent="dave")
-        return results, bob.notifications
+        return results, list(bob.notifications(timeout=0))
 
 
 def test_rpc_documents_every_field_a_real_hub_answers(hub):

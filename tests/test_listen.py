@@ -9,7 +9,7 @@ import subprocess
 
 import pytest
 
-from tests.hubproc import Hub, wait_for
+from tests.hubproc import AGORA, Hub, wait_for
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 
@@ -109,16 +109,19 @@ def test_rotation_between_instances_loses_nothing(home):
 
 
 def test_rotation_during_a_listeners_life(home):
+    # A send per wake keeps the listener reading (never polling) across rotations: it moves to each new file
+    # without a file event, and must watch it at once. It used to watch it only at the next event, which could
+    # skip a file whose inode number was reused, leaving no watch at all: deaf (6 runs of 10 failed).
     hub = Hub(home, "--notify-rotate-mb", "0.001").start()
     try:
         with seats(hub, "memory", "runtime") as s:
             ear = Listener(hub, "--as", "runtime", "--debounce", "0")
             ear.next_line()
             seen = 0
-            for i in range(15):
+            for i in range(60):  # about 12 rotations
                 send(s["memory"], "commons", f"m{i}", "y" * 60)
                 seen += int(fields(ear.wait_for("AGORA_WAKE"))["n"])
-            assert seen == 15 and (home / "runtime-inbox.log.1").exists()
+            assert seen == 60 and (home / "runtime-inbox.log.1").exists()
             ear.stop()
     finally:
         hub.stop()
@@ -389,3 +392,32 @@ def test_an_unreadable_key_file_still_ends_with_a_tombstone(hub, pair):
     key_file.mkdir()
     code, lines, _ = listen_once(hub, "--as", "runtime", "--max-wait", "1")
     assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait"
+
+
+def test_a_home_where_no_hub_ever_ran_says_there_is_no_notify_file_yet(home):
+    # The issue: this ended with a cause about `--source ws` (auto fell back to a source that does not exist).
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY")}
+    done = subprocess.run([AGORA, "listen", "--once", "--as", "b", "--home", str(home), "--max-wait", "1"],
+                          capture_output=True, text=True, env=env, timeout=30)
+    ended = done.stdout.splitlines()[-1]
+    assert done.returncode == 1 and ended.startswith("AGORA_LISTEN ended reason=no-notify-file cause=")
+    cause = json.loads(ended.split("cause=", 1)[1])
+    assert "no notify file yet" in cause and str(home / "b-inbox.log") in cause
+    assert "agora up" in cause and "--home" in cause and "ws" not in cause
+    assert not home.exists()  # nothing was created
+
+
+def test_a_forced_file_source_without_the_file_says_what_to_do(hub, pair):
+    code, lines, stderr = listen_once(hub, "--as", "runtime", "--source", "file", "--max-wait", "1")
+    cause = json.loads(lines[-1].split("cause=", 1)[1])
+    # The hub answers: the file comes with the seat's first delivery, so the advice is to wait for it.
+    assert code == 1 and "no notify file yet" in cause and "first delivery" in cause and "--source file" in cause
+    assert cause in stderr
+
+
+def test_home_and_as_before_the_subcommand_reach_the_listener(hub, pair):
+    env = {k: v for k, v in hub.env.items() if k != "AGORA_HOME"}
+    done = subprocess.run([AGORA, "--home", str(hub.home), "--as", "runtime", "listen", "--once", "--max-wait", "1"],
+                          capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 0 and done.stdout.splitlines() == [
+        f"AGORA_LISTEN armed source=file agent=runtime hub={hub.home / 'agorad.sock'}", "AGORA_LISTEN ended reason=max-wait"]

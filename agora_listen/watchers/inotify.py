@@ -5,8 +5,8 @@ observer costs tens of milliseconds and it runs threads, while
 `agora listen --once` runs in a loop where start-up time is the budget
 (inotify(7) is the kernel interface watchdog itself uses on Linux).
 
-In steady state only the file is watched (appends, and its own rename or
-removal at a rotation). The directory is watched only while the name is
+In steady state only the file is watched (appends, and its own rename at a
+rotation or a seat's rename, or its unlink at a seat's removal). The directory is watched only while the name is
 missing, until the hub creates the file again: a directory watch would wake
 every listener whenever anything in the home changes (the database, other
 seats' files).
@@ -22,13 +22,16 @@ import struct
 import sys
 
 IN_MODIFY = 0x002
+IN_ATTRIB = 0x004
 IN_CLOSE_WRITE = 0x008
 IN_MOVED_TO = 0x080
 IN_CREATE = 0x100
 IN_DELETE_SELF = 0x400
 IN_MOVE_SELF = 0x800
 IN_ONLYDIR = 0x01000000
-WATCH_FILE = IN_MODIFY | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF
+# IN_ATTRIB: an unlink changes the link count. The listener holds the file open, so IN_DELETE_SELF
+# never comes while it does; the removal of a seat (which deletes its file) is seen this way.
+WATCH_FILE = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF
 WATCH_DIR = IN_CREATE | IN_MOVED_TO
 
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then `len` bytes of name

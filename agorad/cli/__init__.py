@@ -11,6 +11,7 @@ import importlib
 import click
 
 from agorad import __version__
+from agorad.cli.shared import check_applies, group_options
 
 # name -> "module:attribute", in the order `agora --help` lists them
 COMMANDS = {
@@ -43,6 +44,11 @@ class LazyGroup(click.Group):
         module, attribute = target.split(":")
         return getattr(importlib.import_module(module), attribute)
 
+    def resolve_command(self, ctx, args):
+        name, command, rest = super().resolve_command(ctx, args)
+        check_applies(ctx, name, command, rest)
+        return name, command, rest
+
     def all_commands(self) -> dict[str, click.Command]:
         """Every subcommand, loaded (for documentation and tests)."""
         return {name: self.get_command(None, name) for name in COMMANDS}
@@ -50,9 +56,12 @@ class LazyGroup(click.Group):
 
 @click.group("agora", cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, prog_name="agora")
+@group_options
 def main():
     """Agora: a hub where AI agents register, post, owe replies and get woken.
 
     Start the hub with `agora up`, register a seat with `agora agent add`.
-    Every command reads AGORA_HOME (or --home). See agora(1).
+    Every command reads AGORA_HOME (or --home). --home, --as and --json may
+    come before the command too; given in both places, the command's own wins.
+    See agora(1).
     """

@@ -13,21 +13,23 @@ import time
 
 import click
 
+from agorad.cli.shared import SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.paths import Home
 
 EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
 
+# Shared options: also accepted before the subcommand (`agora --home DIR status`; see shared.py).
 home_option = click.option(
-    "--home", "home", envvar="AGORA_HOME", type=click.Path(file_okay=False),
+    "--home", "home", cls=SharedOption, envvar="AGORA_HOME", type=click.Path(file_okay=False),
     help="The hub's home directory (default: $AGORA_HOME, else ~/.agora).",
 )
-json_option = click.option("--json", "as_json", is_flag=True, help="Print the result as JSON.")
+json_option = click.option("--json", "as_json", cls=SharedOption, is_flag=True, help="Print the result as JSON.")
 
 
 def as_option(required: bool = True):
     return click.option(
-        "--as", "as_id", metavar="ID", required=required,
+        "--as", "as_id", cls=SharedOption, metavar="ID", required=required,
         help="Act as this agent; the key comes from $AGORA_KEY or <home>/keys/ID.key.",
     )
 

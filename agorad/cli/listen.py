@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, home_option
+from agorad.cli.shared import SharedOption
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
 from agorad.surface.vocab import LISTEN_SOURCES, WATCHERS
@@ -20,15 +21,20 @@ class ListenCommand(click.Command):
         try:
             return super().parse_args(ctx, args)
         except click.UsageError as exc:
-            from agora_listen import sentinels
-
-            exc.exit_code = 1
-            sentinels.emit(sentinels.ended("error", exc.format_message()))
+            self.usage_failed(exc)
             raise
+
+    @staticmethod
+    def usage_failed(exc: click.UsageError) -> None:
+        """Print the tombstone and make the exit 1; also for a usage error found before the subcommand."""
+        from agora_listen import sentinels
+
+        exc.exit_code = 1
+        sentinels.emit(sentinels.ended("error", exc.format_message()))
 
 
 @click.command("listen", cls=ListenCommand)
-@click.option("--as", "as_id", metavar="ID", required=True, help="The seat to listen for.")
+@click.option("--as", "as_id", cls=SharedOption, metavar="ID", required=True, help="The seat to listen for.")
 @click.option("--once", is_flag=True, help="Exit after the first wake (2), or at --max-wait (0).")
 @click.option("--max-wait", type=DURATION, help="With --once: give up after this long (exit 0). With --adaptive: the cap.")
 @click.option("--debounce", type=DURATION_OR_ZERO, default=format_duration(settings.DEBOUNCE), show_default=True,
@@ -36,7 +42,8 @@ class ListenCommand(click.Command):
 @click.option("--important-only", is_flag=True, help="Wake only for to-me, dm, open or escalated deliveries.")
 @click.option("--preview", is_flag=True, help="Append the newest title, neutralised and quoted, to a wake line.")
 @click.option("--source", type=click.Choice(LISTEN_SOURCES), default="auto", show_default=True,
-              help="file tails the notify file on this host; ws is for remote seats (not in this release).")
+              help="file tails the notify file on this host; auto is file, waiting for the file to appear; "
+                   "ws is for remote seats (not in this release).")
 @click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
 @click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
@@ -76,33 +83,32 @@ def _fail(cause: str):
 
 
 def _options(as_id: str, home: str | None, notify_dir: Path | None):
-    """Ask the hub (if it answers) for the current id behind an alias and its notify directory."""
+    """Ask the hub (if it answers) for the current id behind an alias and its notify directory.
+
+    With no hub answering, the listener arms on the id as given and the home,
+    and confirms both once the hub answers (agora_listen.identity).
+    """
+    from agora_listen.identity import ask
     from agora_listen.listener import Options
     from agorad.surface import keys
-    from agorad.surface.client import Client
-    from agorad.surface.errors import AgoraError
+    from agorad.surface.errors import NotFound
     from agorad.surface.paths import Home
 
     where = Home.resolve(home)
-    agent, answered, told_dir = as_id, False, None
     try:
-        with Client(where, timeout=5) as hub:
-            told_dir = hub.call("hub.hello").get("notify_dir")
-            answered = True
-            resolved = hub.call("agents.resolve", agent=as_id)
-            agent = resolved["agent"]
-            if resolved["redirected"]:
-                r = resolved["redirected"]
-                click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    except AgoraError as exc:
-        if exc.reason == "not-found":
-            _fail(exc.message)
-        # No hub now: the file source works without it.
+        answer = ask(where.root, as_id)
+    except NotFound as exc:
+        _fail(exc.message)
+    agent = answer.agent if answer else as_id
+    if answer and answer.redirected:
+        r = answer.redirected
+        click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
     if notify_dir is not None:
         directory = notify_dir
-    elif answered:
-        directory = Path(told_dir) if told_dir else None
+    elif answer:
+        directory = answer.notify_dir
     else:
         directory = where.root
     return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
-                   key=keys.read_key(where, agent) or keys.read_key(where, as_id))
+                   key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answer is not None,
+                   notify_dir_given=notify_dir is not None)

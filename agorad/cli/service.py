@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from agorad.cli.common import handles_errors, json_option, print_json
+from agorad.cli.shared import SharedOption
 
 
 @click.group("service")
@@ -13,7 +14,7 @@ def service():
 
 
 @service.command("install")
-@click.option("--home", "home", envvar="AGORA_HOME", type=click.Path(file_okay=False),
+@click.option("--home", "home", cls=SharedOption, envvar="AGORA_HOME", type=click.Path(file_okay=False),
               help="Run the hub on this home, written into the unit (default: $AGORA_HOME, else ~/.agora).")
 @click.option("--no-reload", is_flag=True, help="Do not run `systemctl --user daemon-reload` afterwards.")
 @json_option

@@ -1,33 +1,50 @@
 """The client every other part uses, and the Python SDK.
 
 Blocking and small: `agora listen --once` imports it in a loop, so it pulls in
-nothing heavier than `socket` and `json`.
+nothing heavier than `socket`, `select` and `json`.
 
     with Client(home) as hub:
         hub.hello("runtime", key)
         hub.call("agents.heartbeat", status="working", task="review #12")
+
+A connection that called `inbox.subscribe` also receives pushes:
+
+    hub.call("inbox.subscribe")
+    for note in hub.notifications():          # or hub.next_notification(timeout=5)
+        print(note["params"]["channel"], note["params"]["seq"])
 """
 
 from __future__ import annotations
 
+import collections
 import json
+import math
 import os
+import select
 import socket
+import time
+from typing import Iterator
 
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
 
+_RECV = 1 << 16
 
 class Client:
-    """One connection to a hub's Unix socket; calls are answered in order."""
+    """One connection to a hub's Unix socket; calls are answered in order.
+
+    Not thread-safe: calls and push notifications share one stream, so use a
+    Client from one thread at a time (a thread that waits for pushes while
+    another calls needs a Client of its own).
+    """
 
     def __init__(self, home: Home | str | os.PathLike | None = None, timeout: float | None = 30.0):
         self.home = home if isinstance(home, Home) else Home.resolve(home)
         self.timeout = timeout
-        self.notifications: list[dict] = []
+        self._pushed: collections.deque[dict] = collections.deque()  # pushes read while awaiting a reply
         self._sock: socket.socket | None = None
-        self._reader = None
+        self._buffer = bytearray()  # bytes received past the last whole line
         self._next_id = 0
 
     def connect(self) -> "Client":
@@ -42,14 +59,14 @@ class Client:
         except OSError as exc:
             sock.close()
             raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
-        self._sock, self._reader = sock, sock.makefile("rb")
+        self._sock = sock
+        self._buffer.clear()
         return self
 
     def close(self) -> None:
         if self._sock:
-            self._reader.close()
             self._sock.close()
-            self._sock = self._reader = None
+            self._sock = None
 
     def __enter__(self) -> "Client":
         return self if self._sock else self.connect()
@@ -76,22 +93,89 @@ class Client:
         declared = {} if interval is None else {"interval": interval}
         return self.call("hub.hello", agent=agent, key=key, **declared)
 
+    def next_notification(self, timeout: float | None = None) -> dict | None:
+        """The next push on this connection (such as `inbox.delivery` after `inbox.subscribe`), oldest first.
+
+        Waits up to `timeout` seconds (None: without limit; 0: only what has
+        already arrived) and returns None if nothing came; the connection stays
+        usable. Pushes that arrived while a call awaited its reply come first,
+        even after `close()`; after them a closed or lost connection raises
+        Unavailable instead of waiting for ever.
+        """
+        if self._pushed:
+            return self._pushed.popleft()
+        if self._sock is None:
+            raise Unavailable(f"the connection to {self.home.socket} is closed; connect and call inbox.subscribe "
+                              "again to receive pushes")
+        deadline = math.inf if timeout is None else time.monotonic() + timeout
+        try:
+            while True:
+                line = self._next_line(deadline)
+                if line is None:
+                    return None
+                message = self._decode(line)
+                if "id" not in message:
+                    return message
+                # A reply no call awaits (its call gave up): not a push, and no one else's to return.
+        except (ConnectionResetError, socket.timeout) as exc:
+            self.close()
+            raise Unavailable(f"the hub at {self.home.socket} went away: {exc}") from None
+
+    def notifications(self, timeout: float | None = None) -> Iterator[dict]:
+        """Each push as it comes, until none comes within `timeout` seconds (None: until the connection ends).
+
+        A closed or lost connection raises Unavailable, so a consumer can tell it from a quiet one.
+        """
+        while True:
+            message = self.next_notification(timeout)
+            if message is None:
+                return
+            yield message
+
     def _await_reply(self, request_id: int):
         while True:
-            line = self._reader.readline()
-            if not line.endswith(b"\n"):  # EOF, or the hub died in the middle of a reply
-                self.close()
-                raise Unavailable(f"the hub at {self.home.socket} closed the connection")
-            try:
-                message = json.loads(line)
-            except ValueError:
-                self.close()
-                raise Unavailable(f"the hub at {self.home.socket} sent a reply that is not JSON") from None
-            if "id" not in message:  # a push notification (subscribe); keep it for the caller
-                self.notifications.append(message)
+            message = self._decode(self._next_line())
+            if "id" not in message:  # a push notification (subscribe): kept for next_notification
+                self._pushed.append(message)
                 continue
             if "error" in message:
                 raise from_wire(message["error"])
             if message.get("id") == request_id:
                 return message["result"]
 
+    def _next_line(self, deadline: float | None = None) -> bytearray | None:
+        """One whole line. With a `deadline` (monotonic; inf for none) None once it passes, nothing consumed;
+        without one (a call awaiting its reply) the socket's own timeout applies.
+
+        Our own buffer rather than `socket.makefile`: a buffered reader is left
+        inconsistent by a timeout, and waiting for a push must be able to give
+        up and leave the stream in step for the next call.
+        """
+        while True:
+            end = self._buffer.find(b"\n")
+            if end >= 0:
+                line = self._buffer[:end + 1]
+                del self._buffer[:end + 1]
+                return line
+            if deadline is not None and not self._readable(deadline):
+                return None
+            chunk = self._sock.recv(_RECV)
+            if not chunk:  # EOF, or the hub died in the middle of a line
+                self.close()
+                raise Unavailable(f"the hub at {self.home.socket} closed the connection")
+            self._buffer += chunk
+
+    def _readable(self, deadline: float) -> bool:
+        wait = None if deadline == math.inf else max(0.0, deadline - time.monotonic())
+        return bool(select.select([self._sock], [], [], wait)[0])
+
+    def _decode(self, line: bytes) -> dict:
+        try:
+            message = json.loads(line)
+        except ValueError:
+            self.close()
+            raise Unavailable(f"the hub at {self.home.socket} sent a reply that is not JSON") from None
+        if not isinstance(message, dict):
+            self.close()
+            raise Unavailable(f"the hub at {self.home.socket} sent a reply that is not a JSON object")
+        return message

@@ -1,0 +1,82 @@
+"""Options every command takes, also accepted before the subcommand: `agora --home DIR status`.
+
+`--home`, `--as` and `--json` belong to the commands (each declares them, so
+its --help and man page list them); the group accepts them too and hands
+them down. A value given after the subcommand wins over one given before it,
+and either wins over $AGORA_HOME: the nearer and the more explicit setting
+decides. Given before a command that does not take it, an option is a usage
+error rather than silently ignored.
+"""
+
+from __future__ import annotations
+
+import click
+from click.core import ParameterSource
+
+# The group's option -> the parameter name the commands give it.
+SHARED = {"--home": "home", "--as": "as_id", "--json": "as_json"}
+_GIVEN = "agora.shared"  # ctx.meta key: what the group was given, by parameter name
+
+
+class SharedOption(click.Option):
+    """A command's option that takes the group's value when the command's own command line lacks it."""
+
+    def consume_value(self, ctx, opts):
+        value, source = super().consume_value(ctx, opts)
+        if source is not ParameterSource.COMMANDLINE:
+            given = ctx.meta.get(_GIVEN, {})  # meta is shared by every context of one invocation
+            if self.name in given:
+                return given[self.name], ParameterSource.COMMANDLINE
+        return value, source
+
+
+def remember(ctx: click.Context, param: click.Parameter, value):
+    """The group's callback for a shared option: keep a value given on its command line for the command."""
+    if ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
+        ctx.meta.setdefault(_GIVEN, {})[param.name] = value
+    return value
+
+
+def group_options(command):
+    """Decorate the `agora` group with the shared options (not exposed to its callback)."""
+    decorators = [
+        click.option("--home", "home", metavar="DIR", expose_value=False, callback=remember,
+                     help="The hub's home directory, for the command that follows."),
+        click.option("--as", "as_id", metavar="ID", expose_value=False, callback=remember,
+                     help="Act as this agent, for a command that takes --as."),
+        click.option("--json", "as_json", is_flag=True, default=None, expose_value=False, callback=remember,
+                     help="Print JSON, for a command that takes --json."),
+    ]
+    for decorate in reversed(decorators):
+        command = decorate(command)
+    return command
+
+
+def check_applies(ctx: click.Context, name: str, command: click.Command | None, rest: list[str]) -> None:
+    """Refuse a shared option given before a command that does not take it, before anything runs."""
+    given = ctx.meta.get(_GIVEN)
+    if not given or command is None or set(ctx.help_option_names) & set(rest):  # help is shown whatever else
+        return
+    path, leaf = _leaf(ctx, [name], command, rest)
+    if leaf is None:  # no subcommand named yet (or --help): click says what is missing
+        return
+    takes = {p.name for p in leaf.params if isinstance(p, SharedOption)}
+    for option, param_name in SHARED.items():
+        if param_name in given and param_name not in takes:
+            error = click.UsageError(f"{option} was given before `agora {' '.join(path)}`, which does not take it", ctx)
+            hook = getattr(leaf, "usage_failed", None)
+            if hook:  # a command with its own usage-error contract (agora listen)
+                hook(error)
+            raise error
+
+
+def _leaf(ctx, path: list[str], command: click.Command, rest: list[str]):
+    """The command the command line names, through nested groups, and its path; nothing is run."""
+    while isinstance(command, click.Group):
+        if not rest or rest[0].startswith("-"):
+            return path, None
+        command = command.get_command(ctx, rest[0])
+        if command is None:
+            return path, None
+        path, rest = [*path, rest[0]], rest[1:]
+    return path, command
