@@ -23,6 +23,7 @@ def test_connection_settings(db, tmp_path):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
     assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert db.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY: no temp file per savepoint journal
     assert stat.S_IMODE(os.stat(tmp_path / "agora.db").st_mode) == 0o600
 
 
