@@ -231,3 +231,14 @@ def test_a_shared_option_before_a_command_that_does_not_take_it_is_a_usage_error
     # `agora listen` keeps its own contract: a tombstone, and 1 (2 means "woke").
     listen = cli("--json", "listen", "--as", "runtime", "--once", code=1)
     assert listen.stdout.splitlines()[-1].startswith("AGORA_LISTEN ended reason=error cause=") and "--json" in listen.stdout
+
+
+def test_no_hub_says_how_to_start_one_on_the_home_given(tmp_path):
+    """Told where the home is, the advice names it; on the default home, plain `agora up`."""
+    home = tmp_path / "h"
+    env = {**os.environ, "AGORA_HOME": str(tmp_path / "other")}
+    done = subprocess.run([AGORA, "--home", str(home), "status"], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode == 3 and f"start one with `agora up --home {home}`" in done.stderr
+    done = subprocess.run([AGORA, "status"], capture_output=True, text=True, env={**env, "AGORA_HOME": str(home)},
+                          timeout=30)
+    assert done.returncode == 3 and "start one with `agora up`)" in done.stderr

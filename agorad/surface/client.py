@@ -47,6 +47,10 @@ class Client:
         self._buffer = bytearray()  # bytes received past the last whole line
         self._next_id = 0
 
+    def _start_command(self) -> str:
+        """`agora up`, naming the home when it is not the one `agora up` would pick by itself."""
+        return "agora up" if self.home == Home.resolve() else f"agora up --home {self.home.root}"
+
     def connect(self) -> "Client":
         path = str(self.home.socket)
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -55,7 +59,7 @@ class Client:
             sock.connect(path)
         except (FileNotFoundError, ConnectionRefusedError):
             sock.close()
-            raise Unavailable(f"no hub is answering on {path}; start one with `agora up`") from None
+            raise Unavailable(f"no hub is answering on {path}; start one with `{self._start_command()}`") from None
         except OSError as exc:
             sock.close()
             raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
