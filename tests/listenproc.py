@@ -43,7 +43,8 @@ class Listener:
             while b"\n" not in self._buffer:
                 left = deadline - time.monotonic()
                 if left <= 0 or not selector.select(left):
-                    raise AssertionError(f"no line from agora listen within {timeout}s; got {self.lines}")
+                    raise AssertionError(f"no line from agora listen within {timeout}s; got {self.lines}; "
+                                         f"stderr so far {self.stderr_so_far()!r}")
                 chunk = os.read(self.proc.stdout.fileno(), 65536)
                 if not chunk:
                     raise AssertionError(f"agora listen closed stdout; lines {self.lines}; stderr {self.stderr()}")
@@ -71,6 +72,17 @@ class Listener:
 
     def stderr(self) -> str:
         return getattr(self, "_stderr", "")
+
+    def stderr_so_far(self) -> str:
+        """What the listener has written to stderr until now, without waiting (for a failure's message)."""
+        fd = self.proc.stderr.fileno()
+        os.set_blocking(fd, False)
+        try:
+            return os.read(fd, 65536).decode(errors="replace")
+        except BlockingIOError:
+            return ""
+        finally:
+            os.set_blocking(fd, True)
 
     def stop(self, sig: int = signal.SIGTERM):
         if self.proc.poll() is None:
