@@ -122,3 +122,37 @@ def test_the_default_linux_path_never_imports_watchdog(tmp_path):
     )
     assert probe(loaded % "auto") == "False"
     assert probe(loaded % "watchdog") == "True"  # the probe can see it when it is there
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="watchdog's inotify observer")
+def test_a_watchdog_queue_overflow_rings(tmp_path):
+    """The kernel dropped events (IN_Q_OVERFLOW) and watchdog discards those it held, telling handlers
+    nothing: an append whose events were lost must still wake the loop to re-read its file."""
+    from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent
+
+    path = tmp_path / "runtime-inbox.log"
+    watch = open_watcher("watchdog", str(tmp_path), str(path))
+    try:
+        path.write_text('{"id": 1}\n')
+        assert woken(watch)
+        settle(watch)
+        # What watchdog's reader thread does when the kernel reports the overflow (wd -1, no name).
+        watch._observer._inotify_fd.handle_event(InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
+        assert woken(watch, timeout=1.0)
+    finally:
+        watch.close()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="watchdog's inotify observer")
+def test_a_queue_overflow_rings_a_watcher_opened_after_another_closed(tmp_path):
+    """close() silences watchdog's loggers (a benign stop race): a re-armed listener's watcher still hears an overflow."""
+    from watchdog.observers.inotify_c import InotifyConstants, InotifyEvent
+
+    path = tmp_path / "runtime-inbox.log"
+    open_watcher("watchdog", str(tmp_path), str(path)).close()
+    watch = open_watcher("watchdog", str(tmp_path), str(path))
+    try:
+        watch._observer._inotify_fd.handle_event(InotifyEvent(-1, InotifyConstants.IN_Q_OVERFLOW, 0, b""))
+        assert woken(watch, timeout=1.0)
+    finally:
+        watch.close()

@@ -17,12 +17,20 @@ The watch must be live when start() returns, or a line appended between the
 listener's first read and the watch would not ring until the next one:
 watchdog sets inotify and kqueue watches before start() returns, and from
 7.0 waits for the FSEvents stream to run (pyproject.toml asks for 7.0).
+
+One loss watchdog does not report to handlers: when the kernel's inotify queue
+overflows (IN_Q_OVERFLOW), events were dropped and watchdog discards the ones
+it still held, then only logs a warning. An append whose events were lost
+would ring no one until the next delivery, so every open watcher rings on that
+warning (`_Overflow`, which says so on stderr) and the loop re-reads its file:
+the loss is bounded by that one re-read.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 
 from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent,
@@ -36,6 +44,8 @@ from agora_listen.watchers import wake_pipe
 WAKES = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent]
 _WAKE_TYPES = {"created", "modified", "moved", "deleted", "closed"}
 JOIN_TIMEOUT = 2.0  # seconds to wait for the observer's threads at close (they are daemon threads)
+OVERFLOW_LOGGER = "watchdog.observers.inotify_c"  # where watchdog's inotify reader says the kernel dropped events
+OVERFLOW_MESSAGE = "Inotify queue overflowed"
 
 
 class Watchdog:
@@ -48,6 +58,7 @@ class Watchdog:
         self._lock = threading.Lock()  # close() never closes the pipe under a ring() in flight
         self._open = True
         try:
+            _Overflow.install(self)
             self._observer.schedule(_Handler(self), directory, recursive=False, event_filter=WAKES)
             self._observer.start()
         except BaseException:
@@ -62,6 +73,10 @@ class Watchdog:
         # and a watch that is not recursive only reports entries of the directory itself.
         if self.name not in (os.path.basename(event.src_path), os.path.basename(event.dest_path or "")):
             return
+        self.wake()
+
+    def wake(self) -> None:
+        """Wake the loop to read its file, whatever the event (or none: events were lost)."""
         with self._lock:
             if self._open:
                 try:
@@ -85,6 +100,7 @@ class Watchdog:
             count += len(data)
 
     def close(self) -> None:
+        _Overflow.watchers.discard(self)
         with self._lock:
             if not self._open:
                 return
@@ -107,3 +123,34 @@ class _Handler(FileSystemEventHandler):
 
     def dispatch(self, event) -> None:
         self.watcher.ring(event)
+
+
+class _Overflow(logging.Handler):
+    """Rings every open watcher when watchdog logs that the kernel's inotify queue overflowed.
+
+    The log record is the only sign watchdog gives of that loss, and it does not
+    say which observer's queue overflowed: every open watcher rings (a wake too
+    many reads nothing new; one too few leaves a delivery unrung).
+    """
+
+    watchers: set = set()  # the open Watchdog instances of this process
+    _installed: "_Overflow | None" = None
+
+    @classmethod
+    def install(cls, watcher: Watchdog) -> None:
+        cls.watchers.add(watcher)
+        if cls._installed is None:
+            cls._installed = cls()
+            logger = logging.getLogger(OVERFLOW_LOGGER)
+            # Its own level: close() silences the "watchdog" logger above it, which must not
+            # silence this warning for a watcher opened later in the process (a re-arm).
+            logger.setLevel(logging.WARNING)
+            logger.addHandler(cls._installed)
+
+    def emit(self, record: logging.LogRecord) -> None:
+        if str(record.msg).startswith(OVERFLOW_MESSAGE):
+            # Said, as watchdog's own warning was before this handler took it from logging's last resort.
+            sys.stderr.write("agora listen: the kernel's inotify queue overflowed (events were lost); "
+                             "re-reading the notify file\n")
+            for watcher in list(self.watchers):
+                watcher.wake()
