@@ -68,8 +68,14 @@ def check_draft(draft: Draft, max_body: int) -> None:
 
 
 def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) -> tuple[dict, list[dict]]:
-    """Store and fan out one message; return the sender's receipt and the deliveries to notify."""
-    with write(db):
+    """Store and fan out one message; return the sender's receipt and the deliveries to notify.
+
+    A plain draft (no `to`, `reply_to` or `ask`) can be refused only before the first write (the
+    target, a DM's peer and membership are read first; a new DM is created only once they are
+    known), so it takes no savepoint: a failure after a write is a storage error or a bug, and
+    loses the batch rather than half a send (store.write, savepoint=False).
+    """
+    with write(db, savepoint=not _plain(draft)):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
         names = channel.get("members") or channels_sql.members(db, channel["pk"])
@@ -103,6 +109,10 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         "ask": draft.ask, "discharged": discharged, "redirected": redirects,
     }
     return receipt, events
+
+
+def _plain(draft: Draft) -> bool:
+    return not draft.to and draft.reply_to is None and not draft.ask
 
 
 def receipt_text(receipt: dict) -> str:
