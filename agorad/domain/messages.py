@@ -75,7 +75,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
     known), so it takes no savepoint: a failure after a write is a storage error or a bug, and
     loses the batch rather than half a send (store.write, savepoint=False).
     """
-    with write(db, savepoint=not _plain(draft)):
+    plain = _plain(draft)
+    with write(db, savepoint=not plain):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
         names = channel.get("members") or channels_sql.members(db, channel["pk"])
@@ -102,7 +103,9 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
         recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
-        events = deliver(db, message, recipients, names, now)
+        # A plain draft opened no debt and discharged none, and nothing else delivered in between: the
+        # peer's marks read with its DM are still its marks (one statement less).
+        events = deliver(db, message, recipients, names, now, channel.get("marks") if plain else None)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
         "to": sorted([e["agent"] for e in events if e["agent_pk"] in addressees]),

@@ -52,16 +52,18 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 # --- deliveries --------------------------------------------------------------
 
+# An agent `a`'s marks: its newest delivery id (0 before any) and its open debts.
+MARKS = ("COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), "
+         "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL)")
+
+
 def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, int]]:
     """{pk: (newest delivery id, open debts)} of each agent, in one statement."""
     if len(agent_pks) == 1:
         where, args = "a.pk = ?", agent_pks
     else:
         where, args = "a.pk IN (SELECT value FROM json_each(?))", (json.dumps(agent_pks),)
-    return {pk: (newest, owed) for pk, newest, owed in db.step(
-        "SELECT a.pk, COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), "
-        "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL) "
-        f"FROM agents a WHERE {where}", args)}
+    return {pk: (newest, owed) for pk, newest, owed in db.step(f"SELECT a.pk, {MARKS} FROM agents a WHERE {where}", args)}
 
 
 _INSERT_DELIVERY = "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)"
