@@ -179,3 +179,142 @@ def test_a_batch_sqlite_rolled_back_by_itself_is_settled_before_the_next_one(tmp
     assert outcomes[-1] == ("third", True)
     assert [r[0] for r in db.execute("SELECT x FROM t")] == [3]
     db.close()
+
+
+# --- a plain send takes no savepoint (store.write savepoint=False, messages.send) ---------------
+
+class _Transport:
+    def __init__(self):
+        self.lines = []
+
+    def write(self, data):
+        self.lines.append(data)
+
+    def is_closing(self):
+        return False
+
+    def get_write_buffer_size(self):
+        return 0
+
+
+class InProcessHub:
+    """The hub's request path in-process: real HubState and server.Connection, transports that collect."""
+
+    def __init__(self, root):
+        from agorad.runtime.clock import Clock
+        from agorad.runtime.hub import HubState
+        from agorad.runtime.server import Connection
+        from agorad.store.migrations import migrate
+        from agorad.surface.paths import Home
+
+        home = Home.resolve(root)
+        home.ensure()
+        self.db = connect(home.db)
+        migrate(self.db)
+        self.hub = HubState(home, self.db, Clock())
+        self.hub.notifier.start(self.db)
+        self.Connection = Connection
+        self.loop = asyncio.new_event_loop()
+        operator = self.connection()
+        self.keys = {a: self.turn([(operator, "agents.add", {"agent": a})])[0]["result"]["key"]
+                     for a in ("alice", "bob", "carol")}
+        self.as_ = {}
+        for agent in ("alice", "bob", "carol"):
+            self.as_[agent] = self.connection()
+            self.turn([(self.as_[agent], "hub.hello", {"agent": agent, "key": self.keys[agent]})])
+
+    def connection(self):
+        connection = self.Connection(self.hub)
+        connection.transport = _Transport()
+        return connection
+
+    def turn(self, calls):
+        """Hand every (connection, method, params) to the hub in one loop turn; return the replies in order."""
+        import json
+
+        marks = [len(c.transport.lines) for c, _, _ in calls]
+
+        def feed():
+            for i, (connection, method, params) in enumerate(calls):
+                frame = json.dumps({"jsonrpc": "2.0", "id": i, "method": method, "params": params}) + "\n"
+                connection.data_received(frame.encode())
+
+        async def run():
+            self.loop.call_soon(feed)
+            for _ in range(6):  # the batch waits at most MAX_EXTRA_TURNS more turns
+                await asyncio.sleep(0)
+
+        self.loop.run_until_complete(run())
+        replies = []
+        for (connection, _, _), mark in zip(calls, marks):
+            replies += [json.loads(line) for line in connection.transport.lines[mark:]]
+            del connection.transport.lines[mark:]
+        return replies
+
+    def heads(self):
+        return dict(self.db.execute("SELECT name, head FROM channels"))
+
+    def close(self):
+        self.hub.notifier.close()
+        self.loop.close()
+        self.db.close()
+
+
+@pytest.fixture
+def inproc(tmp_path):
+    hub = InProcessHub(tmp_path / "home")
+    yield hub
+    hub.close()
+
+
+def send(target, **extra):
+    return "messages.send", {"target": target, "title": "t", "body": "b", **extra}
+
+
+def test_a_plain_send_refused_before_it_writes_costs_its_batch_nothing(inproc):
+    """Every refusal of a plain draft comes before its first write, so the batch around it commits."""
+    alice, bob = inproc.as_["alice"], inproc.as_["bob"]
+    inproc.turn([(bob, *send("@alice"))])  # the DM exists from here on
+    refused = [send("@nobody"), send("@alice"), send("no-such-room"), send("@Bad Id"), send("@bob", urgency="soon")]
+    calls = [(bob, *send("@alice"))] + [(alice, *r) for r in refused] + [(alice, *send("@bob"))]
+    replies = inproc.turn(calls)
+    assert "result" in replies[0] and "result" in replies[-1], replies
+    assert all("error" in r for r in replies[1:-1]), replies
+    dm = replies[0]["result"]["channel"]
+    assert inproc.heads()[dm] == 3 and replies[-1]["result"]["seq"] == 3
+
+
+def test_a_plain_send_that_fails_after_writing_loses_its_batch_not_half_a_send(inproc, monkeypatch):
+    """No savepoint: a failure after the first write (a storage error or a bug) rolls the whole batch back;
+    every request in it is answered with an error and nothing of it is stored; the next request opens a new batch."""
+    from agorad.store import messages as messages_sql
+
+    alice, bob, carol = inproc.as_["alice"], inproc.as_["bob"], inproc.as_["carol"]
+    inproc.turn([(bob, *send("@alice")), (carol, *send("@alice"))])
+    before = inproc.heads()
+    real = messages_sql.insert_deliveries
+
+    def failing(db, deliveries):
+        if deliveries[0][0] == inproc.db.execute("SELECT pk FROM agents WHERE id = 'carol'").fetchone()[0]:
+            raise apsw.ConstraintError("injected after the message row was written")
+        return real(db, deliveries)
+
+    monkeypatch.setattr(messages_sql, "insert_deliveries", failing)
+    replies = inproc.turn([(bob, *send("@alice")), (alice, *send("@carol")), (carol, *send("@alice"))])
+    assert "error" in replies[0] and "error" in replies[1], replies  # the batch's earlier send is lost with it
+    after = inproc.heads()
+    dm_bob, dm_carol = "dm:alice--bob", "dm:alice--carol"
+    assert after[dm_bob] == before[dm_bob]  # neither the earlier send nor half of the failing one is stored
+    assert replies[2]["result"]["seq"] == after[dm_carol] == before[dm_carol] + 1  # the next batch: gapless
+    monkeypatch.setattr(messages_sql, "insert_deliveries", real)
+    replies = inproc.turn([(bob, *send("@alice"))])
+    assert replies[0]["result"]["seq"] == before[dm_bob] + 1
+
+
+def test_a_send_with_to_reply_or_ask_keeps_its_savepoint(inproc):
+    """Those are checked after the DM is found or made: a refusal there undoes only that request."""
+    alice, bob = inproc.as_["alice"], inproc.as_["bob"]
+    replies = inproc.turn([(bob, *send("@alice")), (alice, *send("@carol", to=["bob"])),
+                           (alice, *send("@bob", reply_to="commons#99")), (alice, *send("@bob"))])
+    assert ["error" in r for r in replies] == [False, True, True, False], replies
+    assert "dm:alice--carol" not in inproc.heads()  # the DM the refused `to` send made was undone with it

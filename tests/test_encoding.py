@@ -79,3 +79,37 @@ def test_non_finite_numbers_are_refused_as_json_dumps_refuses_them(bad):
         encode({"x": [bad]})
     with pytest.raises(ValueError):
         encode_result(1, {"x": bad})
+
+
+RECEIPT_KEYS = ("ref", "channel", "seq", "delivered", "to", "ask", "discharged", "redirected")  # send's order
+RECEIPT = st.fixed_dictionaries({
+    "ref": TEXT, "channel": TEXT, "seq": st.integers(0, 2**63 - 1), "delivered": st.integers(0, 10_000),
+    "to": st.lists(TEXT, max_size=4), "ask": st.booleans(), "discharged": st.integers(0, 100),
+    "redirected": st.just([]) | st.lists(st.fixed_dictionaries({"from": TEXT, "to": TEXT, "reason": TEXT}), max_size=2),
+}).map(lambda receipt: {key: receipt[key] for key in RECEIPT_KEYS})
+
+
+@settings(max_examples=scaled(150, 2000))
+@given(REQUEST_ID, RECEIPT)
+def test_the_formatted_send_receipt_is_the_encoded_receipt(request_id, receipt):
+    """messages.receipt_text formats a send's receipt directly; it is the encoder's text, and the
+    reply spliced around it is the plainly encoded envelope."""
+    from agorad.domain.messages import receipt_text
+
+    assert receipt_text(receipt) == plain(receipt)
+    assert encode_result(request_id, receipt_text(receipt)) == (plain({"jsonrpc": "2.0", "id": request_id, "result": receipt}) + "\n").encode("ascii")
+
+
+def test_the_formatted_send_receipt_keeps_the_keys_send_returns():
+    """The formatter writes the receipt's keys in a fixed order: they must be the keys, in the order, send builds."""
+    import inspect
+
+    from agorad.domain import messages
+
+    source = inspect.getsource(messages.send)
+    built = source[source.index("receipt = {"):]
+    keys = list(RECEIPT_KEYS)
+    assert [built.index(f'"{k}":') for k in keys] == sorted(built.index(f'"{k}":') for k in keys)
+    formatted = messages.receipt_text({"ref": "a#1", "channel": "a", "seq": 1, "delivered": 1, "to": ["b"],
+                                       "ask": False, "discharged": 0, "redirected": []})
+    assert list(json.loads(formatted)) == keys

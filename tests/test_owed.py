@@ -178,3 +178,19 @@ def test_an_escalation_that_fell_due_during_the_last_pass_is_not_left_for_the_ne
     assert escalation_due_in(db, after=100.0, now=100.5) is None  # the pass at 100 escalated it or left it waiting
     assert escalation_due_in(db, after=50.0, now=60.0) == 40.0
     db.close()
+
+
+def test_a_dm_line_counts_what_its_seat_owes_whichever_way_the_send_read_it(hub):
+    """A plain DM takes its peer's id and debts from the statement that found the DM (messages.send);
+    an ask or a reply reads them after its own debts change. Either way the line is the database's."""
+    with seats(hub, "lead", "memory", "qa") as s:
+        send(s["lead"], "@memory", "review?", ask=True)   # memory owes lead 1 (an ask: read after its debt)
+        send(s["qa"], "@memory", "fyi")                   # plain: memory still owes 1
+        send(s["lead"], "@memory", "and this?", ask=True)  # memory owes 2
+        send(s["qa"], "@memory", "ping")                  # plain: 2
+        send(s["memory"], "@lead", "done", reply_to="dm:lead--memory#1")  # a reply discharges one: 1
+        send(s["qa"], "@memory", "again")                 # plain: 1
+        lines = notify_lines(hub, "memory")
+        assert [(line["id"], line["owed"]) for line in lines] == [(1, 1), (2, 1), (3, 2), (4, 2), (5, 1)]
+        send(s["qa"], "@lead", "first to lead")          # a plain DM to a seat whose ids another DM moved
+        assert [line["id"] for line in notify_lines(hub, "lead")] == [1, 2]

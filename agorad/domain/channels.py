@@ -62,12 +62,15 @@ def require_member(db: apsw.Connection, actor: Actor, channel: dict) -> dict:
 def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dict, dict | None]:
     """The DM channel between the actor and `peer_id` (created on first use), and any redirect.
 
-    The channel carries `members` (pk -> id): a DM cannot be left, so its members are the two.
+    The channel carries `members` (pk -> id): a DM cannot be left, so its members are the two; and
+    `marks`, the peer's newest delivery id and open debts as read with it (or None).
     """
     found = sql.dm_with(db, actor.agent_pk, peer_id) if isinstance(peer_id, str) else None
+    marks = None
     if found:  # a registered id, so a valid one
-        peer_pk, channel = found
+        peer_pk, channel, peer_marks = found
         peer_name, redirect = peer_id, None
+        marks = {peer_pk: peer_marks}
     else:  # not a current id: perhaps a renamed one, a malformed one, or nobody (resolve says which)
         check_agent_id(peer_id, "target")
         peer, redirect = registry.resolve(db, peer_id, "target")
@@ -81,6 +84,7 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
             sql.join(db, member, pk, now)
         channel = sql.by_pk(db, pk)
     channel["members"] = {actor.agent_pk: actor.agent_id, peer_pk: peer_name}
+    channel["marks"] = marks  # the peer's, as read by dm_with (None: not read); see messages.send
     return channel, redirect
 
 

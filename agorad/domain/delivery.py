@@ -22,16 +22,19 @@ def flag_text(flags: set[str]) -> str:
 
 
 def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]], names: dict[int, str],
-            now: float) -> list[dict]:
+            now: float, marks: dict[int, tuple[int, int]] | None = None) -> list[dict]:
     """Record one delivery per recipient pk (with its flags); return the rows notify lines are made of.
 
     `names` maps each recipient pk to its agent id (the notify file it rings). A
     delivery's id is its agent's newest + 1, read in this transaction by the only
-    writer: ids stay gapless per agent, and a rolled-back send gives them back.
+    writer: ids stay gapless per agent, and a rolled-back send gives them back. `marks` ({pk: (newest
+    id, open debts)} of every recipient), when the caller read them earlier in this request and
+    nothing since could change them; else they are read here.
     """
     if not recipients:
         return []
-    marks = sql.recipient_marks(db, list(recipients))
+    if marks is None or marks.keys() != recipients.keys():
+        marks = sql.recipient_marks(db, list(recipients))
     shown = preview(message["body"])  # once per message, not once per recipient
     rows = []
     for pk, flags in recipients.items():

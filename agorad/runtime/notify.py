@@ -42,13 +42,27 @@ def notify_line(row: dict) -> bytes:
     """`encode(line_fields(row))`: compact, ASCII, one line (the wire's own frame codec), formatted
     directly because it runs once per delivery: half the cost of building the dict and encoding it.
     A test holds the two to the same bytes."""
-    flags = row["flags"].split(",") if isinstance(row["flags"], str) else row["flags"]
+    flags = row["flags"]
     return (
         f'{{"v":1,"id":{row["id"]},"ts":{row["ts"]!r},"agent":{_text(row["agent"])},'
         f'"channel":{_text(row["channel"])},"seq":{row["seq"]},"sender":{_text(row["sender"])},'
-        f'"title":{_text(one_line(row["title"], 200))},"flags":[{",".join([_text(f) for f in flags if f])}],'
+        f'"title":{_text(one_line(row["title"], 200))},'
+        f'"flags":{(_FLAG_ARRAYS.get(flags) or _flag_array(flags)) if type(flags) is str else _flag_array(flags)},'
         f'"preview":{_text(row.get("preview") or preview(row["body"]))},"owed":{row["owed"]}}}\n'
     ).encode()
+
+
+_FLAG_ARRAYS: dict[str, str] = {}  # a delivery's flags text -> its JSON array; a few dozen at most
+
+
+def _flag_array(flags: str | list) -> str:
+    """The JSON array of a delivery's flags (a comma-separated text, or a list), remembered for a text:
+    flags come from a small vocabulary (vocab.FLAGS), so a line need not split and escape them."""
+    parts = flags.split(",") if isinstance(flags, str) else flags
+    text = f'[{",".join([_text(f) for f in parts if f])}]'
+    if isinstance(flags, str) and len(_FLAG_ARRAYS) < 256:
+        _FLAG_ARRAYS[flags] = text
+    return text
 
 
 class _OpenFile:

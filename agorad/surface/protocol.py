@@ -49,11 +49,18 @@ def encode(obj: dict) -> bytes:
     return (_encode_text(obj) + "\n").encode()
 
 
-def encode_result(request_id, result: dict) -> bytes:
+def encode_result(request_id, result: dict | str) -> bytes:
     """`encode({"jsonrpc": "2.0", "id": request_id, "result": result})`, without encoding the envelope
-    as a dict on every reply."""
+    as a dict on every reply. A result that is a `str` is that dict already encoded (a handler's own
+    formatter, held by a test to `encode_text_of`'s bytes: `messages.receipt_text`)."""
     id_text = str(request_id) if type(request_id) is int else _encode_text(request_id)  # the usual id, no encoder
-    return f'{{"jsonrpc":"2.0","id":{id_text},"result":{_encode_text(result)}}}\n'.encode()
+    text = result if type(result) is str else _encode_text(result)
+    return f'{{"jsonrpc":"2.0","id":{id_text},"result":{text}}}\n'.encode()
+
+
+def encode_text_of(obj) -> str:
+    """`obj` as the compact ASCII JSON text a frame carries (no newline)."""
+    return _encode_text(obj)
 
 
 def decode_request(line: bytes) -> tuple[dict, bool]:

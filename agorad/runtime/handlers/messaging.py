@@ -27,7 +27,7 @@ def send(call: Call) -> dict:
     call.hub.publish(events)
     if draft.ask:
         call.hub.after_commit(call.hub.debts_opened.set)  # its first escalation may come before the next sweep
-    return receipt
+    return messages.receipt_text(receipt)  # the receipt, encoded (protocol.encode_result splices it)
 
 
 def read(call: Call) -> dict:
