@@ -1,6 +1,6 @@
 """Instructions per DM send, counted by callgrind on the hub's request loop in-process.
 
-    python bench/callgrind_send.py [--clients 8] [--sends 800] [--keep FILE]
+    python -m bench.callgrind_send [--clients 8] [--sends 800] [--keep FILE]
 
 Timings on a shared 2-core VM drift by 10-20% within a minute; instruction
 counts repeat to a few in a million. This script starts a hub in-process on
@@ -24,9 +24,9 @@ prints the instructions per send (Ir). `--keep FILE` keeps the callgrind
 output for `callgrind_annotate --inclusive=yes FILE`.
 
 It imports `agorad` from the interpreter it runs under, so one copy measures
-any tree: `/work/old/.venv/bin/python bench/callgrind_send.py` measures
-/work/old. Module paths before the regrouping (agorad.hub, agorad.server...)
-are tried when the new ones are missing.
+any checkout: run it from this checkout with another checkout's venv python
+to count that tree. Module paths before the regrouping (agorad.hub,
+agorad.server...) are tried when the new ones are missing.
 """
 
 from __future__ import annotations
@@ -41,13 +41,9 @@ import sys
 import tempfile
 from pathlib import Path
 
+from bench.messaging import SEND_FRAME, SINK
+
 CHILD = "AGORA_CALLGRIND_CHILD"
-SINK = "sink"
-SEND_BODY = ("Build 4812 is green on main; the flaky socket test passed 50 times in a row. "
-             "Next: review the notify rotation patch.")
-SEND_PARAMS = {"target": "@" + SINK, "title": "status", "body": SEND_BODY}
-SEND_FRAME = (b'{"jsonrpc":"2.0","id":%d,"method":"messages.send","params":'
-              + json.dumps(SEND_PARAMS, separators=(",", ":")).replace("%", "%%").encode() + b"}\n")
 WARMUP_ROUNDS = 50
 
 
@@ -201,7 +197,7 @@ def main(argv: list[str] | None = None) -> int:
         out = args.keep or os.path.join(tmp, "callgrind.out")
         env = {**os.environ, CHILD: "1", "PYTHONHASHSEED": "0"}
         command = ["valgrind", "--tool=callgrind", "--collect-atstart=no", "--toggle-collect=sys_call_tracing",
-                   f"--callgrind-out-file={out}", sys.executable, os.path.abspath(__file__),
+                   f"--callgrind-out-file={out}", sys.executable, "-m", "bench.callgrind_send",
                    "--clients", str(args.clients), "--sends", str(sends)]
         done = subprocess.run(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         if done.returncode != 0:
