@@ -32,6 +32,9 @@ class Follower:
         self.skip_upto = 0  # while re-reading a file from its start: ids already rung
         self.missed = 0  # deliveries whose lines were rotated away before they were read
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
+        # Armed where the file did not exist yet: every line the name comes to hold is new, and so is
+        # a `.1` found before the first read (the first file filled and rotated meanwhile).
+        self.fileless = False
 
     # --- arming ---------------------------------------------------------------
 
@@ -41,9 +44,11 @@ class Follower:
             if self._open(self.path):
                 self.pos = os.fstat(self.fd).st_size
                 self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
+            else:
+                self.fileless = True
             return
         if offset == "corrupt":
-            self._open(self.path)
+            self.fileless = not self._open(self.path)
             return
         self.last_id = offset["id"]
         if _inode(self.path) == offset["inode"]:
@@ -72,7 +77,9 @@ class Follower:
         """
         lines, self.pending = self.pending, []
         if self.fd is None:
-            self._open(self.path)
+            lines += self._first_generation()
+            if self._open(self.path):
+                self.fileless = False
         if self.fd is not None:
             lines += self._read_lines()
             current = _inode(self.path)
@@ -81,6 +88,16 @@ class Follower:
                 self._close()
                 self._open(self.path)
                 lines += self._read_lines()
+        return lines
+
+    def _first_generation(self) -> list[dict]:
+        """Armed with no file: the lines of a `.1` that appeared since (read once; a later gap
+        between its last id and the file's first counts as missed, as after any rotation)."""
+        if not self.fileless or not self._open(self.rotated):
+            return []
+        self.fileless = False
+        lines = self._read_lines()
+        self._close()
         return lines
 
     def offset(self) -> dict:

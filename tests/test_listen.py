@@ -127,6 +127,32 @@ def test_rotation_during_a_listeners_life(home):
         hub.stop()
 
 
+def test_a_first_file_that_rotates_before_the_first_read_rings_whole(home):
+    # Armed before the seat had a notify file, then stopped while its first file filled and rotated to .1:
+    # every delivery since the arm is new, so the lines in .1 ring too. They used to be neither rung nor
+    # counted as missed, since a listener that had read nothing had no last id to count a gap from.
+    hub = Hub(home, "--notify-rotate-mb", "0.001").start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            assert not (home / "runtime-inbox.log").exists()
+            ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+            ear.next_line()
+            ear.proc.send_signal(signal.SIGSTOP)
+            try:
+                for i in range(8):  # about five lines a file: the first file's lines are all in .1
+                    send(s["memory"], "commons", f"m{i}", "y" * 60)
+                assert (home / "runtime-inbox.log.1").exists()
+            finally:
+                ear.proc.send_signal(signal.SIGCONT)
+            seen = 0
+            while seen < 8:
+                seen += int(fields(ear.wait_for("AGORA_WAKE"))["n"])
+            assert seen == 8
+            ear.stop()
+    finally:
+        hub.stop()
+
+
 def test_persistent_listener_takes_the_lock_and_a_second_is_already_armed(hub, pair):
     first = Listener(hub, "--as", "runtime")
     first.next_line()
