@@ -23,8 +23,8 @@ from agora_listen.follow import Follower
 from agora_listen.identity import Asker, Rearm, Refused
 from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
-from agorad.surface.paths import notify_file
 from agorad.surface import settings
+from agorad.surface.paths import notify_file
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1

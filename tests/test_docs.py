@@ -21,7 +21,6 @@ from pathlib import Path
 import click
 import pytest
 
-from agorad.surface.vocab import LIVENESS_MODES
 from agorad.cli import main
 from agorad.domain import policy
 from agorad.domain.policy import Actor
@@ -33,6 +32,7 @@ from agorad.surface import errors, paths as home_paths
 from agorad.surface.paths import Home
 from agorad.surface.pidfiles import read_pidfile
 from agorad.surface.protocol import encode
+from agorad.surface.vocab import LIVENESS_MODES
 from tests.listenproc import Listener
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -10,8 +10,8 @@ from agorad.cli.common import (
     DURATION, Duration, ago, as_option, connect, handles_errors, home_option, json_option, print_json,
     print_table, report_redirect,
 )
-from agorad.surface.durations import format_duration
 from agorad.surface import settings
+from agorad.surface.durations import format_duration
 from agorad.surface.vocab import DEFAULT_MODE, LIVENESS_MODES, REPORTED_STATUSES
 from agorad.surface.vocab import INTERVAL_UNSET
 

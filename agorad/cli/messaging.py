@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from agorad.domain.fence import one_line
 from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
+from agorad.domain.fence import one_line
 from agorad.surface.vocab import DEFAULT_URGENCY, URGENCIES
 
 

@@ -7,9 +7,9 @@ import os
 import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
-from agorad.surface.paths import Home
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
+from agorad.surface.paths import Home
 from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 
 

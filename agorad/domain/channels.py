@@ -12,11 +12,11 @@ import apsw
 
 from agorad.domain import registry
 from agorad.domain.dm_names import free_name
-from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound
 from agorad.domain.policy import Actor
-from agorad.surface.protocol import check_agent_id
 from agorad.store import channels as sql
 from agorad.store import write
+from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound
+from agorad.surface.protocol import check_agent_id
 
 COMMONS = sql.COMMONS
 CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")

@@ -13,9 +13,9 @@ import re
 
 import apsw
 
-from agorad.surface.protocol import is_agent_id
 from agorad.store import agents as agents_sql
 from agorad.store import channels as sql
+from agorad.surface.protocol import is_agent_id
 
 _SUFFIX = re.compile(r":[0-9]+\Z")
 

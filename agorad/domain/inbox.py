@@ -10,9 +10,7 @@ from __future__ import annotations
 import apsw
 
 from agorad.domain import channels
-
 from agorad.domain import obligations
-from agorad.surface.errors import InvalidParams
 from agorad.domain.policy import Actor
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
@@ -20,6 +18,7 @@ from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface import settings
+from agorad.surface.errors import InvalidParams
 
 DIGEST_SCAN = 50  # newest unread per channel the digest looks at for senders and titles
 DIGEST_TITLES = 3

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import apsw
 
+from agorad.store import agents as sql
+from agorad.surface import settings
 from agorad.surface.durations import format_duration, parse_duration
 from agorad.surface.errors import InvalidParams
-from agorad.surface import settings
 from agorad.surface.protocol import MAX_INTERVAL, MIN_INTERVAL
 from agorad.surface.vocab import INTERVAL_UNSET as UNSET
-from agorad.store import agents as sql
 
 
 def check(value, field: str = "interval", unset_allowed: bool = False) -> float | str:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import apsw
 
-from agorad.surface.errors import InvalidParams, NotFound, TooLarge
 from agorad.domain.policy import Actor, require, require_kb_write
-from agorad.surface.protocol import MAX_KB_KEY, MAX_KB_VALUE
+from agorad.domain.text import check_line
 from agorad.store import kb as sql
 from agorad.store import write
-from agorad.domain.text import check_line
+from agorad.surface.errors import InvalidParams, NotFound, TooLarge
+from agorad.surface.protocol import MAX_KB_KEY, MAX_KB_VALUE
 
 MAX_LIST = 1000
 

@@ -14,21 +14,19 @@ from dataclasses import dataclass, field
 import apsw
 
 from agorad.domain import channels
-
 from agorad.domain import obligations
-
 from agorad.domain import registry
-from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
 from agorad.domain.delivery import deliver
 from agorad.domain.fence import fenced
 from agorad.domain.policy import Actor
-from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
+from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
-from agorad.domain.text import check_line
+from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
+from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
 from agorad.surface.vocab import NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
 MAX_TITLE = 200

@@ -8,7 +8,7 @@ do everything. An agent may do what its liveness mode allows; a refusal is a
 from __future__ import annotations
 
 from agorad.surface.errors import Forbidden
-from agorad.surface.vocab import LIVENESS_MODES
+from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX
 
 
 # capability -> (modes allowed, the rule quoted in a refusal)
@@ -22,8 +22,6 @@ CAPABILITIES = {
         "local operator; no liveness mode may do it",
     ),
 }
-
-PROFILE_PREFIX = "profile/"
 
 
 class Actor:

@@ -16,27 +16,24 @@ from typing import TYPE_CHECKING
 import apsw
 
 from agorad.domain import dm_names
-from agorad.surface import keys
-from agorad.surface.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
-from agorad.surface import settings
-from agorad.surface.paths import Home
-from agorad.surface.vocab import LIVENESS_MODES, REPORTED_STATUSES
+from agorad.domain import intervals
 from agorad.domain.policy import Actor
-from agorad.surface.protocol import (
-    MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
-)
+from agorad.domain.text import check_line
 from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
 from agorad.store import kb as kb_sql
 from agorad.store import write
-from agorad.domain import intervals
-from agorad.domain.text import check_line
+from agorad.surface import keys
+from agorad.surface import settings
+from agorad.surface.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
+from agorad.surface.paths import Home
+from agorad.surface.protocol import (
+    MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
+)
+from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES
 
 if TYPE_CHECKING:
     from agorad.runtime.liveness import Liveness
-
-PROFILE_PREFIX = "profile/"
-
 
 def liveness_mode(mode: str | None, permanent: bool | None = None) -> str:
     """The mode, mapping the legacy `permanent: true` to always-on and unset to ephemeral."""

@@ -19,17 +19,16 @@ import stat
 import apsw
 
 from agorad import __version__
-
 from agorad.domain import obligations
 from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
-from agorad.runtime.log import log
 from agorad.runtime.hub import HubState, Settings
-from agorad.surface.paths import FILE_MODE, Home, write_private
+from agorad.runtime.log import log
 from agorad.runtime.server import serve
 from agorad.store import connect, write
 from agorad.store import messages as messages_sql
 from agorad.store.migrations import migrate
+from agorad.surface.paths import FILE_MODE, Home, write_private
 
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
 

@@ -9,25 +9,21 @@ from dataclasses import dataclass, field
 
 import apsw
 
-from agorad.runtime import faults
-
-from agorad.surface import keys
-
 from agorad.domain import obligations
-
 from agorad.domain import registry
-
-from agorad.surface import seat_files
+from agorad.runtime import faults
 from agorad.runtime.batch import Batch
+from agorad.runtime.clock import Clock
 from agorad.runtime.liveness import Liveness
 from agorad.runtime.log import log
-from agorad.runtime.clock import Clock
 from agorad.runtime.notify import Notifier, line_fields
+from agorad.store import messages as messages_sql
+from agorad.store import write
+from agorad.surface import keys
+from agorad.surface import seat_files
 from agorad.surface import settings
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
-from agorad.store import messages as messages_sql
-from agorad.store import write
 
 
 @dataclass

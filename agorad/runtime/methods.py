@@ -6,12 +6,12 @@
 
 from __future__ import annotations
 
-from agorad.surface.errors import MethodNotFound, Unauthorized
+from agorad.domain.policy import Actor
 from agorad.runtime.handlers import Call
 from agorad.runtime.handlers import agents, hub, kb, messaging
 from agorad.runtime.hub import HubState
 from agorad.runtime.params import Params
-from agorad.domain.policy import Actor
+from agorad.surface.errors import MethodNotFound, Unauthorized
 
 ANY, AGENT = "any", "agent"
 

@@ -18,11 +18,11 @@ from pathlib import Path
 import apsw
 
 from agorad.domain.fence import one_line, preview
+from agorad.runtime.log import log
+from agorad.store import messages as sql
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import notify_file, rotated
-from agorad.runtime.log import log
 from agorad.surface.protocol import encode_text as _text
-from agorad.store import messages as sql
 
 MAX_OPEN_FILES = 128
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC

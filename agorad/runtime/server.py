@@ -12,12 +12,12 @@ import os
 
 import apsw
 
-from agorad.surface.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
-from agorad.runtime.log import log
+from agorad.domain.policy import Actor
 from agorad.runtime.hub import HubState
+from agorad.runtime.log import log
 from agorad.runtime.methods import STEADY, dispatch, dispatch_steady
 from agorad.runtime.peercred import PeerUnknown, peer_uid
-from agorad.domain.policy import Actor
+from agorad.surface.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
 from agorad.surface.protocol import MAX_FRAME, decode_request, encode, encode_result
 
 PUSH_BUFFER_LIMIT = 16 << 20  # bytes queued for a subscriber that does not read before it is cut off

@@ -19,6 +19,9 @@ STATUSES = REPORTED_STATUSES + ("dormant",)
 INTERVAL_SOURCES = ("operator", "agent", "default")
 INTERVAL_UNSET = "unset"
 
+# KB keys under this prefix are identities: `profile/<id>` (agora-kb(1)); only <id> may write its own.
+PROFILE_PREFIX = "profile/"
+
 # A message's urgency (agora-send(1)).
 NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits for the next inbox check
 URGENCIES = ("normal", NEXT_TURN)

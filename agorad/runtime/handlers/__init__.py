@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agorad.domain.policy import Actor
 from agorad.runtime.hub import HubState
 from agorad.runtime.params import Params
-from agorad.domain.policy import Actor
 
 
 @dataclass

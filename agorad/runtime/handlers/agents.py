@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from agorad.domain import inbox, intervals
-
 from agorad.domain import registry
-from agorad.runtime.handlers import Call
 from agorad.domain.policy import require
+from agorad.runtime.handlers import Call
+from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
 from agorad.surface.protocol import check_agent_id
-from agorad.surface import settings
 
 
 def add(call: Call) -> dict:

@@ -5,16 +5,14 @@ from __future__ import annotations
 import os
 
 from agorad import __version__
-
-from agorad.surface import keys
-
 from agorad.domain import intervals, registry
-from agorad.surface.errors import InvalidParams, MethodNotFound, Unauthorized
-from agorad.runtime.handlers import Call
 from agorad.domain.policy import Actor, require
-from agorad.surface.protocol import PROTOCOL_VERSION
+from agorad.runtime.handlers import Call
 from agorad.store import agents as agents_sql
 from agorad.store import messages as messages_sql
+from agorad.surface import keys
+from agorad.surface.errors import InvalidParams, MethodNotFound, Unauthorized
+from agorad.surface.protocol import PROTOCOL_VERSION
 
 
 def hello(call: Call) -> dict:

@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 from agorad.domain import channels
-
 from agorad.domain import inbox
-
 from agorad.domain import messages
-
 from agorad.domain import obligations
-from agorad.surface.errors import InvalidParams
 from agorad.runtime.handlers import Call
 from agorad.surface import settings
+from agorad.surface.errors import InvalidParams
 
 
 def send(call: Call) -> dict:
