@@ -22,11 +22,12 @@ ALLOWED = {
     "agorad.store": {"agorad.surface"},
     "agorad.domain": {"agorad.surface", "agorad.store"},
     "agorad.runtime": {"agorad.surface", "agorad.store", "agorad.domain"},
-    "agorad.cli": {"agorad.surface", "agorad.store", "agorad.domain", "agorad.runtime", "agora_listen"},
+    "agorad.cli": {"agorad.surface", "agorad.store", "agorad.domain", "agorad.runtime", "agora_listen", "agora_setup"},
     "agora_listen": {"agorad.surface"},
+    "agora_setup": {"agorad.surface"},
     "agora_drive": {"agorad.surface", "agora_listen"},
 }
-OURS = ("agorad", "agora_listen", "agora_drive")
+OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive")
 
 
 def package_of(module: str) -> str | None:

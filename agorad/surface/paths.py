@@ -19,6 +19,10 @@ LOCKFILE_NAME = "agorad.lock"
 KEYS_DIR_NAME = "keys"
 ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
 
+# In a workspace (not the home): the seat record `agora setup` writes (agora-setup(1)).
+SEAT_DIR_NAME = ".agora"
+SEAT_RECORD_NAME = "seat.toml"
+
 # A seat's files: `listen-<id>.<what>` for its listener, `drive-<id>.<what>` for its driver.
 LISTEN_FILES = ("lock", "pid", "offset", "backoff", "owedsig")
 DRIVE_FILES = ("pid", "turns.jsonl", "failures.jsonl")
@@ -59,6 +63,11 @@ def seat_state_files(root: Path, agent_id: str) -> list[Path]:
     """The seat's state files: what follows a rename and goes with a removal."""
     return ([listen_file(root, agent_id, what) for what in LISTEN_STATE]
             + [drive_file(root, agent_id, what) for what in DRIVE_STATE])
+
+
+def seat_record(workspace: Path) -> Path:
+    """Where a workspace's seat record lives: <workspace>/.agora/seat.toml."""
+    return Path(workspace) / SEAT_DIR_NAME / SEAT_RECORD_NAME
 
 
 def default_home() -> Path:

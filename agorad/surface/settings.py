@@ -26,5 +26,28 @@ LISTEN_HEARTBEAT = 300.0         # --heartbeat: a persistent listener's heartbea
 ADAPTIVE_FIRST = 60.0            # --adaptive: the wait after a wake ...
 ADAPTIVE_CAP = 1200.0            # ... doubling on each quiet run up to this (or --max-wait)
 
+# --- wiring (agora setup) and the stop-hook backstop (agora hook stop) ----------------------
+# A hook-armed listener must outlive an idle stretch: a --once that ends at its wait, or is killed
+# at the hook's timeout, leaves an idle session deaf until its next turn. So the wait is long and
+# the hook's timeout longer.
+HOOK_MAX_WAIT = 82800.0          # 23 h: the --max-wait setup renders into a hook's listen command
+HOOK_TIMEOUT = 86400             # the hook's own timeout, in whole seconds (longer than the wait)
+# Measured: a listener rings 66-73 ms after a send with no debounce, and the default 15 s window puts
+# 15 s on every wake. A hook-armed wake costs a whole model turn, so the window should catch a
+# scripted burst (one `agora send` process after another, tens of ms apart) and no more: 1 s.
+HOOK_DEBOUNCE = 1.0
+# Cursor's background reception: one monitored shell looping single-shot listens.
+LOOP_MAX_WAIT = 240.0            # each iteration's --max-wait
+LOOP_SLEEP = 5                   # seconds between iterations: an instant re-arm storms on a burst
+MONITOR_DEBOUNCE_MS = 15000      # the output monitor's own debounce, anchored on ^AGORA_WAKE
+# The stop-hook backstop re-prompts while unread important mail waits, at most once per window,
+# the window doubling from the first to the cap while the mail stays unread.
+BACKSTOP_FIRST = 60.0
+BACKSTOP_CAP = 3600.0
+# Important mail that rang but was neither read nor acked rings again at a later arm, on the same
+# doubling schedule, kept in listen-<id>.backoff.
+RERING_FIRST = 300.0
+RERING_CAP = 14400.0
+
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns

@@ -1,0 +1,86 @@
+"""A workspace's seat record, `.agora/seat.toml`: which seat this directory acts as.
+
+`agora setup` writes it (agora_setup.record); every `agora` command run in the
+workspace or below reads the nearest one when not given `--as`, and nothing
+above it: a workspace's identity is what its own wiring says, never what a
+parent directory happens to hold. The record names where the key is, never the key.
+
+Reading is light (tomllib, stdlib): `agora listen --once` may consult it in a loop.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agorad.surface.paths import seat_record
+
+RECORD_FORMAT = 1
+
+
+class RecordError(Exception):
+    """The nearest seat record cannot be used; the message says which file and what to do."""
+
+
+@dataclass(frozen=True)
+class SeatRecord:
+    path: Path  # the record file
+    agent: str
+    hub: str  # the hub's socket path (a URL once remote seats exist)
+    key_file: str
+    harnesses: tuple[str, ...] = field(default_factory=tuple)
+    format: int = RECORD_FORMAT
+
+    @property
+    def workspace(self) -> Path:
+        return self.path.parent.parent
+
+    @property
+    def home(self) -> Path:
+        """The hub's home: the directory of its socket."""
+        return Path(self.hub).parent
+
+
+def nearest(start: Path | None = None) -> Path | None:
+    """The nearest seat record at or above `start` (default: the working directory), or None."""
+    here = Path(start or os.getcwd()).absolute()
+    for directory in (here, *here.parents):
+        candidate = seat_record(directory)
+        if candidate.is_file():
+            return candidate
+    return None
+
+
+def find(start: Path | None = None) -> SeatRecord | None:
+    """The nearest seat record, parsed; None when there is none. Raises RecordError for one that is unusable."""
+    path = nearest(start)
+    return None if path is None else load(path)
+
+
+def load(path: Path) -> SeatRecord:
+    import tomllib
+
+    from agorad.surface.protocol import is_agent_id
+
+    try:
+        data = tomllib.loads(Path(path).read_text())
+    except (OSError, UnicodeDecodeError) as exc:
+        raise RecordError(f"cannot read the seat record {path}: {exc}") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise RecordError(f"the seat record {path} is not valid TOML ({exc}); "
+                          "fix it, or remove it and run `agora setup ID` again") from None
+    fmt = data.get("format")
+    if fmt != RECORD_FORMAT:
+        raise RecordError(f"the seat record {path} has format {fmt!r}; this agora reads format {RECORD_FORMAT}: "
+                          "run `agora setup ID` again to rewrite it")
+    agent, hub, key_file = data.get("id"), data.get("hub"), data.get("key_file")
+    harnesses = data.get("harnesses", [])
+    if not (isinstance(agent, str) and is_agent_id(agent)):
+        raise RecordError(f"the seat record {path} has no valid id (found {agent!r}); run `agora setup ID` again")
+    if not (isinstance(hub, str) and hub and isinstance(key_file, str) and key_file):
+        raise RecordError(f"the seat record {path} lacks hub or key_file; run `agora setup {agent}` again")
+    if not (isinstance(harnesses, list) and all(isinstance(h, str) for h in harnesses)):
+        raise RecordError(f"the seat record {path} has a harnesses entry that is not a list of names; "
+                          f"run `agora setup {agent}` again")
+    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt)
