@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench soak clean
+.PHONY: run test test-harness bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,19 @@ run: $(STAMP)  ## set up and run the hub in the foreground on $$AGORA_HOME (defa
 
 test: $(STAMP)  ## set up and run the whole suite
 	$(BIN)/pytest -q
+
+# The real Claude Code and Codex CLIs (pinned in tests/harness/versions.json) against a scripted model,
+# installed into .cache/harness by npm. Run with no network but loopback where unshare allows it.
+HARNESS_PYTEST := AGORA_TEST_HARNESS=1 $(BIN)/pytest -q tests/harness
+test-harness: $(STAMP)  ## install the harness CLIs and run the tests that drive them
+	$(BIN)/python -m tests.harness.install
+	@if unshare -n sh -c 'ip link set lo up' 2>/dev/null; then \
+		echo "test-harness: in a network namespace with loopback only (unshare -n)"; \
+		unshare -n sh -c 'ip link set lo up && $(HARNESS_PYTEST)'; \
+	else \
+		echo "test-harness: unshare -n is not permitted here; running with the host's network (the harnesses are told to stay off it)"; \
+		$(HARNESS_PYTEST); \
+	fi
 
 soak: $(STAMP)  ## the reliability suite at soak strength: 200 kills, a minute of load, thousands of examples
 	AGORA_SOAK=1 $(BIN)/pytest -q -s -p no:randomly --timeout 1800 tests/reliability

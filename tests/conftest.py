@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 
 import pytest
@@ -10,6 +11,11 @@ from click.testing import CliRunner
 from agorad.cli import main
 from tests import listenproc
 from tests.hubproc import Hub, short_home
+
+# The harness tests drive real Claude Code and Codex CLIs and take minutes: only `make test-harness`
+# (which installs them and sets this) runs them.
+HARNESS_TESTS = "AGORA_TEST_HARNESS"
+collect_ignore = [] if os.environ.get(HARNESS_TESTS) else ["harness"]
 
 
 @pytest.fixture(autouse=True)

@@ -1,0 +1,85 @@
+"""The OpenAI Responses API, as Codex speaks it: POST /v1/responses, streamed.
+
+Codex reads output items from `response.output_item.done` events and ends a
+model call at `response.completed` (whose response carries an id and usage);
+a stream that ends without it is an error to Codex ("stream disconnected
+before completion"). Shapes as in Codex's own test helpers
+(codex-rs/core/tests/common/responses.rs: ev_response_created,
+ev_assistant_message, ev_function_call, ev_completed).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+
+from tests.harness.protocols.sse import HEADERS, event
+
+# Codex's shell tool: `exec_command` (a `cmd` string, run as `bash -lc`) in current
+# versions, `shell` (a `command` argv) in older ones; whichever the request offers.
+SHELL_TOOLS = ("exec_command", "shell")
+_ids = itertools.count(1)
+
+
+def matches(method: str, path: str) -> bool:
+    return method == "POST" and path.split("?", 1)[0].endswith("/responses")
+
+
+def is_side_request(body: dict) -> bool:
+    """Codex asks nothing for itself in `exec` with the features the tests turn off."""
+    return False
+
+
+def user_text(body: dict) -> str:
+    """The newest user-side input: a user message (prompts, <hook_prompt> turns) or a tool's output."""
+    for item in reversed(body.get("input", [])):
+        kind = item.get("type")
+        if kind == "function_call_output":
+            output = item.get("output")
+            return output if isinstance(output, str) else json.dumps(output)
+        if kind == "message" and item.get("role") == "user":
+            content = item.get("content")
+            if isinstance(content, str):
+                return content
+            return "\n".join(part.get("text", "") for part in content or [] if "text" in part)
+    return ""
+
+
+def respond(reply: dict, body: dict):
+    response_id = f"resp_{next(_ids):08d}"
+    return 200, HEADERS, _stream(response_id, _item(reply, body))
+
+
+def _item(reply: dict, body: dict) -> dict:
+    if "shell" in reply:
+        tool = next((t for t in body.get("tools", []) if t.get("name") in SHELL_TOOLS), None)
+        if tool is None:
+            names = [t.get("name") for t in body.get("tools", [])]
+            return _message(f"(scripted model) wanted a shell tool {SHELL_TOOLS} to run {reply['shell']!r}; "
+                            f"the request offers {names}")
+        return {"type": "function_call", "id": f"fc_{next(_ids):08d}", "call_id": f"call_{next(_ids):08d}",
+                "name": tool["name"], "arguments": json.dumps(_arguments(tool, reply["shell"]))}
+    return _message(reply.get("text", ""))
+
+
+def _arguments(tool: dict, line: str) -> dict:
+    properties = (tool.get("parameters") or {}).get("properties", {})
+    if "cmd" in properties:
+        return {"cmd": line}
+    if properties.get("command", {}).get("type") == "array":
+        return {"command": ["bash", "-lc", line]}
+    return {"command": line}
+
+
+def _message(text: str) -> dict:
+    return {"type": "message", "role": "assistant", "id": f"msg_{next(_ids):08d}",
+            "content": [{"type": "output_text", "text": text}]}
+
+
+def _stream(response_id: str, item: dict):
+    yield event("response.created", {"type": "response.created", "response": {"id": response_id}})
+    yield event("response.output_item.added", {"type": "response.output_item.added", "output_index": 0, "item": item})
+    yield event("response.output_item.done", {"type": "response.output_item.done", "output_index": 0, "item": item})
+    usage = {"input_tokens": 1, "input_tokens_details": None, "output_tokens": 1,
+             "output_tokens_details": None, "total_tokens": 2}
+    yield event("response.completed", {"type": "response.completed", "response": {"id": response_id, "usage": usage}})
