@@ -21,5 +21,9 @@ def summary() -> list[str]:
     for name, values in _FIGURES.items():
         ms = [v * 1000 for v in values]
         note = f"  ({_NOTES[name]})" if name in _NOTES else ""
-        lines.append(f"  {name}: {statistics.median(ms):.0f} ms ({min(ms):.0f}-{max(ms):.0f}, n={len(ms)}){note}")
+        lines.append(f"  {name}: {_ms(statistics.median(ms))} ({_ms(min(ms))}-{_ms(max(ms))}, n={len(ms)}){note}")
     return lines
+
+
+def _ms(value: float) -> str:
+    return f"{value:.2f} ms" if value < 10 else f"{value:.0f} ms"

@@ -9,6 +9,7 @@ hand-writing goes.
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from agorad.surface import settings, wiring
@@ -23,7 +24,10 @@ def _claude(workspace: Path, agent: str, home: Path) -> None:
     listen = {"type": "command", "command": wiring.shell(wiring.hook_listen(exe, agent, home)),
               "asyncRewake": True, "timeout": settings.HOOK_TIMEOUT}
     backstop = {"type": "command", "command": wiring.shell(wiring.backstop(exe, "claude", agent, home))}
-    hooks = {"SessionStart": [{"hooks": [listen]}], "Stop": [{"hooks": [backstop, listen]}]}
+    # Until `agora hook` lands, its absence would exit 2 ("No such command"), which Claude takes for a
+    # blocking Stop hook: every turn would be re-prompted with click's usage text.
+    stop = [backstop, listen] if _has_hook_command(exe) else [listen]
+    hooks = {"SessionStart": [{"hooks": [listen]}], "Stop": [{"hooks": stop}]}
     _write_json(workspace / ".claude" / "settings.json", {"hooks": hooks})
 
 
@@ -35,6 +39,10 @@ def _codex(workspace: Path, agent: str, home: Path) -> None:
         return {"hooks": [{"type": "command", "command": wiring.shell(argv)}]}
 
     _write_json(workspace / ".codex" / "hooks.json", {"hooks": {"SessionStart": [hook("start")], "Stop": [hook("stop")]}})
+
+
+def _has_hook_command(exe: str) -> bool:
+    return subprocess.run([exe, "hook", "--help"], capture_output=True).returncode == 0
 
 
 def _write_json(path: Path, value: dict) -> None:
