@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 import time
 
+import psutil
 import pytest
 
 from agorad.surface import settings, wiring
@@ -72,3 +73,87 @@ def test_listener_own_wake_latency(hub, hook_processes):
             assert status == 2, stderr
     latency.record("send -> AGORA_WAKE (agora listen --once --debounce 0)", seen)
     assert statistics.median(seen) < 1.0, seen
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("ending", ["stdin-closed", "terminated"])
+def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, model, sessions, ending):
+    """(c) The swallowed wake: a session ends while its hook listener is armed; the DM must reach the next session.
+
+    Two endings, as measured with 2.1.197. stdin-closed: Claude waits for its
+    running hooks before it exits, so the listener takes the DM's wake and
+    hands it to a session that exits without another turn. terminated: Claude
+    dies and the hook, in its own process group, lives on with its stdout a
+    broken pipe. Either way the next session on the seat must be woken for it.
+    """
+    hub, agent = claude_seat.hub, claude_seat.agent
+    first = sessions(claude_seat)
+    stale = rewake.armed_listener(hub.home, agent)
+    first.end_input()
+    if ending == "terminated":
+        first.terminate()
+        first.proc.wait(timeout=15)
+        assert psutil.pid_exists(stale), "the hook listener died with its session: nothing here to swallow a wake"
+    with hub.client(PEER) as peer:
+        # With stdin closed, Claude has read EOF long before the listener's 1 s debounce ends.
+        ref = peer.call("messages.send", target=f"@{agent}", title="as you left", body="still for you")["ref"]
+    first.proc.wait(timeout=rewake.WAKE_TIMEOUT)
+    assert not any(ref in s.user_text for s in model.seen), "the ending session took a turn for the DM itself"
+    model.script(*rewake.handling_script(agent, hub.home))
+    sessions(claude_seat)
+    model.wait_for(lambda s: not s.side and ref in s.user_text, rewake.WAKE_TIMEOUT,
+                   what=f"the next session woken for {ref}")
+    with hub.client(agent) as seat:
+        rewake.wait_for(lambda: not rewake._unread(seat), timeout=rewake.WAKE_TIMEOUT,
+                        what=f"the next session's ack of {ref}")
+
+
+@pytest.mark.timeout(120)
+def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(claude_seat, model):
+    """(a) `claude -p` in the wired workspace: inbox and ack through Bash; a turn ending with a DM unread is re-prompted."""
+    hub, agent = claude_seat.hub, claude_seat.agent
+    exe = wiring.agora_executable()
+    inbox = wiring.shell(wiring.inbox(exe, agent, hub.home))
+    ack = wiring.shell(wiring.ack_all(exe, agent, hub.home))
+    with hub.client(PEER) as peer:
+        first = peer.call("messages.send", target=f"@{agent}", title="review 0004", body="please")["ref"]
+        model.script({"shell": inbox}, {"shell": ack}, {"text": "read and acked"})
+        turn = _print_turn(claude_seat, model, "check your mail")
+        assert turn.returncode == 0, turn.stderr
+        requests = model.main_requests()
+        assert "review 0004" in requests[1].user_text, requests[1].user_text  # `agora inbox` listed it
+        assert unread(hub, agent) == [], f"{first} is still unread after the turn's `agora ack`"
+
+        second = peer.call("messages.send", target=f"@{agent}", title="urgent: 0005", body="now")["ref"]
+        before = len(model.seen)
+        model.script({"text": "nothing to do"}, {"shell": ack}, {"text": "acked after the reminder"})
+        turn = _print_turn(claude_seat, model, "carry on")
+        assert turn.returncode == 0, turn.stderr
+        after_stop = model.main_requests()[len(model.main_requests()) - 3:]
+        reminded = after_stop[1].user_text
+        assert model.seen.index(after_stop[0]) >= before
+        assert "Stop hook" in reminded and (second in reminded or inbox in reminded), reminded[-800:]
+        assert unread(hub, agent) == [], f"{second} is still unread after the backstop's re-prompt"
+
+
+def _print_turn(seat, model, prompt: str):
+    """`claude -p` that fails fast and says why if Claude never asks the model (a hook holding its start)."""
+    import subprocess
+
+    from tests.harness.install import binary
+
+    before = len(model.seen)
+    proc = subprocess.Popen([str(binary("claude")), "-p", prompt, *claude.ALLOW_BASH], cwd=seat.workspace,
+                            env=seat.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        model.wait_for(lambda s: not s.side, FIRST_REQUEST_TIMEOUT, after=before,
+                       what="claude -p's first model request (a synchronous SessionStart hook holds the turn "
+                            "until it exits: in -p an asyncRewake hook runs synchronously)")
+        out, err = proc.communicate(timeout=60)
+    except (AssertionError, subprocess.TimeoutExpired):
+        import os
+        os.killpg(proc.pid, 9)
+        proc.communicate()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
