@@ -99,7 +99,14 @@ def declared_dependencies() -> set[str]:
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0].lower() for spec in project["dependencies"]}
+    return {normalised(re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0]) for spec in project["dependencies"]}
+
+
+def normalised(name: str) -> str:
+    """A distribution name as PEP 503 compares them (tomli-w and tomli_w are one)."""
+    import re
+
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def imported_distributions() -> set[str]:
@@ -112,7 +119,7 @@ def imported_distributions() -> set[str]:
         for target in runtime_imports(path):
             top = target.split(".")[0]
             if top not in OURS and top not in sys.stdlib_module_names:
-                found.update(name.lower() for name in providers.get(top, [top]))
+                found.update(normalised(name) for name in providers.get(top, [top]))
     return found
 
 

@@ -22,7 +22,7 @@ EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
 # Shared options: also accepted before the subcommand (`agora --home DIR status`; see shared.py).
 home_option = click.option(
     "--home", "home", cls=SharedOption, envvar="AGORA_HOME", type=click.Path(file_okay=False),
-    help="The hub's home directory (default: $AGORA_HOME, else ~/.agora).",
+    help="The hub's home directory (default: $AGORA_HOME, else the workspace's seat record, else ~/.agora).",
 )
 json_option = click.option("--json", "as_json", cls=SharedOption, is_flag=True, help="Print the result as JSON.")
 
@@ -30,7 +30,8 @@ json_option = click.option("--json", "as_json", cls=SharedOption, is_flag=True, 
 def as_option(required: bool = True):
     return click.option(
         "--as", "as_id", cls=SharedOption, metavar="ID", required=required,
-        help="Act as this agent; the key comes from $AGORA_KEY or <home>/keys/ID.key.",
+        help="Act as this agent (default: the workspace's seat record, .agora/seat.toml); "
+             "the key comes from $AGORA_KEY or <home>/keys/ID.key.",
     )
 
 

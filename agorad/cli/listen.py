@@ -34,7 +34,7 @@ class ListenCommand(click.Command):
 
 
 @click.command("listen", cls=ListenCommand)
-@click.option("--as", "as_id", cls=SharedOption, metavar="ID", required=True, help="The seat to listen for.")
+@click.option("--as", "as_id", cls=SharedOption, metavar="ID", required=True, help="The seat to listen for (default: the workspace's seat record).")
 @click.option("--once", is_flag=True, help="Exit after the first wake (2), or at --max-wait (0).")
 @click.option("--max-wait", type=DURATION, help="With --once: give up after this long (exit 0). With --adaptive: the cap.")
 @click.option("--debounce", type=DURATION_OR_ZERO, default=format_duration(settings.DEBOUNCE), show_default=True,

@@ -19,7 +19,8 @@ _GIVEN = "agora.shared"  # ctx.meta key: what the group was given, by parameter 
 
 
 class SharedOption(click.Option):
-    """A command's option that takes the group's value when the command's own command line lacks it."""
+    """A command's option that takes the group's value when the command's own command line lacks it,
+    and, for --as and --home, the workspace's seat record when neither line nor environment gives one."""
 
     def consume_value(self, ctx, opts):
         value, source = super().consume_value(ctx, opts)
@@ -27,7 +28,31 @@ class SharedOption(click.Option):
             given = ctx.meta.get(_GIVEN, {})  # meta is shared by every context of one invocation
             if self.name in given:
                 return given[self.name], ParameterSource.COMMANDLINE
+        # Nothing given: click 8.5 says so with a sentinel, older ones with None; neither is a string.
+        if self.name in _FROM_RECORD and source is ParameterSource.DEFAULT and not isinstance(value, str):
+            record = seat_record(ctx)
+            if record is not None:
+                return _FROM_RECORD[self.name](record), ParameterSource.DEFAULT
         return value, source
+
+
+# What the seat record supplies: the seat (--as) and its hub's home (--home, after $AGORA_HOME).
+_FROM_RECORD = {"as_id": lambda record: record.agent, "home": lambda record: str(record.home)}
+
+
+def seat_record(ctx: click.Context):
+    """The nearest seat record at or above the working directory, read once per invocation; None if none.
+
+    Only the nearest counts: a workspace's identity is its own wiring, never a parent's.
+    """
+    if "agora.record" not in ctx.meta:
+        from agorad.surface.seat_record import RecordError, find
+
+        try:
+            ctx.meta["agora.record"] = find()
+        except RecordError as exc:
+            raise click.UsageError(f"{exc} (or give --as)", ctx) from None
+    return ctx.meta["agora.record"]
 
 
 def remember(ctx: click.Context, param: click.Parameter, value):

@@ -17,6 +17,7 @@ SOCKET_NAME = "agorad.sock"
 PIDFILE_NAME = "agorad.pid"
 LOCKFILE_NAME = "agorad.lock"
 KEYS_DIR_NAME = "keys"
+SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
 ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
 
 # In a workspace (not the home): the seat record `agora setup` writes (agora-setup(1)).
@@ -107,6 +108,10 @@ class Home:
     @property
     def lockfile(self) -> Path:
         return self.root / LOCKFILE_NAME
+
+    @property
+    def setup_lock(self) -> Path:
+        return self.root / SETUP_LOCK_NAME
 
     @property
     def keys_dir(self) -> Path:

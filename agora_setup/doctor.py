@@ -1,0 +1,122 @@
+"""`agora setup --check`: one screen on a workspace's wiring, its seat, and what would wake it."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from agora_setup import harnesses
+from agora_setup.targets import MISSING, STALE, SetupError
+from agorad.surface.paths import Home, drive_file, listen_file
+
+# What wakes a seat through each harness's wiring, when it is all in place.
+WAKES = {
+    "claude": "an idle session wakes while its hook listener is armed (from session start); "
+              "turn ends re-prompt while important mail is unread",
+    "cursor": "background reception, armed by the rule at a session's first turn; "
+              "turn ends re-prompt while important mail is unread or the listener is dead",
+    "codex": "turn ends re-prompt while important mail is unread; an idle session wakes only "
+             "while it runs the wait loop its AGENTS.md block teaches",
+}
+
+
+def examine(workspace: Path, record, home: Home) -> dict:
+    """The facts, as data (`--json` prints them as they are)."""
+    problems: list[str] = []
+    if record is None:
+        problems.append(f"no seat record in {workspace}: run `agora setup ID` here")
+        return {"workspace": str(workspace), "ok": False, "record": None, "problems": problems}
+    seat = harnesses.Seat(record.agent, home.root, _wired_exe(workspace, record), workspace)
+    wired = [_harness(name, seat, problems) for name in record.harnesses if name in harnesses.supported()]
+    hub = _hub(home, record.agent, problems)
+    return {
+        "workspace": str(workspace), "ok": not problems,
+        "record": {"path": str(record.path), "agent": record.agent, "hub": record.hub, "key_file": record.key_file,
+                   "harnesses": list(record.harnesses)},
+        "hub": hub, "harnesses": wired,
+        "listener": _pid_state(listen_file(home.root, record.agent, "pid")),
+        "driver": _pid_state(drive_file(home.root, record.agent, "pid")),
+        "stop_hook_fired": _fired(home.root, record.agent),
+        "problems": problems,
+    }
+
+
+def _wired_exe(workspace: Path, record) -> str:
+    """The agora setup would write now; a wiring naming another is stale."""
+    from agorad.surface import wiring
+
+    try:
+        return wiring.agora_executable()
+    except FileNotFoundError:
+        return "agora"
+
+
+def _harness(name: str, seat, problems: list[str]) -> dict:
+    files = []
+    for target in harnesses.targets(name, seat):
+        try:
+            text = target.path.read_text() if target.path.exists() else None
+            state = target.state(text)
+        except (SetupError, OSError, UnicodeDecodeError) as exc:
+            state = f"broken: {exc}"
+        relative = str(target.path.relative_to(seat.workspace))
+        files.append({"path": relative, "state": state})
+        if state in (MISSING, STALE) or state.startswith("broken"):
+            problems.append(f"{name}: {relative} is {state}; run `agora setup {seat.agent}` here to rewire")
+    return {"name": name, "files": files, "wakes": WAKES[name]}
+
+
+def _hub(home: Home, agent: str, problems: list[str]) -> dict:
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError, NotFound, Unavailable
+
+    key = home.key_file(agent).exists()
+    if not key:
+        problems.append(f"no key at {home.key_file(agent)}: commands acting as {agent} need AGORA_KEY")
+    try:
+        with Client(home).connect() as hub:
+            hub.call("agents.get", agent=agent)
+    except Unavailable:
+        problems.append(f"the hub at {home.root} is down: nothing wakes anyone; start it (`agora up --home {home.root}`)")
+        return {"up": False, "registered": None, "key": key}
+    except NotFound:
+        problems.append(f"the hub does not know {agent}: run `agora setup {agent}` here to register it")
+        return {"up": True, "registered": False, "key": key}
+    except AgoraError as exc:
+        problems.append(f"the hub answered: {exc.message}")
+        return {"up": True, "registered": None, "key": key}
+    return {"up": True, "registered": True, "key": key}
+
+
+def _pid_state(pidfile: Path) -> str:
+    from agorad.surface.pidfiles import LIVE, pidfile_state
+
+    state = pidfile_state(pidfile)
+    return "none" if state is None else "live" if state == LIVE else "stale"
+
+
+def _fired(root: Path, agent: str):
+    try:
+        from agorad.surface import hook_stamps
+    except ImportError:
+        return None
+    return hook_stamps.load(root, agent, "stop").get("fired")
+
+
+def render(report: dict) -> list[str]:
+    if report["record"] is None:
+        return [f"agora setup --check: {report['problems'][0]}"]
+    r, hub = report["record"], report["hub"]
+    lines = [f"seat {r['agent']} (record {r['path']})",
+             f"hub: {'up' if hub['up'] else 'DOWN'} at {Path(r['hub']).parent}; "
+             f"{'registered' if hub['registered'] else 'NOT registered' if hub['registered'] is False else 'registration unknown'}; "
+             f"key {'present' if hub['key'] else 'MISSING'}"]
+    for harness in report["harnesses"]:
+        states = ", ".join(f"{f['path']} {f['state']}" for f in harness["files"])
+        lines.append(f"{harness['name']}: {states}")
+        lines.append(f"  wakes: {harness['wakes']}")
+    fired = report["stop_hook_fired"]
+    lines.append(f"listener: {report['listener']}; driver: {report['driver']}; stop hook: "
+                 f"{'NEVER FIRED' if fired is None else f'fired {int(time.time() - fired)}s ago'}")
+    lines += [f"problem: {p}" for p in report["problems"]] or ["ok: wired and current"]
+    return lines

@@ -1,0 +1,220 @@
+"""`agora setup`: register a seat, write the workspace's seat record, and wire its harnesses.
+
+A thin adapter: agora_setup does the wiring; this registers the seat with the
+hub (or says the hub is down and wires anyway) and prints what changed.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from agorad.cli.common import EXIT_ERROR, fail, home_option, json_option, print_json
+from agorad.surface.vocab import LIVENESS_MODES
+
+SETUP_MODE = "async"  # a harness seat comes and goes with its sessions: dormant when silent, never expired
+SUPPORTED = ("claude", "cursor", "codex")  # agora_setup.harnesses.WIRING; checked equal by the tests
+
+
+@click.command("setup")
+@click.argument("agent_id", metavar="[ID]", required=False)
+@click.option("--harness", "harness_names", multiple=True, type=click.Choice(SUPPORTED),
+              help="Wire this harness (repeatable). Default: those wired before, and every one the "
+                   "workspace shows signs of (.claude/, .cursor/, .codex/ ...).")
+@click.option("--dir", "workspace", type=click.Path(file_okay=False, path_type=Path), default=".",
+              show_default=True, help="The workspace to wire.")
+@click.option("--remove", is_flag=True, help="Take out everything setup wrote (or only --harness's), and nothing else.")
+@click.option("--check", is_flag=True, help="Say what is wired, what is stale, and what would wake the seat.")
+@click.option("--mode", type=click.Choice(LIVENESS_MODES), default=SETUP_MODE, show_default=True,
+              help="The liveness mode of a seat setup registers.")
+@home_option
+@json_option
+def setup(agent_id, harness_names, workspace, remove, check, mode, home, as_json):
+    """Wire WORKSPACE's harnesses to seat ID, so a session there wakes when mail lands."""
+    from agora_setup.targets import SetupError
+
+    workspace = workspace.absolute()
+    if not workspace.is_dir():
+        fail(f"the workspace {workspace} is not a directory")
+    try:
+        if check:
+            return _check(workspace, home, as_json)
+        if remove:
+            return _remove(workspace, agent_id, list(harness_names), home, as_json)
+        return _wire(workspace, agent_id, list(harness_names), mode, home, as_json)
+    except SetupError as exc:
+        fail(str(exc))
+
+
+def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json: bool) -> None:
+    from agora_setup import harnesses, plan
+    from agorad.surface import wiring
+    from agorad.surface.paths import Home
+    from agorad.surface.protocol import is_agent_id
+
+    record = _record(workspace)
+    agent_id = agent_id or (record.agent if record else None)
+    if agent_id is None:
+        fail("name the seat: `agora setup ID` (no seat record here to take it from)", 2)
+    if not is_agent_id(agent_id):
+        fail(f"{agent_id!r} is not a valid agent id (letters, digits, '.', '_', '-'; see agora-agent(1))", 2)
+    where = _home(home, record)
+    names = names or sorted(set((record.harnesses if record else ())) | set(harnesses.detected(workspace)))
+    if not names:
+        fail(f"no harness found in {workspace} (no .claude/, .cursor/ or .codex/); name one: "
+             f"--harness {'|'.join(SUPPORTED)}", 2)
+    hub = _register(where, agent_id, mode)
+    try:
+        exe = wiring.agora_executable()
+    except FileNotFoundError as exc:
+        fail(str(exc))
+    seat = harnesses.Seat(agent_id, where.root, exe, workspace)
+    changes = plan.wire(seat, names, where.key_file(agent_id))
+    _mark_wired(where.root, agent_id)
+    _report(workspace, agent_id, where, hub, changes, plan_names(changes, workspace), as_json)
+
+
+def plan_names(changes, workspace: Path) -> list[str]:
+    from agorad.surface.seat_record import load
+
+    record = [c for c in changes if c.relative.endswith("seat.toml")][-1]
+    return list(load(record.target.path).harnesses) if record.after is not None else []
+
+
+def _register(where, agent_id: str, mode: str) -> dict:
+    """Register the seat, or reuse it; with the hub down, say so (setup still wires)."""
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError, NotFound, Unavailable
+
+    try:
+        with Client(where).connect() as hub:
+            try:
+                hub.call("agents.get", agent=agent_id)
+                registered = "reused"
+            except NotFound:
+                hub.call("agents.add", agent=agent_id, liveness_mode=mode, meta={"wired_by": "agora setup"})
+                registered = "registered"
+    except Unavailable as exc:
+        return {"up": False, "registered": "not-registered", "error": exc.message}
+    except AgoraError as exc:
+        fail(f"the hub refused to register {agent_id}: {exc.message}")
+    return {"up": True, "registered": registered, "key_file_exists": where.key_file(agent_id).exists()}
+
+
+def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) -> None:
+    from agora_setup import harnesses, plan
+    from agorad.surface.paths import Home
+
+    record = _record(workspace)
+    where = _home(home, record)
+    agent = agent_id or (record.agent if record else "unknown")
+    seat = harnesses.Seat(agent, where.root, "agora", workspace)
+    changes = plan.unwire(seat, names or None)
+    if not names and record is not None:
+        _forget_wired(where.root, record.agent)
+    touched = [{"path": c.relative, "action": "removed" if c.after is None else "restored"}
+               for c in changes if c.changed]
+    if as_json:
+        print_json({"workspace": str(workspace), "changed": touched})
+        return
+    for item in touched:
+        click.echo(f"{item['action']} {item['path']}")
+    if not touched:
+        click.echo(f"nothing of agora setup's in {workspace}")
+    elif record is not None and not names:
+        click.echo(f"the seat {record.agent} stays registered with the hub; `agora agent rm {record.agent}` removes it",
+                   err=True)
+
+
+def _check(workspace: Path, home, as_json: bool) -> None:
+    from agora_setup import doctor
+
+    record = _record(workspace)
+    report = doctor.examine(workspace, record, _home(home, record))
+    if as_json:
+        print_json(report)
+    else:
+        for line in doctor.render(report):
+            click.echo(line)
+    if not report["ok"]:
+        raise SystemExit(EXIT_ERROR)
+
+
+def _record(workspace: Path):
+    """The workspace's own seat record (not one above it: setup wires this directory)."""
+    from agora_setup.targets import SetupError
+    from agorad.surface.paths import seat_record
+    from agorad.surface.seat_record import RecordError, load
+
+    path = seat_record(workspace)
+    if not path.exists():
+        return None
+    try:
+        return load(path)
+    except RecordError as exc:
+        raise SetupError(str(exc)) from None
+
+
+def _home(home, record):
+    """--home or $AGORA_HOME, else the record's hub, else ~/.agora."""
+    from agorad.surface.paths import Home
+
+    return Home.resolve(home if home else (record.home if record else None))
+
+
+def _mark_wired(root: Path, agent: str) -> None:
+    try:
+        from agorad.surface import hook_stamps
+    except ImportError:  # the backstop's stamps land with `agora hook`
+        return
+    hook_stamps.mark_wired(root, agent, "stop")
+
+
+def _forget_wired(root: Path, agent: str) -> None:
+    try:
+        from agorad.surface import hook_stamps
+    except ImportError:
+        return
+    hook_stamps.forget(root, agent, "stop")
+
+
+def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool) -> None:
+    files = [{"path": c.relative, "action": _action(c)} for c in changes]
+    notes = _notes(agent, where, hub, names, workspace)
+    if as_json:
+        print_json({"agent": agent, "workspace": str(workspace), "home": str(where.root), "harnesses": names,
+                    "hub": hub, "files": files, "notes": notes})
+        return
+    click.echo(f"seat {agent} in {workspace} ({', '.join(names)}); hub home {where.root}")
+    for item in files:
+        click.echo(f"  {item['action']:<9} {item['path']}")
+    for note in notes:
+        click.echo(note, err=True)
+
+
+def _action(change) -> str:
+    if not change.changed:
+        return "unchanged"
+    return "created" if change.before is None else "updated"
+
+
+def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> list[str]:
+    notes = []
+    if not hub["up"]:
+        notes.append(f"the hub is down ({hub['error']}): {agent} is not registered yet; start it (`agora up --home "
+                     f"{where.root}`) and run `agora setup {agent}` again here to register it")
+    elif hub["registered"] == "registered":
+        notes.append(f"registered {agent}; its key is in {where.key_file(agent)} (0600), never in the workspace")
+    elif not hub["key_file_exists"]:
+        notes.append(f"{agent} was registered before, but its key is not in {where.key_file(agent)}: commands "
+                     "acting as it need AGORA_KEY, or that file")
+    if "claude" in names:
+        notes.append("Claude Code: sessions started from now on arm the listener; restart running ones")
+    if "cursor" in names:
+        notes.append("Cursor: the rule arms background reception at each session's first turn")
+    if "codex" in names:
+        notes.append(f"Codex runs project hooks only when trusted: trust the project (accept the prompt when `codex` "
+                     f"first opens {workspace}) and the two agora hooks (review them in Codex's /hooks). Their text "
+                     "stays the same across agora versions, so the trust holds until the home or agora's path changes")
+    return notes

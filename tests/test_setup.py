@@ -1,0 +1,256 @@
+"""`agora setup`: the real CLI wires real files against a real hub, and takes the wiring out again.
+
+Whether the wiring works inside each harness is proven with the real CLIs by
+`make test-harness` (tests/harness/); these tests hold the files: what is
+written, what is kept, what is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tomllib
+from pathlib import Path
+
+import pytest
+
+from agorad.surface import settings, wiring
+from agorad.surface.paths import seat_record
+from tests.hubproc import AGORA
+
+USERS_SETTINGS = '{\n    "model": "opus",\n    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}\n}\n'
+USERS_CLAUDE_MD = "# My project\n\nBe kind.\n"
+
+
+def agora(*args: str, cwd: Path, code: int = 0, env: dict | None = None) -> subprocess.CompletedProcess:
+    full = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY")}
+    done = subprocess.run([AGORA, *args], cwd=cwd, capture_output=True, text=True, env={**full, **(env or {})},
+                          timeout=30)
+    assert done.returncode == code, f"agora {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(root)): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def ws(tmp_path):
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    return workspace
+
+
+def claude_ws(ws: Path) -> Path:
+    (ws / ".claude").mkdir()
+    (ws / ".claude/settings.json").write_text(USERS_SETTINGS)
+    (ws / "CLAUDE.md").write_text(USERS_CLAUDE_MD)
+    return ws
+
+
+def commands(settings_json: dict, event: str) -> list[str]:
+    return [h["command"] for group in settings_json["hooks"][event] for h in group["hooks"]]
+
+
+def test_claude_wiring_keeps_the_users_hooks_and_registers_the_seat(hub, ws):
+    claude_ws(ws)
+    done = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert "registered runtime" in done.stderr
+
+    wired = json.loads((ws / ".claude/settings.json").read_text())
+    listen = wiring.shell(wiring.hook_listen(AGORA, "runtime", hub.home))
+    backstop = wiring.shell(wiring.backstop(AGORA, "claude", "runtime", hub.home))
+    assert wired["model"] == "opus"
+    assert commands(wired, "Stop") == ["echo mine", backstop, listen]
+    assert commands(wired, "SessionStart") == [listen]
+    assert "UserPromptSubmit" not in wired["hooks"]  # a listener armed at every prompt is a wake storm
+    rewake = [h for g in wired["hooks"]["SessionStart"] for h in g["hooks"]][0]
+    assert rewake["asyncRewake"] is True and rewake["timeout"] > settings.HOOK_MAX_WAIT
+    assert os.path.isabs(listen.split()[0]) and f"--home {hub.home}" in listen
+
+    text = (ws / "CLAUDE.md").read_text()
+    assert text.startswith("<!-- agora:begin") and text.endswith("\n\n" + USERS_CLAUDE_MD)
+    assert wiring.shell(wiring.inbox(AGORA, "runtime", hub.home)) in text
+
+    record = tomllib.loads(seat_record(ws).read_text())
+    assert record == {"format": 1, "id": "runtime", "hub": str(hub.home / "agorad.sock"),
+                      "key_file": str(hub.home / "keys/runtime.key"), "harnesses": ["claude"], "created": []}
+    key = (hub.home / "keys/runtime.key").read_text().strip()
+    assert hub.call("agents.get", agent="runtime")["agent"]["liveness_mode"] == "async"
+    assert not any(key.encode() in data for data in snapshot(ws).values())  # no key in any workspace file
+
+
+def test_a_rerun_changes_nothing_and_remove_gives_back_the_users_bytes(hub, ws):
+    claude_ws(ws)
+    before = snapshot(ws)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    wired = snapshot(ws)
+    again = agora("setup", "runtime", "--home", str(hub.home), cwd=ws)  # the record remembers claude
+    assert snapshot(ws) == wired
+    assert again.stdout.count("unchanged") == 3
+
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert snapshot(ws) == before
+    assert not (ws / ".agora").exists()
+    assert hub.call("agents.get", agent="runtime")  # the seat stays registered
+
+
+def test_remove_keeps_what_the_user_added_after_setup(hub, ws):
+    claude_ws(ws)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    data = json.loads((ws / ".claude/settings.json").read_text())
+    data["hooks"]["Stop"].append({"hooks": [{"type": "command", "command": "echo later"}]})
+    (ws / ".claude/settings.json").write_text(json.dumps(data))
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    left = json.loads((ws / ".claude/settings.json").read_text())
+    assert commands(left, "Stop") == ["echo mine", "echo later"] and "SessionStart" not in left["hooks"]
+    assert (ws / "CLAUDE.md").read_text() == USERS_CLAUDE_MD
+
+
+def test_codex_wiring_uses_matcher_groups_and_says_how_to_trust(hub, ws):
+    done = agora("setup", "runtime", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    hooks = json.loads((ws / ".codex/hooks.json").read_text())
+    assert set(hooks) == {"hooks"}  # Codex refuses a hooks.json with any other root key
+    stop = hooks["hooks"]["Stop"][0]["hooks"][0]
+    assert stop["command"] == wiring.shell(wiring.backstop(AGORA, "codex", "runtime", hub.home))
+    assert "async" not in stop  # an async hook is silently skipped
+    assert hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"].split()[1:3] == ["hook", "start"]
+    assert "trust" in done.stderr and "/hooks" in done.stderr
+    assert (ws / "AGENTS.md").read_text().startswith("<!-- agora:begin")
+    assert not (ws / ".codex/config.toml").exists()  # nothing to put there until agora mcp
+
+
+def test_cursor_wiring_teaches_monitored_background_reception(hub, ws):
+    agora("setup", "runtime", "--harness", "cursor", "--home", str(hub.home), cwd=ws)
+    rule = (ws / ".cursor/rules/agora.mdc").read_text()
+    front = rule.split("---\n")[1]
+    assert "alwaysApply: true\n" in front  # a boolean, not a string
+    assert wiring.background_loop(AGORA, "runtime", hub.home) in rule
+    assert '"pattern": "^AGORA_WAKE"' in rule and f'"debounce_ms": {settings.MONITOR_DEBOUNCE_MS}' in rule
+    assert settings.MONITOR_DEBOUNCE_MS >= 15000
+    assert "pgrep" in rule and "block_until_ms 0" in rule
+    hooks = json.loads((ws / ".cursor/hooks.json").read_text())
+    assert hooks["version"] == 1
+    assert hooks["hooks"]["stop"] == [{"command": wiring.shell(wiring.backstop(AGORA, "cursor", "runtime", hub.home)),
+                                       "timeout": 30}]
+
+
+def test_without_harness_it_wires_what_the_workspace_uses(hub, ws):
+    (ws / ".claude").mkdir()
+    (ws / ".codex").mkdir()
+    done = agora("setup", "runtime", "--home", str(hub.home), cwd=ws)
+    assert "(claude, codex)" in done.stdout
+    assert (ws / ".claude/settings.json").exists() and (ws / ".codex/hooks.json").exists()
+    assert not (ws / ".cursor").exists()
+
+
+def test_no_harness_found_is_a_usage_error_that_writes_nothing(hub, ws):
+    done = agora("setup", "runtime", "--home", str(hub.home), cwd=ws, code=2)
+    assert "--harness" in done.stderr
+    assert snapshot(ws) == {}
+
+
+@pytest.mark.parametrize("relative, corrupt", [
+    (".claude/settings.json", '{"hooks": '),
+    (".claude/settings.json", '{"hooks": {"Stop": {}}}'),
+    (".codex/hooks.json", "[1, 2"),
+    (".codex/config.toml", "[model\n"),
+    (".cursor/hooks.json", '"just a string"'),
+])
+def test_a_corrupt_config_is_refused_and_nothing_is_written(hub, ws, relative, corrupt):
+    (ws / relative).parent.mkdir(parents=True)
+    (ws / relative).write_text(corrupt)
+    before = snapshot(ws)
+    harness = relative.split("/")[0].strip(".")
+    done = agora("setup", "runtime", "--harness", harness, "--home", str(hub.home), cwd=ws, code=1)
+    assert relative.split("/")[-1] in done.stderr and "by hand" in done.stderr
+    assert snapshot(ws) == before
+
+
+def test_a_foreign_rule_file_is_not_overwritten(hub, ws):
+    (ws / ".cursor/rules").mkdir(parents=True)
+    (ws / ".cursor/rules/agora.mdc").write_text("my own rule\n")
+    done = agora("setup", "runtime", "--harness", "cursor", "--home", str(hub.home), cwd=ws, code=1)
+    assert "not written by agora setup" in done.stderr
+    assert (ws / ".cursor/rules/agora.mdc").read_text() == "my own rule\n"
+
+
+def test_bad_input_changes_nothing(hub, ws):
+    claude_ws(ws)
+    before = snapshot(ws)
+    assert "is not one of" in agora("setup", "runtime", "--harness", "vim", "--home", str(hub.home),
+                                     cwd=ws, code=2).stderr
+    assert "not a valid agent id" in agora("setup", "bad id!", "--harness", "claude", "--home", str(hub.home),
+                                           cwd=ws, code=2).stderr
+    assert "name the seat" in agora("setup", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=2).stderr
+    assert snapshot(ws) == before
+    with pytest.raises(Exception):
+        hub.call("agents.get", agent="runtime")
+
+
+def test_an_unwritable_target_stops_setup_before_any_write(hub, ws):
+    (ws / ".claude").write_text("a file where a directory belongs\n")
+    (ws / "CLAUDE.md").write_text(USERS_CLAUDE_MD)
+    before = snapshot(ws)
+    done = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert "cannot write" in done.stderr and "nothing was changed" in done.stderr
+    assert snapshot(ws) == before
+
+
+def test_with_the_hub_down_setup_still_wires_and_says_so(home, ws):
+    (ws / ".claude").mkdir()
+    done = agora("setup", "runtime", "--home", str(home), cwd=ws)
+    assert "the hub is down" in done.stderr and "not registered" in done.stderr
+    assert (ws / ".claude/settings.json").exists() and seat_record(ws).exists()
+
+
+def test_commands_in_the_workspace_act_as_its_seat(hub, ws):
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    hub.add_agent("peer")
+    (ws / "deep/er").mkdir(parents=True)
+    peer_key = (hub.home / "keys/peer.key").read_text().strip()
+    agora("send", "--home", str(hub.home), "--as", "peer", "@runtime", "--title", "hi", cwd=ws)
+    shown = json.loads(agora("inbox", "--json", cwd=ws / "deep/er").stdout)  # no --as, no --home
+    assert shown["unread"] == 1
+    # The nearest record only: a nested workspace with its own record is another seat.
+    nested = ws / "deep"
+    agora("setup", "other", "--harness", "claude", "--home", str(hub.home), cwd=nested)
+    assert json.loads(agora("inbox", "--json", cwd=ws / "deep/er").stdout)["unread"] == 0
+    # --as wins over the record.
+    assert json.loads(agora("inbox", "--json", "--as", "peer", cwd=ws, env={"AGORA_KEY": peer_key}).stdout)["unread"] == 0
+
+
+def test_a_corrupt_record_is_a_clear_error_unless_as_is_given(hub, ws):
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    seat_record(ws).write_text("format = [\n")
+    done = agora("inbox", cwd=ws, code=2)
+    assert "seat.toml is not valid TOML" in done.stderr and "--as" in done.stderr
+    agora("inbox", "--as", "runtime", "--home", str(hub.home), cwd=ws)
+
+
+def test_check_says_what_is_wired_stale_and_what_would_wake(hub, ws):
+    agora("setup", "runtime", "--harness", "claude", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    report = json.loads(agora("setup", "--check", "--json", cwd=ws).stdout)
+    assert report["ok"] and report["hub"] == {"up": True, "registered": True, "key": True}
+    assert {f["state"] for h in report["harnesses"] for f in h["files"]} == {"wired"}
+    assert report["stop_hook_fired"] is None
+    assert "NEVER FIRED" in agora("setup", "--check", cwd=ws).stdout
+
+    path = ws / ".claude/settings.json"
+    path.write_text(path.read_text().replace(AGORA, "/old/venv/bin/agora"))  # agora moved since setup
+    done = agora("setup", "--check", cwd=ws, code=1)
+    assert ".claude/settings.json stale" in done.stdout and "rewire" in done.stdout
+    agora("setup", cwd=ws)  # a re-run from the record rewires
+    assert json.loads(agora("setup", "--check", "--json", cwd=ws).stdout)["ok"]
+    hub.stop()
+    assert "DOWN" in agora("setup", "--check", cwd=ws, code=1).stdout
+
+
+def test_concurrent_setups_serialise_their_merges(hub, ws):
+    claude_ws(ws)
+    runs = [subprocess.Popen([AGORA, "setup", "runtime", "--harness", h, "--home", str(hub.home)], cwd=ws,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE) for h in ("claude", "codex", "cursor")]
+    assert [run.wait(timeout=30) for run in runs] == [0, 0, 0]
+    assert tomllib.loads(seat_record(ws).read_text())["harnesses"] == ["claude", "cursor", "codex"]
+    assert commands(json.loads((ws / ".claude/settings.json").read_text()), "Stop")[0] == "echo mine"
