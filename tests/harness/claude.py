@@ -46,7 +46,7 @@ def print_turn(workspace: Path, env: dict, prompt: str, timeout: float = 90) -> 
         return subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)
     except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"claude -p did not finish within {timeout}s; stderr so far: {exc.stderr!r}") from None
+        raise AssertionError(f"claude -p did not finish within {timeout}s; the end of its stderr: {_tail(exc.stderr)!r}") from None
 
 
 class Session:
@@ -108,3 +108,9 @@ class Session:
                 self.events.append(json.loads(raw))
             except ValueError:
                 self.events.append({"type": "unparsed", "line": raw.decode(errors="replace")})
+
+
+def _tail(output, limit: int = 2000) -> str:
+    """The end of a process's output: a harness looping on a blocking hook writes megabytes."""
+    text = output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
+    return text[-limit:]

@@ -67,7 +67,6 @@ def model():
 
 
 def _wired(hub, harness: str) -> Wired:
-    hub.add_agent(SEAT, liveness_mode="always-on")
     hub.add_agent(PEER, liveness_mode="always-on")
     base = hub.home.parent
     workspace = base / "ws"
