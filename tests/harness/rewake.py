@@ -12,6 +12,7 @@ arrival, the same origin as the bench's send-to-wake figure.
 
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 
@@ -21,6 +22,8 @@ from agorad.surface.pidfiles import LIVE, pidfile_state, read_pidfile
 from tests.harness.model_server import ScriptedModel
 from tests.hubproc import wait_for
 
+# The wake line itself (the rules in CLAUDE.md may name the word): the model gets the digest on stderr.
+SENTINEL = re.compile(r"^AGORA_WAKE agent=", re.MULTILINE)
 ARM_TIMEOUT = 30.0    # a hook listener's spawn to live pidfile, on a busy 2-core machine
 WAKE_TIMEOUT = 30.0   # the wired debounce (1 s) and a model turn, with room
 
@@ -57,7 +60,7 @@ def wake_once(model: ScriptedModel, sender, seat_client, agent: str, home: Path,
     ref = sent["ref"]
     woke = model.wait_for(lambda s: not s.side, WAKE_TIMEOUT, after=before, what=f"a model request after {ref} landed")
     assert ref in woke.user_text, f"the wake turn does not name {ref}: {woke.user_text[-600:]!r}"
-    assert "AGORA_WAKE" not in woke.user_text, "the model was shown the sentinel line, not the digest"
+    assert not SENTINEL.search(woke.user_text), f"the model was shown the sentinel line: {woke.user_text[-800:]!r}"
     listed = model.wait_for(lambda s: not s.side, WAKE_TIMEOUT, after=model.seen.index(woke) + 1,
                             what="the result of `agora inbox`")
     assert title in listed.user_text, f"`agora inbox` did not list {title!r}: {listed.user_text[-600:]!r}"
