@@ -80,11 +80,15 @@ def test_listener_own_wake_latency(hub, hook_processes):
 def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, model, sessions, ending):
     """(c) The swallowed wake: a session ends while its hook listener is armed; the DM must reach the next session.
 
-    Two endings, as measured with 2.1.197. stdin-closed: Claude waits for its
-    running hooks before it exits, so the listener takes the DM's wake and
-    hands it to a session that exits without another turn. terminated: Claude
-    dies and the hook, in its own process group, lives on with its stdout a
-    broken pipe. Either way the next session on the seat must be woken for it.
+    Two endings, as measured with 2.1.197. terminated: Claude dies and its hook,
+    in its own process group, lives on; a listener that took the wake then
+    would ring to nobody (and, holding the seat's lock, keep the next
+    session's listener out), so it must step aside without taking it, and the
+    next session rings at once. stdin-closed: Claude waits for its running
+    hooks before it exits, so the listener hands the wake to a session that
+    exits without another turn; nothing can tell it so, and the mail, rung but
+    unread, rings again at a later arm (RERING_FIRST on the hub's clock,
+    advanced here rather than waited for).
     """
     hub, agent = claude_seat.hub, claude_seat.agent
     first = sessions(claude_seat)
@@ -93,12 +97,14 @@ def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, mo
     if ending == "terminated":
         first.terminate()
         first.proc.wait(timeout=15)
-        assert psutil.pid_exists(stale), "the hook listener died with its session: nothing here to swallow a wake"
     with hub.client(PEER) as peer:
         # With stdin closed, Claude has read EOF long before the listener's 1 s debounce ends.
         ref = peer.call("messages.send", target=f"@{agent}", title="as you left", body="still for you")["ref"]
     first.proc.wait(timeout=rewake.WAKE_TIMEOUT)
     assert not any(ref in s.user_text for s in model.seen), "the ending session took a turn for the DM itself"
+    if ending == "stdin-closed":
+        assert not psutil.pid_exists(stale), "the listener outlived the session it rang for"
+        hub.advance(settings.RERING_FIRST)
     model.script(*rewake.handling_script(agent, hub.home))
     sessions(claude_seat)
     model.wait_for(lambda s: not s.side and ref in s.user_text, rewake.WAKE_TIMEOUT,
