@@ -30,6 +30,11 @@ def sessions():
         session.kill_group()
 
 
+def backstop(seat) -> str:
+    """The Stop backstop's command line as setup wires it (Claude quotes it beside the hook's reason)."""
+    return seat.command(lambda exe, agent, home: wiring.backstop(exe, "claude", agent, home))
+
+
 def unread(hub, agent):
     with hub.client(agent) as seat:
         return rewake._unread(seat)
@@ -115,6 +120,25 @@ def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, mo
 
 
 @pytest.mark.timeout(120)
+def test_backstop_reprompts_a_session_turn_that_ends_with_a_dm_unread(claude_seat, model, sessions):
+    """(a, in a live session) Woken for a DM, the turn ends without reading it: the Stop backstop re-prompts, then the ack lets it rest."""
+    hub, agent = claude_seat.hub, claude_seat.agent
+    sessions(claude_seat)
+    rewake.armed_listener(hub.home, agent)
+    model.script({"text": "later"}, {"shell": claude_seat.command(wiring.ack_all)}, {"text": "acked"})
+    with hub.client(PEER) as peer:
+        ref = peer.call("messages.send", target=f"@{agent}", title="review 0007", body="please")["ref"]
+    woke = model.wait_for(lambda s: not s.side and ref in s.user_text, rewake.WAKE_TIMEOUT, what=f"the wake for {ref}")
+    reminded = model.wait_for(lambda s: not s.side, rewake.WAKE_TIMEOUT, after=model.seen.index(woke) + 1,
+                              what="the request after the turn that ended with the DM unread")
+    # Claude labels a blocking Stop hook's stderr with the hook's command: this is the backstop speaking.
+    assert backstop(claude_seat) in reminded.user_text and ref in reminded.user_text, reminded.user_text[-800:]
+    with hub.client(agent) as seat:
+        rewake.wait_for(lambda: not rewake._unread(seat), timeout=rewake.WAKE_TIMEOUT, what=f"the ack of {ref}")
+    rewake.armed_listener(hub.home, agent)  # and the Stop after the ack armed the next listener
+
+
+@pytest.mark.timeout(120)
 def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(claude_seat, model):
     """(a) `claude -p` in the wired workspace: inbox and ack through Bash; a turn ending with a DM unread is re-prompted."""
     hub, agent = claude_seat.hub, claude_seat.agent
@@ -138,7 +162,7 @@ def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(clau
         after_stop = model.main_requests()[len(model.main_requests()) - 3:]
         reminded = after_stop[1].user_text
         assert model.seen.index(after_stop[0]) >= before
-        assert "Stop hook" in reminded and (second in reminded or inbox in reminded), reminded[-800:]
+        assert backstop(claude_seat) in reminded and second in reminded, reminded[-800:]
         assert unread(hub, agent) == [], f"{second} is still unread after the backstop's re-prompt"
 
 
