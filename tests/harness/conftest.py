@@ -7,17 +7,13 @@ take minutes, not seconds.
 
 from __future__ import annotations
 
-import os
-import signal
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
-import psutil
 import pytest
 
 from agorad.surface import wiring
-from tests.harness import claude, codex, latency
+from tests.harness import claude, codex, latency, rewake
 from tests.harness.install import NotInstalled, binary
 from tests.harness.model_server import ScriptedModel
 from tests.harness.wire import wire
@@ -91,22 +87,6 @@ def codex_seat(hub, model, hook_processes):
 
 @pytest.fixture
 def hook_processes(hub):
-    """End, after the test, the `agora` processes a harness's hooks started on this hub's home.
-
-    A hook listener runs in its own process group and outlives its session
-    (that is one of the things tested), with a wait of hours: nothing else
-    would end it. Found by the home in its command line, ended by pid.
-    """
+    """After the test, end the `agora` processes its harnesses' hooks started on this hub's home."""
     yield
-    home = str(hub.home)
-    spared = {os.getpid(), hub.proc.pid}
-    mine = [p for p in psutil.process_iter(["pid", "cmdline"])
-            if p.info["pid"] not in spared and home in " ".join(p.info["cmdline"] or ())]
-    for process in mine:
-        try:
-            process.send_signal(signal.SIGTERM)
-        except psutil.NoSuchProcess:
-            pass
-    _, alive = psutil.wait_procs(mine, timeout=5)
-    for process in alive:
-        process.kill()
+    rewake.end_hook_processes(hub.home, spare={hub.proc.pid})

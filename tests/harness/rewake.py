@@ -12,9 +12,15 @@ arrival, the same origin as the bench's send-to-wake figure.
 
 from __future__ import annotations
 
+import os
 import re
+import selectors
+import signal
+import subprocess
 import time
 from pathlib import Path
+
+import psutil
 
 from agorad.surface import wiring
 from agorad.surface.paths import listen_file
@@ -70,3 +76,66 @@ def wake_once(model: ScriptedModel, sender, seat_client, agent: str, home: Path,
 
 def _unread(seat_client) -> list[str]:
     return [m["ref"] for c in seat_client.call("inbox.check")["channels"] for m in c["messages"]]
+
+
+def listener_wake(home: Path, agent: str, sender, title: str, timeout: float = WAKE_TIMEOUT) -> float:
+    """The listener alone: `agora listen --once --debounce 0` armed, one DM, send's reply -> its AGORA_WAKE line."""
+    argv = [wiring.agora_executable(), "listen", "--home", str(home), "--as", agent, "--once", "--debounce", "0",
+            "--max-wait", str(int(timeout))]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        lines = _lines(proc, timeout)
+        assert next(lines).startswith("AGORA_LISTEN armed"), "agora listen did not arm first"
+        sender.call("messages.send", target=f"@{agent}", title=title)
+        sent_at = time.monotonic()
+        woke = next(lines)
+        woke_at = time.monotonic()
+        assert woke.startswith("AGORA_WAKE"), f"agora listen printed {woke!r}, not a wake"
+        assert proc.wait(timeout=timeout) == 2, f"agora listen --once exited {proc.returncode} after a wake, not 2"
+        return woke_at - sent_at
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait()
+        proc.stdout.close()
+
+
+def _lines(proc: subprocess.Popen, timeout: float):
+    """The process's stdout lines as they come, each within `timeout`."""
+    selector = selectors.DefaultSelector()
+    selector.register(proc.stdout, selectors.EVENT_READ)
+    buffer = b""
+    try:
+        while True:
+            while b"\n" not in buffer:
+                if not selector.select(timeout):
+                    raise AssertionError(f"no line from agora listen within {timeout}s")
+                chunk = os.read(proc.stdout.fileno(), 65536)
+                if not chunk:
+                    raise AssertionError("agora listen closed its stdout")
+                buffer += chunk
+            line, buffer = buffer.split(b"\n", 1)
+            yield line.decode()
+    finally:
+        selector.close()
+
+
+def end_hook_processes(home: Path, spare: set[int]) -> None:
+    """End the processes a harness's hooks started on `home` (found by it in their command line), by pid.
+
+    A hook listener runs in its own process group and may outlive its session,
+    with a wait of hours: nothing else would end it.
+    """
+    spare = spare | {os.getpid()}
+    mine = []
+    for process in psutil.process_iter(["pid", "cmdline"]):
+        if process.info["pid"] not in spare and str(home) in " ".join(process.info["cmdline"] or ()):
+            mine.append(process)
+    for process in mine:
+        try:
+            process.send_signal(signal.SIGTERM)
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(mine, timeout=5)
+    for process in alive:
+        process.kill()

@@ -6,8 +6,9 @@ Every test uses the files the wiring wrote, untouched, a real hub, the real
 
 from __future__ import annotations
 
+import os
 import statistics
-import time
+import subprocess
 
 import psutil
 import pytest
@@ -15,6 +16,7 @@ import pytest
 from agorad.surface import settings, wiring
 from tests.harness import claude, latency, rewake
 from tests.harness.conftest import PEER
+from tests.harness.install import binary
 
 pytestmark = [pytest.mark.harness("claude")]
 
@@ -60,22 +62,11 @@ def test_idle_session_is_woken_for_each_dm_and_reads_and_acks_it(claude_seat, mo
 
 @pytest.mark.timeout(60)
 def test_listener_own_wake_latency(hub, hook_processes):
-    """The listener alone, same hub kind and machine: `agora listen --once --debounce 0`, send -> AGORA_WAKE."""
-    from tests.listenproc import Listener
-
+    """The listener alone, in the same run: `agora listen --once --debounce 0`, send -> AGORA_WAKE."""
     hub.add_agent("ear", liveness_mode="always-on")
     hub.add_agent(PEER, liveness_mode="always-on")
-    seen = []
     with hub.client(PEER) as peer:
-        for n in range(5):
-            ear = Listener(hub, "--as", "ear", "--once", "--debounce", "0", "--max-wait", "30")
-            ear.wait_for("AGORA_LISTEN armed")
-            peer.call("messages.send", target="@ear", title=f"ring {n}")
-            sent_at = time.monotonic()
-            ear.wait_for("AGORA_WAKE")
-            seen.append(time.monotonic() - sent_at)
-            status, _, stderr = ear.finish()
-            assert status == 2, stderr
+        seen = [rewake.listener_wake(hub.home, "ear", peer, f"ring {n}") for n in range(5)]
     latency.record("send -> AGORA_WAKE (agora listen --once --debounce 0)", seen)
     assert statistics.median(seen) < 1.0, seen
 
@@ -168,10 +159,6 @@ def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(clau
 
 def _print_turn(seat, model, prompt: str):
     """`claude -p` that fails fast and says why if Claude never asks the model (a hook holding its start)."""
-    import subprocess
-
-    from tests.harness.install import binary
-
     before = len(model.seen)
     proc = subprocess.Popen([str(binary("claude")), "-p", prompt, *claude.ALLOW_BASH], cwd=seat.workspace,
                             env=seat.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
@@ -182,7 +169,6 @@ def _print_turn(seat, model, prompt: str):
                             "until it exits: in -p an asyncRewake hook runs synchronously)")
         out, err = proc.communicate(timeout=60)
     except (AssertionError, subprocess.TimeoutExpired):
-        import os
         os.killpg(proc.pid, 9)
         proc.communicate()
         raise
