@@ -63,8 +63,8 @@ def figures(work: Path, wakes: int, notes: list[str]) -> list[Figure]:
             session.kill_group()
             rewake.end_hook_processes(hub.home, spare={hub.proc.pid})
     return [Figure(f"send -> Claude's next model request, median of {wakes} (hook debounce "
-                   f"{settings.HOOK_DEBOUNCE:g} s included)", "s", statistics.median(session_side),
-                   statistics.median(listener_side), "listen --once --debounce 0 wake")]
+                   f"{settings.HOOK_DEBOUNCE:g} s included)", "ms", statistics.median(session_side) * 1000,
+                   statistics.median(listener_side) * 1000, "listen --once --debounce 0 wake")]
 
 
 def _seat(home: Path, agent: str) -> Client:
