@@ -54,7 +54,7 @@ def figures(work: Path, wakes: int, notes: list[str]) -> list[Figure]:
             session_side, listener_side, listener = [], [], None
             with _seat(hub.home, PEER) as peer, _seat(hub.home, SEAT) as seat:
                 for n in range(wakes):
-                    seconds, listener = rewake.wake_once(model, peer, seat, SEAT, hub.home, f"bench {n}", listener)
+                    seconds, listener = rewake.wake_once(model, session, peer, seat, SEAT, hub.home, f"bench {n}", listener)
                     session_side.append(seconds)
                     listener_side.append(rewake.listener_wake(hub.home, EAR, peer, f"bench {n}"))
         except AssertionError as exc:

@@ -99,6 +99,10 @@ class Session:
             pass
         self.proc.wait(timeout=10)
 
+    def turns_ended(self) -> int:
+        """Turns finished so far: stream-json `result` events (emitted once the Stop hooks let the turn end)."""
+        return sum(1 for event in list(self.events) if event.get("type") == "result")
+
     def stderr(self) -> str:
         return b"".join(self._stderr).decode(errors="replace")
 

@@ -55,10 +55,16 @@ def handling_script(agent: str, home: Path) -> list[dict]:
             {"text": "handled"}]
 
 
-def wake_once(model: ScriptedModel, sender, seat_client, agent: str, home: Path, title: str,
+def wake_once(model: ScriptedModel, session, sender, seat_client, agent: str, home: Path, title: str,
               previous_listener: int | None) -> tuple[float, int]:
-    """One wake cycle; returns (send -> next model request seconds, the listener pid that rang)."""
+    """One wake cycle of `session` (claude.Session); returns (send -> next model request seconds, the listener pid that rang).
+
+    It returns once the woken turn has ended, Stop hooks included: a DM sent
+    while the Stop backstop still runs would reach the model through the
+    backstop's re-prompt, not the listener's wake (seen: 43 ms).
+    """
     listener = armed_listener(home, agent, other_than=previous_listener)
+    turns = session.turns_ended()
     model.script(*handling_script(agent, home))
     before = len(model.seen)
     sent = sender.call("messages.send", target=f"@{agent}", title=title, body="wake cycle")
@@ -71,6 +77,7 @@ def wake_once(model: ScriptedModel, sender, seat_client, agent: str, home: Path,
                             what="the result of `agora inbox`")
     assert title in listed.user_text, f"`agora inbox` did not list {title!r}: {listed.user_text[-600:]!r}"
     wait_for(lambda: not _unread(seat_client), timeout=WAKE_TIMEOUT, what=f"{agent}'s ack of {ref} to reach the hub")
+    wait_for(lambda: session.turns_ended() > turns, timeout=WAKE_TIMEOUT, what="the woken turn to end")
     return woke.at - sent_at, listener
 
 

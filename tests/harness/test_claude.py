@@ -51,7 +51,7 @@ def test_idle_session_is_woken_for_each_dm_and_reads_and_acks_it(claude_seat, mo
     listener = None
     with hub.client(PEER) as peer, hub.client(claude_seat.agent) as seat:
         for n in range(3):
-            seconds, listener = rewake.wake_once(model, peer, seat, claude_seat.agent, hub.home,
+            seconds, listener = rewake.wake_once(model, session, peer, seat, claude_seat.agent, hub.home,
                                                  f"wake {n}", previous_listener=listener)
             seen.append(seconds)
     assert session.proc.poll() is None, f"the session ended: {session.stderr()[-800:]}"
