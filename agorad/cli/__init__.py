@@ -28,6 +28,7 @@ COMMANDS = {
     "owed": "agorad.cli.inbox:owed",
     "channel": "agorad.cli.channels:channel",
     "listen": "agorad.cli.listen:listen",
+    "hook": "agorad.cli.hook:hook",
     "kb": "agorad.cli.kb:kb",
     "service": "agorad.cli.service:service",
 }

@@ -9,6 +9,8 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agorad.surface.vocab import HOOKS
+
 HOME_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -55,14 +57,18 @@ def drive_file(root: Path, agent_id: str, what: str) -> Path:
 
 
 def hook_stamp(root: Path, agent_id: str, hook: str) -> Path:
-    """When a harness hook last acted for the seat (the stop-hook backstop's backoff)."""
+    """When a harness hook was wired and last fired for the seat, and the backstop's backoff (hook_stamps.py)."""
+    if hook not in HOOKS:
+        raise ValueError(f"no hook {hook!r}")
     return Path(root) / f"hook-{agent_id}.{hook}.stamp"
 
 
 def seat_state_files(root: Path, agent_id: str) -> list[Path]:
-    """The seat's state files: what follows a rename and goes with a removal."""
+    """The seat's state files: what follows a rename and goes with a removal (hook stamps too: a
+    renamed seat stays wired, and its backstop keeps its backoff)."""
     return ([listen_file(root, agent_id, what) for what in LISTEN_STATE]
-            + [drive_file(root, agent_id, what) for what in DRIVE_STATE])
+            + [drive_file(root, agent_id, what) for what in DRIVE_STATE]
+            + [hook_stamp(root, agent_id, hook) for hook in HOOKS])
 
 
 def seat_record(workspace: Path) -> Path:
