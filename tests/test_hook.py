@@ -351,3 +351,25 @@ def test_mark_wired_and_forget(tmp_path):
     hook_stamps.forget(tmp_path, "bob", "stop")
     assert not hook_stamp(tmp_path, "bob", "stop").exists()
     assert hook_stamps.read(tmp_path, "bob", "stop") == {}
+
+
+# --- agora status ---------------------------------------------------------------------------------
+
+def _hook_column(cli, agent: str) -> str:
+    lines = cli("status").stdout.splitlines()
+    header = next(line for line in lines if "HOOK" in line)
+    row = next(line for line in lines if line.startswith(agent + " "))
+    start, end = header.index("HOOK"), header.index("UNREAD")
+    return row[start:end].strip()
+
+
+def test_status_shows_when_the_stop_hook_last_fired(hub, pair, cli):
+    assert _hook_column(cli, "bob") == "-"  # not wired
+    assert {a["id"]: a["hook"] for a in json.loads(cli("status", "--json").stdout)["agents"]}["bob"] is None
+    hook_stamps.mark_wired(hub.home, "bob", "stop")
+    assert _hook_column(cli, "bob") == "NEVER FIRED"
+    hook(hub.home)
+    assert _hook_column(cli, "bob").endswith("s ago")
+    shown = {a["id"]: a for a in json.loads(cli("status", "--json").stdout)["agents"]}
+    assert shown["bob"]["hook"]["fired"] >= shown["bob"]["hook"]["wired"] > 0
+    assert shown["alice"]["hook"] is None
