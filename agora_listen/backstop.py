@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agora_listen import backoff, headlines
+from agora_listen import backoff
 from agora_listen.harness_replies import Reply, quiet, reprompt
 from agora_listen.inbox_view import Trouble, View, ask
 from agora_listen.seat import Seat
-from agorad.surface import hook_stamps, settings, wiring
+from agorad.surface import hook_stamps, settings
 from agorad.surface.paths import listen_file
 
 HOOK = "stop"
@@ -68,6 +68,9 @@ def _provenance(root: Path, agent: str) -> str:
 
 def mail_text(home: Path, view: View, window: float) -> str:
     """The mail part of a re-prompt: what waits, quoted as data, and exactly what to run."""
+    from agora_listen import headlines
+    from agorad.surface import wiring  # only when re-prompting: the quiet path stays light
+
     exe = wiring.agora_executable()
     shown = view.important[:settings.BACKSTOP_HEADLINES]
     lines = [f"{len(view.important)}{'+' if view.more else ''} important unread message(s) wait "
@@ -86,6 +89,8 @@ def mail_text(home: Path, view: View, window: float) -> str:
 
 def arming_text(root: Path, agent: str) -> str:
     """Cursor's re-arming prompt: the background loop, rendered by wiring like every command a model runs."""
+    from agorad.surface import wiring
+
     exe = wiring.agora_executable()
     return ("The seat's background listener is not running, so mail that lands while you work will not "
             "reach you. Start it in one background shell (never wait on it in the foreground), and monitor "

@@ -8,7 +8,6 @@ the next inbox check and never ring), plus debts that escalated (their ask may h
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from agorad.surface import settings
@@ -19,14 +18,15 @@ class Trouble(Exception):
     """The hub could not be asked; the message says what happened and what to do."""
 
 
-@dataclass
 class View:
-    agent: str  # the seat's current id (a renamed seat's old id is followed)
-    now: float  # the hub's clock
-    unread: int
-    owed: int
-    important: list[dict] = field(default_factory=list)  # {"ref", "sender", "flags", "title", "mark"}
-    more: bool = False  # the hub listed as many as asked for: there may be more
+    """The seat's mail as a hook sees it (a plain class: `dataclasses` costs the hook its `inspect` import)."""
+
+    def __init__(self, agent: str, now: float, unread: int, owed: int, important: list[dict], more: bool):
+        self.agent = agent  # the seat's current id (a renamed seat's old id is followed)
+        self.now = now  # the hub's clock
+        self.unread, self.owed = unread, owed
+        self.important = important  # [{"ref", "sender", "flags", "title", "mark"}]
+        self.more = more  # the hub listed as many as asked for: there may be more
 
 
 def ask(root: Path, agent: str) -> View:

@@ -1,6 +1,7 @@
 """`agora hook stop|start --harness H`: the harness hooks. A thin adapter over agora_listen.backstop.
 
-Imports stay inside the commands: the stop hook runs at every turn's end, so its start-up is its cost.
+The form `agora setup` writes skips click altogether (hook_fast.py, through agorad.cli.run);
+this is the command's definition, its help, and the path for every other form.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ import sys
 import click
 
 from agorad.cli.common import home_option
+from agorad.cli.hook_fast import EXIT_USAGE
 from agorad.cli.shared import SharedOption
 from agorad.surface.vocab import HARNESSES
 
@@ -25,8 +27,6 @@ class HookCommand(click.Command):
             exc.exit_code = EXIT_USAGE
             raise
 
-
-EXIT_USAGE = 1
 
 
 def _seat_options(command):
@@ -46,32 +46,17 @@ def hook():
 @_seat_options
 def stop(harness, as_id, home):
     """At a turn's end: re-prompt, by the harness's contract, while unread important mail waits."""
-    from agora_listen.backstop import stop as run
-
-    _answer(run, harness, as_id, home)
+    _answer("stop", harness, as_id, home)
 
 
 @hook.command("start", cls=HookCommand)
 @_seat_options
 def start(harness, as_id, home):
     """At a session's start: give the model the seat, its unread and owed counts, and the commands to run."""
-    from agora_listen.session_start import start as run
-
-    _answer(run, harness, as_id, home)
+    _answer("start", harness, as_id, home)
 
 
-def _answer(run, harness: str, as_id: str, home: str | None) -> None:
-    from agora_listen.hook_input import read_ready
-    from agorad.surface.paths import Home
-    from agorad.surface.protocol import is_agent_id
+def _answer(which: str, harness: str, as_id: str, home: str | None) -> None:
+    from agorad.cli.hook_fast import answer
 
-    if not is_agent_id(as_id):  # before any file is named after it
-        click.echo(f"agora hook: --as {as_id!r} is not a valid agent id; check the hook's command in the "
-                   "harness's config (`agora setup` writes it)", err=True)
-        sys.exit(EXIT_USAGE)
-    reply = run(harness, as_id, Home.resolve(home).root, read_ready())
-    sys.stdout.write(reply.stdout)
-    sys.stderr.write(reply.stderr)
-    sys.stdout.flush()
-    sys.stderr.flush()
-    sys.exit(reply.status)
+    sys.exit(answer(which, harness, as_id, home))

@@ -6,7 +6,6 @@ Kept free of heavy imports: `agora listen --once` resolves paths in a loop.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 from agorad.surface.vocab import HOOKS
@@ -80,11 +79,29 @@ def default_home() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".agora"
 
 
-@dataclass(frozen=True)
 class Home:
-    """Names every file the project keeps under one home directory."""
+    """Names every file the project keeps under one home directory.
 
-    root: Path
+    A plain value class rather than a frozen dataclass: `dataclasses` imports `inspect`, which was
+    a quarter of the stop hook's start-up (bench/hook.py), and every hook resolves a Home.
+    """
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path):
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Home is immutable: cannot set {name}")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Home) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Home(root={self.root!r})"
 
     @classmethod
     def resolve(cls, home: str | os.PathLike | None = None) -> "Home":

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -29,6 +28,8 @@ def agora_executable() -> str:
     beside = Path(sys.executable).parent / EXECUTABLE
     if beside.is_file():
         return str(beside.absolute())
+    import shutil  # only when the usual places fail: a hook that renders a command pays for nothing else
+
     found = shutil.which(EXECUTABLE)
     if found:
         return os.path.abspath(found)
