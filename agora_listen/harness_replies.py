@@ -8,11 +8,22 @@ shape is ours, read by the plugin `agora setup` writes (agora-hook(1)).
 from __future__ import annotations
 
 import json
-from collections import namedtuple
 
-# What the hook process does: its exit status and what it writes to stdout and stderr. A namedtuple,
-# not a dataclass: `dataclasses` imports `inspect`, a quarter of the hook's start-up.
-Reply = namedtuple("Reply", "status stdout stderr", defaults=(0, "", ""))
+
+class Reply:
+    """What the hook process does: its exit status and what it writes to stdout and stderr.
+
+    A plain class: a dataclass costs the hook `inspect` (a quarter of its start-up), a namedtuple
+    the exec of its generated source.
+    """
+
+    __slots__ = ("status", "stdout", "stderr")
+
+    def __init__(self, status: int = 0, stdout: str = "", stderr: str = ""):
+        self.status, self.stdout, self.stderr = status, stdout, stderr
+
+    def __repr__(self) -> str:
+        return f"Reply({self.status!r}, {self.stdout!r}, {self.stderr!r})"
 
 
 def _json(value: dict) -> str:
