@@ -6,6 +6,11 @@ hub once, and re-prompts by the harness's own contract (harness_replies) while u
 mail waits, on a backoff per seat (backoff.py). On Cursor, whose reception is a background shell
 the model starts, it also re-prompts that arming while the seat's listener is not running.
 Every failure is one line on stderr and exit 0.
+
+The harness's payload (stdin JSON) is read but nothing in it changes the answer: Claude Code and
+Codex mark a Stop that follows a re-prompt with `stop_hook_active`, the usual guard against a
+re-prompt loop, but the backoff already is that guard, and per seat rather than per turn, so a
+seat whose mail stays unread is re-prompted on schedule even inside one long continued turn.
 """
 
 from __future__ import annotations

@@ -373,3 +373,12 @@ def test_status_shows_when_the_stop_hook_last_fired(hub, pair, cli):
     shown = {a["id"]: a for a in json.loads(cli("status", "--json").stdout)["agents"]}
     assert shown["bob"]["hook"]["fired"] >= shown["bob"]["hook"]["wired"] > 0
     assert shown["alice"]["hook"] is None
+
+
+def test_a_removed_seat_takes_its_stamps(hub, pair):
+    hook_stamps.mark_wired(hub.home, "bob", "stop")
+    hook(hub.home, which="start")
+    assert hook_stamp(hub.home, "bob", "start").exists()
+    hub.call("agents.remove", agent="bob")
+    assert not hook_stamp(hub.home, "bob", "stop").exists()
+    assert not hook_stamp(hub.home, "bob", "start").exists()
