@@ -25,8 +25,9 @@ PAYLOAD = b'{"hook_event_name": "Stop", "stop_hook_active": false}'  # what Code
 
 BARE_CLIENT = """
 import json, socket, sys
+key = sys.stdin.read().strip()  # never in argv
 s = socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); f = s.makefile("rb")
-for i, (m, p) in enumerate((("hub.hello", {"agent": sys.argv[2], "key": sys.argv[3]}),
+for i, (m, p) in enumerate((("hub.hello", {"agent": sys.argv[2], "key": key}),
                             ("inbox.check", {"important": True, "limit": 20}))):
     s.sendall(json.dumps({"jsonrpc": "2.0", "id": i, "method": m, "params": p}).encode() + b"\\n")
     assert "result" in json.loads(f.readline())
@@ -49,13 +50,13 @@ def figures(work: Path, s) -> list[Figure]:
         hub.start()
         (agent, key), = hub.add_agents([SEAT])
         hook = [str(script_path("agora")), "hook", "stop", "--harness", "codex", "--as", agent, "--home", str(hub.home)]
-        bare = [sys.executable, "-c", BARE_CLIENT, str(hub.home / "agorad.sock"), agent, key]
+        bare = [sys.executable, "-c", BARE_CLIENT, str(hub.home / "agorad.sock"), agent]
 
         def run_hook() -> float:
             return _timed(hook, "agora hook stop", input=PAYLOAD)
 
         def run_bare() -> float:
-            return _timed(bare, "the bare client", stdin=subprocess.DEVNULL)
+            return _timed(bare, "the bare client", input=key.encode())
 
         for warm in (run_hook, run_bare, python_pass):  # page cache and bytecode caches, unmeasured
             warm()
