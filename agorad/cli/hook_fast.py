@@ -51,7 +51,11 @@ def answer(which: str, harness: str, as_id: str, home: str | None) -> int:
         from agora_listen.backstop import stop as run
     else:
         from agora_listen.session_start import start as run
-    reply = run(harness, as_id, Home.resolve(home).root, read_ready())
+    try:
+        reply = run(harness, as_id, Home.resolve(home).root, read_ready())
+    except Exception as exc:  # a bug or an unforeseen fault must not break the harness's turn
+        sys.stderr.write(f"agora hook {which}: failed ({type(exc).__name__}: {exc}); the turn goes on without it\n")
+        return 0
     sys.stdout.write(reply.stdout)
     sys.stderr.write(reply.stderr)
     sys.stdout.flush()
