@@ -8,7 +8,7 @@ from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, handles_errors, home_option, json_option, print_json,
                                print_table)
 from agorad.surface.errors import Unavailable
-from agorad.surface.paths import Home, drive_file, hook_stamp, listen_file
+from agorad.surface.paths import Home, drive_file, listen_file
 from pathlib import Path
 
 
@@ -61,11 +61,12 @@ def _seat_state(pidfile: Path, live_word: str) -> str | None:
 
 
 def _hook(root: Path, agent: str) -> dict | None:
-    """The stop hook's stamp: {"wired": ts|None, "fired": ts|None}, or None when there is none (not wired)."""
+    """The stop hook's stamp: {"wired": ts|None, "fired": ts|None}, or None when there is none (not wired;
+    a corrupt stamp counts as none, as it does for the hook, agora-files(5))."""
     from agorad.surface import hook_stamps
 
     stamp = hook_stamps.read(root, agent, "stop")
-    if not stamp and not hook_stamp(root, agent, "stop").exists():
+    if not stamp:
         return None
     return {"wired": stamp.get("wired"), "fired": stamp.get("fired")}
 
