@@ -382,3 +382,15 @@ def test_a_removed_seat_takes_its_stamps(hub, pair):
     hub.call("agents.remove", agent="bob")
     assert not hook_stamp(hub.home, "bob", "stop").exists()
     assert not hook_stamp(hub.home, "bob", "start").exists()
+
+
+@pytest.mark.parametrize("harness", HARNESSES)
+def test_session_start_speaks_each_harness_contract(hub, pair, harness):
+    send(pair["alice"], "@bob", "one")
+    out = json.loads(hook(hub.home, harness, which="start").stdout)
+    text = {"claude": lambda: out["hookSpecificOutput"]["additionalContext"],
+            "codex": lambda: out["hookSpecificOutput"]["additionalContext"],
+            "gemini": lambda: out["hookSpecificOutput"]["additionalContext"],
+            "cursor": lambda: out["additional_context"],
+            "opencode": lambda: out["context"]}[harness]()
+    assert "seat bob" in text and "1 unread" in text
