@@ -167,19 +167,18 @@ def _home(home, record):
 
 
 def _mark_wired(root: Path, agent: str) -> None:
-    try:
-        from agorad.surface import hook_stamps
-    except ImportError:  # the backstop's stamps land with `agora hook`
-        return
+    """Every wiring has the stop-hook backstop: `agora status` shows NEVER FIRED until it runs."""
+    from agorad.surface import hook_stamps
+
     hook_stamps.mark_wired(root, agent, "stop")
 
 
 def _forget_wired(root: Path, agent: str) -> None:
-    try:
-        from agorad.surface import hook_stamps
-    except ImportError:
-        return
-    hook_stamps.forget(root, agent, "stop")
+    from agorad.surface import hook_stamps
+    from agorad.surface.vocab import HOOKS
+
+    for hook in HOOKS:
+        hook_stamps.forget(root, agent, hook)
 
 
 def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool) -> None:
