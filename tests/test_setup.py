@@ -267,3 +267,16 @@ def test_an_unusable_record_says_what_is_wrong(ws, text, says):
     seat_record(ws).write_text(text)
     done = agora("inbox", cwd=ws, code=2)
     assert says in done.stderr and str(seat_record(ws)) in done.stderr
+
+
+def test_status_shows_a_wired_stop_hook_never_fired_until_the_wired_command_runs(hub, ws):
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert "NEVER FIRED" in agora("status", "--home", str(hub.home), cwd=ws).stdout
+    stop = [h["command"] for g in json.loads((ws / ".claude/settings.json").read_text())["hooks"]["Stop"]
+            for h in g["hooks"] if " hook stop " in h["command"]][0]
+    done = subprocess.run(stop, shell=True, cwd=ws, input="{}", capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr  # nothing unread: the turn may end
+    shown = agora("status", "--home", str(hub.home), cwd=ws).stdout
+    assert "NEVER FIRED" not in shown and "ago" in shown
+    agora("setup", "--remove", cwd=ws)
+    assert "NEVER FIRED" not in agora("status", "--home", str(hub.home), cwd=ws).stdout
