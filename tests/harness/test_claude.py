@@ -72,6 +72,8 @@ def test_listener_own_wake_latency(hub, hook_processes):
     assert statistics.median(seen) < 1.0, seen
 
 
+@pytest.mark.xfail(strict=True, reason="needs the listener to step aside when its harness is gone and to re-ring "
+                   "rung-but-unread important mail at a later arm (the listen branch, not yet on main)")
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("ending", ["stdin-closed", "terminated"])
 def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, model, sessions, ending):
@@ -137,6 +139,8 @@ def test_backstop_reprompts_a_session_turn_that_ends_with_a_dm_unread(claude_sea
     rewake.armed_listener(hub.home, agent)  # and the Stop after the ack armed the next listener
 
 
+@pytest.mark.xfail(strict=True, reason="claude -p never asks the model: in -p Claude runs the asyncRewake "
+                   "SessionStart listener agora setup wires synchronously, and it waits up to HOOK_MAX_WAIT for mail")
 @pytest.mark.timeout(120)
 def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(claude_seat, model):
     """(a) `claude -p` in the wired workspace: inbox and ack through Bash; a turn ending with a DM unread is re-prompted."""
@@ -175,9 +179,13 @@ def _print_turn(seat, model, prompt: str):
         model.wait_for(lambda s: not s.side, FIRST_REQUEST_TIMEOUT, after=before,
                        what="claude -p's first model request (a synchronous SessionStart hook holds the turn "
                             "until it exits: in -p an asyncRewake hook runs synchronously)")
-        out, err = proc.communicate(timeout=60)
-    except (AssertionError, subprocess.TimeoutExpired):
-        os.killpg(proc.pid, 9)
-        proc.communicate()
-        raise
+        try:
+            out, err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            raise AssertionError("claude -p did not exit within 60 s of starting its turn: a Stop hook holds it "
+                                 "(in -p an asyncRewake hook runs synchronously)") from None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, 9)
+            proc.communicate()
     return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
