@@ -6,9 +6,9 @@ request, `{"text": "..."}` (end the turn with this text) or
 `{"shell": "<command line>"}` (call the harness's shell tool; its result
 arrives in the next request). An empty script answers `{"text": "done"}`.
 Each wire protocol is a module in tests/harness/protocols/ exposing
-`matches(method, path)`, `user_text(body)`, `respond(reply, body)` and
-`is_side_request(body)` (a request the harness makes for itself, such as a
-title, answered without consuming the script).
+`matches(method, path)`, `user_text(body)`, `respond(reply, body)` and,
+optionally, `is_side_request(body)` (a request the harness makes for itself,
+such as a title, answered without consuming the script).
 
 Every model request is recorded in `seen` with its monotonic arrival time, so
 tests measure latency from an event they stamped (a send) to the harness's
@@ -18,16 +18,29 @@ next request, and wait for requests by predicate with a deadline.
 from __future__ import annotations
 
 import collections
+import importlib
 import json
+import pkgutil
 import threading
 import time
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-from tests.harness.protocols import anthropic, openai_responses
+from tests.harness import protocols
 
-PROTOCOLS = {"anthropic": anthropic, "openai_responses": openai_responses}
+
+def _adapters() -> dict:
+    """Every module of tests/harness/protocols/ that is a protocol (has `matches`): adding one is adding a file."""
+    found = {}
+    for info in pkgutil.iter_modules(protocols.__path__):
+        module = importlib.import_module(f"{protocols.__name__}.{info.name}")
+        if hasattr(module, "matches"):
+            found[info.name] = module
+    return found
+
+
+PROTOCOLS = _adapters()
 DEFAULT_REPLY = {"text": "done"}
 
 
@@ -133,7 +146,8 @@ def _handler(model: ScriptedModel):
             at = time.monotonic()
             body = json.loads(raw or b"{}")
             adapter = PROTOCOLS[protocol]
-            seen = Seen(at, protocol, self.path, body, adapter.user_text(body), adapter.is_side_request(body))
+            side = getattr(adapter, "is_side_request", lambda body: False)(body)
+            seen = Seen(at, protocol, self.path, body, adapter.user_text(body), side)
             reply = model._record(seen)
             status, headers, chunks = adapter.respond(reply, body)
             self.send_response(status)
