@@ -30,7 +30,7 @@ def fired(home, agent: str, hook: str) -> float | None:
 
 @pytest.mark.timeout(120)
 def test_exec_turn_fires_the_wired_hooks_and_the_backstop_holds_it_to_unread_mail(codex_seat, model):
-    """(d) One `codex exec` turn: SessionStart and Stop stamp; Stop re-prompts while a DM is unread, then lets it end."""
+    """(d) One `codex exec` turn: both hooks stamp; SessionStart's context reaches the model; Stop re-prompts while a DM is unread."""
     hub, agent = codex_seat.hub, codex_seat.agent
     with hub.client(PEER) as peer:
         ref = peer.call("messages.send", target=f"@{agent}", title="review 0006", body="please")["ref"]
@@ -43,11 +43,21 @@ def test_exec_turn_fires_the_wired_hooks_and_the_backstop_holds_it_to_unread_mai
         assert when is not None and when >= began - 1, (
             f"hook {hook} did not stamp {hook_stamp(hub.home, agent, hook)} during the turn (fired={when})")
     requests = model.main_requests()
+    # SessionStart's context reaches the model as a developer message: the seat, what waits, the inbox command.
+    context = [text for text in _messages(requests[0].body, "developer") if f"seat {agent}" in text]
+    assert context and "1 unread" in context[0] and codex_seat.command(wiring.inbox) in context[0], (
+        f"the first request has no SessionStart context from agora: {_messages(requests[0].body, 'developer')}")
     reminded = [s for s in requests if "<hook_prompt" in s.user_text]
     assert reminded, f"no request carried the Stop hook's reason; user texts: {[s.user_text[-300:] for s in requests]}"
-    assert ref in reminded[0].user_text or "agora" in reminded[0].user_text, reminded[0].user_text[-800:]
+    assert ref in reminded[0].user_text, reminded[0].user_text[-800:]
     assert requests.index(reminded[0]) == 1, "the reminder came on the Stop after the first ending, not later"
     with hub.client(agent) as seat:
         unread = [m["ref"] for c in seat.call("inbox.check")["channels"] for m in c["messages"]]
     assert unread == [], f"{ref} is still unread after the backstop's re-prompt"
     assert done.stdout.strip().endswith("acked")
+
+
+def _messages(body: dict, role: str) -> list[str]:
+    """The text of each input message with this role in a Responses request."""
+    return ["".join(part.get("text", "") for part in item.get("content") or [] if isinstance(part, dict))
+            for item in body.get("input", []) if item.get("type") == "message" and item.get("role") == role]
