@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import threading
 from pathlib import Path
@@ -40,13 +41,22 @@ def environment(model_url: str, private: Path) -> dict[str, str]:
 
 
 def print_turn(workspace: Path, env: dict, prompt: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    """One `claude -p` turn in `workspace`, hooks and all, waited for."""
+    """One `claude -p` turn in `workspace`, hooks and all, waited for; killed with its hooks if it overruns."""
     argv = [str(binary("claude")), "-p", prompt, *ALLOW_BASH]
+    proc = subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:
-        return subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired as exc:
-        raise AssertionError(f"claude -p did not finish within {timeout}s; the end of its stderr: {_tail(exc.stderr)!r}") from None
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        # Measured with 2.1.197: under -p even an asyncRewake hook runs synchronously, so a hook that
+        # waits (a listener) holds the turn, at SessionStart before any model request.
+        raise AssertionError(f"claude -p did not finish within {timeout}s (a hook that waits holds a -p turn: "
+                             "under -p asyncRewake hooks run synchronously)") from None
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+    return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
 
 class Session:
@@ -94,7 +104,7 @@ class Session:
     def kill_group(self) -> None:
         """Cleanup: everything this session started, hooks included (they share its process group)."""
         try:
-            os.killpg(self.proc.pid, 9)
+            os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
         self.proc.wait(timeout=10)
@@ -113,8 +123,3 @@ class Session:
             except ValueError:
                 self.events.append({"type": "unparsed", "line": raw.decode(errors="replace")})
 
-
-def _tail(output, limit: int = 2000) -> str:
-    """The end of a process's output: a harness looping on a blocking hook writes megabytes."""
-    text = output.decode(errors="replace") if isinstance(output, bytes) else (output or "")
-    return text[-limit:]

@@ -76,12 +76,12 @@ def wake_once(model: ScriptedModel, session, sender, seat_client, agent: str, ho
     listed = model.wait_for(lambda s: not s.side, WAKE_TIMEOUT, after=model.seen.index(woke) + 1,
                             what="the result of `agora inbox`")
     assert title in listed.user_text, f"`agora inbox` did not list {title!r}: {listed.user_text[-600:]!r}"
-    wait_for(lambda: not _unread(seat_client), timeout=WAKE_TIMEOUT, what=f"{agent}'s ack of {ref} to reach the hub")
+    wait_for(lambda: not unread(seat_client), timeout=WAKE_TIMEOUT, what=f"{agent}'s ack of {ref} to reach the hub")
     wait_for(lambda: session.turns_ended() > turns, timeout=WAKE_TIMEOUT, what="the woken turn to end")
     return woke.at - sent_at, listener
 
 
-def _unread(seat_client) -> list[str]:
+def unread(seat_client) -> list[str]:
     return [m["ref"] for c in seat_client.call("inbox.check")["channels"] for m in c["messages"]]
 
 

@@ -6,9 +6,7 @@ Every test uses the files the wiring wrote, untouched, a real hub, the real
 
 from __future__ import annotations
 
-import os
 import statistics
-import subprocess
 
 import psutil
 import pytest
@@ -16,11 +14,10 @@ import pytest
 from agorad.surface import settings, wiring
 from tests.harness import claude, latency, rewake
 from tests.harness.conftest import PEER
-from tests.harness.install import binary
 
 pytestmark = [pytest.mark.harness("claude")]
 
-FIRST_REQUEST_TIMEOUT = 20.0  # Claude's start to its first model request is about 1 s here
+PRINT_TIMEOUT = 30.0  # a claude -p turn of three model requests takes about 1.5 s here
 
 
 @pytest.fixture
@@ -37,9 +34,9 @@ def backstop(seat) -> str:
     return seat.command(lambda exe, agent, home: wiring.backstop(exe, "claude", agent, home))
 
 
-def unread(hub, agent):
+def unread(hub, agent) -> list[str]:
     with hub.client(agent) as seat:
-        return rewake._unread(seat)
+        return rewake.unread(seat)
 
 
 @pytest.mark.timeout(180)
@@ -111,7 +108,7 @@ def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, mo
     model.wait_for(lambda s: not s.side and ref in s.user_text, rewake.WAKE_TIMEOUT,
                    what=f"the next session woken for {ref}")
     with hub.client(agent) as seat:
-        rewake.wait_for(lambda: not rewake._unread(seat), timeout=rewake.WAKE_TIMEOUT,
+        rewake.wait_for(lambda: not rewake.unread(seat), timeout=rewake.WAKE_TIMEOUT,
                         what=f"the next session's ack of {ref}")
 
 
@@ -135,7 +132,7 @@ def test_backstop_reprompts_a_session_turn_that_ends_with_a_dm_unread(claude_sea
     # Claude labels a blocking Stop hook's stderr with the hook's command: this is the backstop speaking.
     assert backstop(claude_seat) in reminded.user_text and ref in reminded.user_text, reminded.user_text[-800:]
     with hub.client(agent) as seat:
-        rewake.wait_for(lambda: not rewake._unread(seat), timeout=rewake.WAKE_TIMEOUT, what=f"the ack of {ref}")
+        rewake.wait_for(lambda: not rewake.unread(seat), timeout=rewake.WAKE_TIMEOUT, what=f"the ack of {ref}")
     rewake.armed_listener(hub.home, agent)  # and the Stop after the ack armed the next listener
 
 
@@ -151,7 +148,7 @@ def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(clau
     with hub.client(PEER) as peer:
         first = peer.call("messages.send", target=f"@{agent}", title="review 0004", body="please")["ref"]
         model.script({"shell": inbox}, {"shell": ack}, {"text": "read and acked"})
-        turn = _print_turn(claude_seat, model, "check your mail")
+        turn = claude.print_turn(claude_seat.workspace, claude_seat.env, "check your mail", PRINT_TIMEOUT)
         assert turn.returncode == 0, turn.stderr
         requests = model.main_requests()
         assert "review 0004" in requests[1].user_text, requests[1].user_text  # `agora inbox` listed it
@@ -160,32 +157,9 @@ def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(clau
         second = peer.call("messages.send", target=f"@{agent}", title="urgent: 0005", body="now")["ref"]
         before = len(model.seen)
         model.script({"text": "nothing to do"}, {"shell": ack}, {"text": "acked after the reminder"})
-        turn = _print_turn(claude_seat, model, "carry on")
+        turn = claude.print_turn(claude_seat.workspace, claude_seat.env, "carry on", PRINT_TIMEOUT)
         assert turn.returncode == 0, turn.stderr
-        after_stop = model.main_requests()[len(model.main_requests()) - 3:]
-        reminded = after_stop[1].user_text
-        assert model.seen.index(after_stop[0]) >= before
-        assert backstop(claude_seat) in reminded and second in reminded, reminded[-800:]
+        ended, reminded = [s for s in model.seen[before:] if not s.side][:2]
+        assert "carry on" in ended.user_text
+        assert backstop(claude_seat) in reminded.user_text and second in reminded.user_text, reminded.user_text[-800:]
         assert unread(hub, agent) == [], f"{second} is still unread after the backstop's re-prompt"
-
-
-def _print_turn(seat, model, prompt: str):
-    """`claude -p` that fails fast and says why if Claude never asks the model (a hook holding its start)."""
-    before = len(model.seen)
-    proc = subprocess.Popen([str(binary("claude")), "-p", prompt, *claude.ALLOW_BASH], cwd=seat.workspace,
-                            env=seat.env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)
-    try:
-        model.wait_for(lambda s: not s.side, FIRST_REQUEST_TIMEOUT, after=before,
-                       what="claude -p's first model request (a synchronous SessionStart hook holds the turn "
-                            "until it exits: in -p an asyncRewake hook runs synchronously)")
-        try:
-            out, err = proc.communicate(timeout=60)
-        except subprocess.TimeoutExpired:
-            raise AssertionError("claude -p did not exit within 60 s of starting its turn: a Stop hook holds it "
-                                 "(in -p an asyncRewake hook runs synchronously)") from None
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, 9)
-            proc.communicate()
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
