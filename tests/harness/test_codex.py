@@ -61,3 +61,18 @@ def _messages(body: dict, role: str) -> list[str]:
     """The text of each input message with this role in a Responses request."""
     return ["".join(part.get("text", "") for part in item.get("content") or [] if isinstance(part, dict))
             for item in body.get("input", []) if item.get("type") == "message" and item.get("role") == role]
+
+
+@pytest.mark.timeout(120)
+def test_a_turn_that_keeps_ignoring_its_mail_still_ends(codex_seat, model):
+    """Codex has no cap on Stop re-prompts (later Stops only say stop_hook_active): the backstop's backoff is the cap."""
+    hub, agent = codex_seat.hub, codex_seat.agent
+    with hub.client(PEER) as peer:
+        ref = peer.call("messages.send", target=f"@{agent}", title="review 0008", body="please")["ref"]
+    model.script({"text": "not now"}, {"text": "still not now"}, {"text": "no"})
+    done = codex.exec_turn(codex_seat.workspace, codex_seat.env, "carry on", timeout=30)
+    assert done.returncode == 0, done.stderr[-2000:]
+    reminders = [s for s in model.main_requests() if "<hook_prompt" in s.user_text]
+    assert len(reminders) == 1 and ref in reminders[0].user_text, [s.user_text[-300:] for s in reminders]
+    with hub.client(agent) as seat:
+        assert [m["ref"] for c in seat.call("inbox.check")["channels"] for m in c["messages"]] == [ref]
