@@ -12,8 +12,8 @@ from agorad.cli import main
 from tests import listenproc
 from tests.hubproc import Hub, short_home
 
-# The harness tests drive real Claude Code and Codex CLIs and take minutes: only `make test-harness`
-# (which installs them and sets this) runs them.
+# The harness tests drive real Claude Code and Codex CLIs and take minutes: `make test` leaves them out;
+# `make test-harness` (which installs the CLIs and sets this) or naming tests/harness runs them.
 HARNESS_TESTS = "AGORA_TEST_HARNESS"
 collect_ignore = [] if os.environ.get(HARNESS_TESTS) else ["harness"]
 
