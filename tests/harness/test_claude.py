@@ -54,6 +54,8 @@ def test_idle_session_is_woken_for_each_dm_and_reads_and_acks_it(claude_seat, mo
     assert session.proc.poll() is None, f"the session ended: {session.stderr()[-800:]}"
     latency.record("send -> Claude's next model request (hook-armed listener)", seen,
                    f"wired --debounce {settings.HOOK_DEBOUNCE:g}s included")
+    latency.record("  the same, less the debounce window (listener exit, hook, Claude)",
+                   [s - settings.HOOK_DEBOUNCE for s in seen])
     # Through the listener (its debounce window, then the hook's exit), not a time-out or a later turn.
     assert settings.HOOK_DEBOUNCE <= min(seen) and max(seen) < settings.HOOK_DEBOUNCE + 10, seen
 
