@@ -48,6 +48,9 @@ BACKSTOP_CAP = 3600.0
 # doubling schedule, kept in listen-<id>.backoff.
 RERING_FIRST = 300.0
 RERING_CAP = 14400.0
+# What a listener asks the hub for at arm and after a wake (inbox.check's limit, its largest): all
+# the seat's debts, and the unread headlines that may re-ring.
+ARM_CHECK_LIMIT = 1000
 
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
