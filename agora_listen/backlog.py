@@ -22,7 +22,7 @@ def ask(seat: Seat, home, key: str | None) -> dict | None:
 
     One connection, two round trips (hello, inbox.check), as owed.list took before: the one answer
     holds the debts (`owed`, with `owed_total`), the unread headlines rering.py needs, and the hub's
-    clock (`now`). At the largest limit, so the debts are all there (short of 1000).
+    clock (`now`), up to settings.ARM_CHECK_LIMIT of each.
     """
     if not key:
         return None
