@@ -133,9 +133,8 @@ def _no_file_yet(options: Options, path: Path) -> str:
 def _end(reason: str, status: int, cause: str | None = None) -> int:
     if cause:
         try:
-            sys.stderr.write(f"agora listen: {cause}\n")
-            sys.stderr.flush()
-        except OSError:  # stderr's reader gone too: the tombstone is still attempted
+            write(sys.stderr, f"agora listen: {cause}\n")
+        except Gone:  # stderr's reader gone too: the tombstone is still attempted
             pass
     sentinels.emit_last(sentinels.ended(reason, cause))
     return status
