@@ -202,7 +202,7 @@ def _listen(options: Options, seat: Seat, notify_path: Path, harness: Harness) -
                       backlog="owed" if fresh else "again", check=check)
                 if options.once:
                     return _end("wake", EXIT_WOKE)
-        return _loop(options, seat, follower, watch, signals, harness, initial)
+        return _loop(options, seat, follower, watch, signals, harness, initial, _reminder_at(seat, check))
     finally:
         watch.close()
         follower.close()
@@ -232,7 +232,7 @@ def _offset(seat: Seat):
 
 
 def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Signals, harness: Harness,
-          initial: list[dict]) -> int:
+          initial: list[dict], remind_at: float | None) -> int:
     poller = select.poll()
     poller.register(watch.fd, select.POLLIN)
     poller.register(signals.read_fd, select.POLLIN)
@@ -261,10 +261,20 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             window_end = window_end or time.monotonic() + options.debounce
         now = time.monotonic()
         if window_end is not None and now >= window_end:
-            _wake(options, seat, follower, harness, batch, batch[-1].get("owed", 0) if batch else 0)
+            check = _wake(options, seat, follower, harness, batch, batch[-1].get("owed", 0) if batch else 0)
             if options.once:
                 return _end("wake", EXIT_WOKE)
             batch, window_end = [], None
+            remind_at = _reminder_at(seat, check) if check is not None else remind_at
+            continue
+        if remind_at is not None and window_end is None and now >= remind_at:  # (an open window asks anyway)
+            remind_at, check = None, ask(seat, options.home, options.key)
+            again = rering.due(seat, check) if check is not None else []
+            if again:
+                _wake(options, seat, follower, harness, again, check["owed_total"], backlog="again", check=check)
+                if options.once:
+                    return _end("wake", EXIT_WOKE)
+            remind_at = _reminder_at(seat, check)
             continue
         if deadline is not None and window_end is None and now >= deadline:  # an open window still finishes
             _save_idle(options, seat, follower, max_wait)
@@ -273,7 +283,8 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             sentinels.emit(sentinels.heartbeat())
             seat.touch_pid()
             next_beat = now + options.heartbeat
-        wakeups = [t for t in (window_end, deadline if window_end is None else None, next_beat, asker.at) if t is not None]
+        later = (deadline, remind_at) if window_end is None else ()  # both wait for an open window to close
+        wakeups = [t for t in (window_end, *later, next_beat, asker.at) if t is not None]
         timeout = max(0.0, min(wakeups) - time.monotonic())
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
@@ -282,6 +293,12 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
                 watch.drain()
                 watch.follow()  # after a rotation: watch the new file under the name
                 asker.notice_change(follower)
+
+
+def _reminder_at(seat: Seat, check: dict | None) -> float | None:
+    """When (monotonic) a listener that stays armed asks the hub whether a reminder is due (rering.py)."""
+    wait = rering.wait(seat, check) if check is not None else None
+    return None if wait is None else time.monotonic() + wait
 
 
 def _check_harness(harness: Harness) -> None:
@@ -312,7 +329,7 @@ def _save_idle(options: Options, seat: Seat, follower: Follower, waited: float |
 
 
 def _wake(options: Options, seat: Seat, follower: Follower, harness: Harness, batch: list[dict], owed,
-          backlog: str | None = None, check: dict | None = None) -> None:
+          backlog: str | None = None, check: dict | None = None) -> dict | None:
     """Ring `batch`, then record it as rung. `backlog`: None for new deliveries, "owed" for debt not yet
     rung for, "again" for a re-ring (rering.py); `check`: the hub's inbox.check answer, if already asked.
 
@@ -338,6 +355,7 @@ def _wake(options: Options, seat: Seat, follower: Follower, harness: Harness, ba
     if check is not None:
         remember(seat, check["owed"])
         rering.rang(seat, check, again=backlog == "again", sync=options.once)
+    return check
 
 
 _WHAT = {

@@ -15,6 +15,8 @@ they ring again as a backlog wake. The schedule lives in the backoff file
 - a re-ring moves it on: step k+1, due min(RERING_FIRST * 2^(k+1), RERING_CAP) later;
 - an arm or wake that finds no such mail unread clears it.
 
+A listener that stays armed sets one timer for the next reminder (no polling):
+when it fires, it asks the hub again and rings if the reminder is still due.
 So a swallowed wake costs at most one step, and an agent that leaves its mail
 unread is reminded ever more rarely, never in a loop. No schedule (none
 started, or the file unreadable) counts as due: more wakes, never deafness.
@@ -47,6 +49,15 @@ def due(seat: Seat, check: dict) -> list[dict]:
         return []
     state = backoff.load(seat)
     return waiting if state.rering_at is None or check["now"] >= state.rering_at else []
+
+
+def wait(seat: Seat, check: dict) -> float | None:
+    """Seconds (on the hub's clock) until the next reminder is due, for a listener that stays armed;
+    None when nothing important is unread or no schedule runs."""
+    if not unread_important(check):
+        return None
+    at = backoff.load(seat).rering_at
+    return None if at is None else max(0.0, at - check["now"])
 
 
 def rang(seat: Seat, check: dict, again: bool, sync: bool = True) -> None:

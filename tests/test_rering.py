@@ -10,7 +10,8 @@ import json
 import pytest
 
 from agorad.surface import settings
-from tests.listenproc import fields, listen_once
+from tests.hubproc import wait_for
+from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 
 FIRST, CAP = settings.RERING_FIRST, settings.RERING_CAP
@@ -160,3 +161,24 @@ def test_without_the_key_there_is_no_re_ring_and_no_schedule(hub, pair):
         assert not (hub.home / "listen-runtime.backoff").exists()
     finally:
         key.write_bytes(saved)
+
+
+@pytest.mark.parametrize("once", [True, False], ids=["once", "persistent"])
+def test_a_listener_that_stays_armed_reminds_when_the_step_passes(hub, pair, once):
+    """A session idle with its listener armed still hears the reminder: one timer, not a later arm."""
+    send(pair["memory"], "@runtime", "review 0004?")
+    assert arm(hub)[0] == 2
+    backoff = hub.home / "listen-runtime.backoff"
+    backoff.write_text(json.dumps({"adaptive": None, "rering": {"at": now(hub) + 3, "step": 0}}))
+    mode = ["--once", "--max-wait", "60"] if once else []
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0", *mode)
+    assert ear.next_line().startswith("AGORA_LISTEN armed")  # not due at arm: quiet
+    wake = fields(ear.wait_for("AGORA_WAKE", timeout=15))  # due 3 s later, by the hub's clock
+    assert wake["backlog"] is True and wake["channels"] == "dm:memory--runtime#1"
+    wait_for(lambda: schedule(hub)["step"] == 1, what="the reminder recorded (written after the wake line)")
+    assert_scheduled(hub, 1, 2 * FIRST)
+    if once:
+        code, lines, _ = ear.finish()
+        assert code == 2 and lines[-1] == "AGORA_LISTEN ended reason=wake"
+    else:
+        assert ear.stop()[1][-1] == "AGORA_LISTEN ended reason=signal"
