@@ -5,8 +5,8 @@
 `adaptive` is the next --adaptive max-wait (seconds); `rering` the re-ring
 schedule of rering.py (`at` on the hub's clock), null while none runs. A bare
 number, the format before the re-ring, is read as the adaptive wait. Anything
-unreadable fails toward more wakes: the shortest adaptive wait, and no
-schedule, which makes a re-ring due at once.
+unreadable fails toward more wakes: the shortest adaptive wait, and a re-ring
+due at once.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ class Backoff:
     adaptive: float | None = None  # None: the first wait (settings.ADAPTIVE_FIRST)
     rering_at: float | None = None  # the hub's clock; None: no schedule runs
     rering_step: int = 0
+    corrupt: bool = False  # the file held something unreadable: a re-ring is due
 
     def schedule(self) -> dict | None:
         return None if self.rering_at is None else {"at": self.rering_at, "step": self.rering_step}
@@ -35,14 +36,14 @@ def load(seat: Seat) -> Backoff:
     if _positive(stored):  # the legacy bare number
         return Backoff(adaptive=stored)
     if not isinstance(stored, dict):
-        return Backoff()
+        return Backoff(corrupt=True)
     adaptive = stored.get("adaptive") if _positive(stored.get("adaptive")) else None
     rering = stored.get("rering")
     if rering is None:
         return Backoff(adaptive=adaptive)
     at, step = (rering.get("at"), rering.get("step")) if isinstance(rering, dict) else (None, None)
     if not (_number(at) and isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 64):
-        return Backoff(adaptive=adaptive)  # no schedule: a re-ring is due (rering.due)
+        return Backoff(adaptive=adaptive, corrupt=True)
     return Backoff(adaptive=adaptive, rering_at=at, rering_step=step)
 
 
@@ -55,7 +56,7 @@ def update(seat: Seat, sync: bool = True, **changes) -> Backoff:
     to say writes nothing. (Read just before: two writers of one seat are rare, and a value lost costs
     at most one wait or one ring.)"""
     current = load(seat)
-    changed = dataclasses.replace(current, **changes)
+    changed = dataclasses.replace(current, corrupt=False, **changes)  # any write replaces the file whole
     if changed != current:
         save(seat, changed, sync)
     return changed

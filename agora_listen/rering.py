@@ -8,7 +8,7 @@ headlines flagged to-me, dm or open. If there are any and the schedule allows,
 they ring again as a backlog wake. The schedule lives in the backoff file
 (backoff.py) on the hub's clock:
 
-- a wake that leaves important mail unread starts one, if none runs:
+- a wake, or an arm, that finds important mail unread starts one, if none runs:
   due RERING_FIRST later (step 0); if one runs, it keeps its step, and its
   next reminder comes no sooner than that step after this wake (the agent
   was just rung);
@@ -18,8 +18,10 @@ they ring again as a backlog wake. The schedule lives in the backoff file
 A listener that stays armed sets one timer for the next reminder (no polling):
 when it fires, it asks the hub again and rings if the reminder is still due.
 So a swallowed wake costs at most one step, and an agent that leaves its mail
-unread is reminded ever more rarely, never in a loop. No schedule (none
-started, or the file unreadable) counts as due: more wakes, never deafness.
+unread is reminded ever more rarely, never in a loop. An unreadable schedule
+counts as due: more wakes, never deafness. (No schedule at all, as at a seat's
+first arm, which starts at the end of the notify file on purpose, or in a
+backoff file of an earlier release, starts one: the mail may never have rung.)
 Mail sent `--urgency next_turn` never re-rings: it was never meant to ring.
 """
 
@@ -42,13 +44,18 @@ def unread_important(check: dict) -> list[dict]:
 def due(seat: Seat, check: dict) -> list[dict]:
     """At arm: the important unread mail to ring again now, if the schedule allows; [] otherwise.
 
-    An arm that finds none clears the schedule (writing only if one ran)."""
+    An arm that finds none clears the schedule (writing only if one ran); one that finds some and
+    no schedule starts one."""
     waiting = unread_important(check)
     if not waiting:
         backoff.update(seat, rering_at=None, rering_step=0)
         return []
     state = backoff.load(seat)
-    return waiting if state.rering_at is None or check["now"] >= state.rering_at else []
+    if state.corrupt or (state.rering_at is not None and check["now"] >= state.rering_at):
+        return waiting
+    if state.rering_at is None:
+        backoff.update(seat, rering_at=check["now"] + interval(0), rering_step=0)
+    return []
 
 
 def wait(seat: Seat, check: dict) -> float | None:
@@ -66,7 +73,7 @@ def rang(seat: Seat, check: dict, again: bool, sync: bool = True) -> None:
         backoff.update(seat, rering_at=None, rering_step=0, sync=sync)
         return
     state = backoff.load(seat)
-    running = state.rering_at is not None
+    running = state.rering_at is not None and not state.corrupt
     if again:
         step = min(state.rering_step + 1, _MAX_STEP) if running else 0
     else:  # a new wake keeps a running schedule's step, but the next reminder comes no sooner than its step

@@ -126,15 +126,27 @@ def test_plain_channel_posts_and_next_turn_mail_never_re_ring(hub, pair):
     assert pair["runtime"].call("inbox.check")["unread"] == 2  # unread, not rung
 
 
-def test_a_legacy_number_keeps_its_adaptive_wait_and_a_re_ring_is_due(hub, pair):
+def test_a_legacy_number_keeps_its_adaptive_wait_and_starts_a_schedule(hub, pair):
     send(pair["memory"], "@runtime", "hello")
     assert arm(hub)[0] == 2
     backoff = hub.home / "listen-runtime.backoff"
     backoff.write_text("120")  # the format before the schedule: the adaptive wait alone
-    rerings(hub)  # no schedule is a due one: more wakes, never fewer
+    quiet(hub)  # no schedule: this arm starts one (the mail may never have rung)
     assert json.loads(backoff.read_text())["adaptive"] == 120
-    assert_scheduled(hub, 0, FIRST)  # a schedule starts
+    assert_scheduled(hub, 0, FIRST)
+    hub.advance(FIRST)
+    rerings(hub)
+
+
+def test_mail_that_landed_before_a_seats_first_arm_is_reminded_of_a_step_later(hub, pair):
+    """A first arm starts at the end of the notify file on purpose; unread mail behind it waits one step."""
+    send(pair["memory"], "@runtime", "before anyone listened")
+    for what in ("offset", "backoff", "owedsig"):
+        (hub.home / f"listen-runtime.{what}").unlink(missing_ok=True)
     quiet(hub)
+    assert_scheduled(hub, 0, FIRST)
+    hub.advance(FIRST)
+    assert rerings(hub)["channels"] == "dm:memory--runtime#1"
 
 
 @pytest.mark.parametrize("corrupt", ["{not json", "[1, 2]", '{"rering": {"at": "soon", "step": 1}}',
