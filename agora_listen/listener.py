@@ -2,8 +2,9 @@
 
 One process, one poll loop, no polling: the loop sleeps in poll(2) on a
 watcher's fd (watchers/: inotify, no threads; or watchdog's observer thread
-through a pipe) and a signal pipe until a line lands, a debounce window
-closes, a heartbeat is due, or --max-wait runs out.
+through a pipe), a signal pipe and its harness (harness.py: stdout, the
+parent) until a line lands, a debounce window closes, a heartbeat or a
+reminder (rering.py) is due, the harness goes away, or --max-wait runs out.
 """
 
 from __future__ import annotations

@@ -141,3 +141,16 @@ def test_a_listener_whose_stdout_is_a_file_or_null_is_not_gone(hub, pair, tmp_pa
                 stdout=stdout, stderr=subprocess.PIPE, env=hub.env, timeout=15)
             assert done.returncode == 0 and b"harness" not in done.stderr
     assert out.read_text().splitlines()[-1] == "AGORA_LISTEN ended reason=max-wait"
+
+
+def test_under_a_shell_that_outlives_the_session_stdout_closing_is_the_signal(hub, pair):
+    """A hook command run by `/bin/sh -c`: the shell (not exec'ing: a command follows) stays the parent."""
+    shell = ["/bin/sh", "-c", f'{AGORA} "$@"; status=$?; exit $status', "sh"]
+    ear = Listener(hub, "--as", "runtime", "--once", "--debounce", "0", agora=shell)
+    assert ear.next_line().startswith("AGORA_LISTEN armed")
+    assert psutil.Process(listener_pid(hub)).ppid() == ear.proc.pid  # the shell is its parent, and lives on
+    ear.proc.stdout.close()
+    assert ear.proc.wait(timeout=10) == 0  # the listener ended harness-gone (0), and the shell with it
+    assert "agora listen: stdout closed" in ear.proc.stderr.read().decode()
+    send(pair["memory"], "@runtime", "after the session")
+    rings_next(hub, "dm:memory--runtime#1")
