@@ -71,8 +71,6 @@ def test_listener_own_wake_latency(hub, hook_processes):
     assert statistics.median(seen) < 1.0, seen
 
 
-@pytest.mark.xfail(strict=True, reason="needs the listener to step aside when its harness is gone and to re-ring "
-                   "rung-but-unread important mail at a later arm (the listen branch, not yet on main)")
 @pytest.mark.timeout(120)
 @pytest.mark.parametrize("ending", ["stdin-closed", "terminated"])
 def test_a_dm_landing_as_its_session_ends_wakes_the_next_session(claude_seat, model, sessions, ending):
