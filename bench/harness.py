@@ -38,7 +38,7 @@ def figures(work: Path, wakes: int, notes: list[str]) -> list[Figure]:
         notes.append(line)
         return []
     from agorad.surface import settings
-    from tests.harness import claude, rewake
+    from tests.harness import claude, hook_processes, rewake
     from tests.harness.model_server import ScriptedModel
     from tests.harness.wire import wire
 
@@ -61,7 +61,7 @@ def figures(work: Path, wakes: int, notes: list[str]) -> list[Figure]:
             raise BenchError(f"harness: {exc}") from None
         finally:
             session.kill_group()
-            rewake.end_hook_processes(hub.home, spare={hub.proc.pid})
+            hook_processes.end(hub.home, spare={hub.proc.pid})
     return [Figure(f"send -> Claude's next model request, median of {wakes} (hook debounce "
                    f"{settings.HOOK_DEBOUNCE:g} s included)", "ms", statistics.median(session_side) * 1000,
                    statistics.median(listener_side) * 1000, "listen --once --debounce 0 wake")]

@@ -1,19 +1,18 @@
 """Fixtures of the harness tests: a scripted model, a wired workspace on a real hub, and cleanup of hook processes.
 
-These tests run only under `make test-harness` (tests/conftest.py leaves this
-directory out otherwise): they need the harness CLIs in .cache/harness and
-take minutes, not seconds.
+`make test` leaves this directory out (tests/conftest.py); `make test-harness`
+installs the harness CLIs into .cache/harness and runs it.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 
 from agorad.surface import wiring
-from tests.harness import claude, codex, latency, rewake
+from tests.harness import claude, codex, hook_processes as hooks, latency
 from tests.harness.install import NotInstalled, binary
 from tests.harness.model_server import ScriptedModel
 from tests.harness.wire import wire
@@ -29,6 +28,7 @@ class Wired:
     workspace: Path
     private: Path      # the harness's own HOME and config live under here
     agent: str = SEAT
+    env: dict = field(default_factory=dict)  # the harness's environment (claude.environment, codex.environment)
 
     @property
     def home(self) -> Path:
@@ -89,4 +89,4 @@ def codex_seat(hub, model, hook_processes):
 def hook_processes(hub):
     """After the test, end the `agora` processes its harnesses' hooks started on this hub's home."""
     yield
-    rewake.end_hook_processes(hub.home, spare={hub.proc.pid})
+    hooks.end(hub.home, spare={hub.proc.pid})
