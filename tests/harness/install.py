@@ -97,7 +97,7 @@ def install(names: list[str]) -> None:
         raise NotInstalled("npm is not on PATH; install Node.js (18 or newer) to run the harness tests")
     CACHE.mkdir(parents=True, exist_ok=True)
     print(f"installing {' '.join(wanted)} into {CACHE}", file=sys.stderr)
-    done = subprocess.run([npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", *wanted])
+    done = subprocess.run([npm, "install", "--prefix", str(CACHE), "--no-audit", "--no-fund", "--save-exact", *wanted])
     if done.returncode != 0:
         raise NotInstalled(f"npm install {' '.join(wanted)} exited {done.returncode}; see its output above "
                            "(offline, it needs the packages in npm's cache, ~/.npm)")
