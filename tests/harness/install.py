@@ -1,7 +1,7 @@
 """Install the real harness CLIs the harness tests drive, pinned, into <repo>/.cache/harness.
 
 `python -m tests.harness.install [claude codex ...]` installs the named ones
-(all by default) with `npm install --prefix .cache/harness <pkg>@<version>`;
+(by default every one versions.json pins) with `npm install --prefix .cache/harness <pkg>@<version>`;
 tests then call `binary(name)` and never touch the network. Versions are
 pinned in versions.json; AGORA_HARNESS_<NAME>_VERSION overrides one (NAME is
 CLAUDE, CODEX, GEMINI or OPENCODE).
@@ -61,6 +61,10 @@ def _platform_binary(name: str) -> Path:
         # bin/codex.js only picks and spawns this binary.
         return (MODULES / "@openai" / f"codex-linux-{npm_arch}" / "vendor" / f"{rust_arch}-unknown-linux-musl"
                 / "bin" / "codex")
+    if name == "opencode":
+        # opencode-ai's bin/opencode is a node launcher that finds and spawns this (its postinstall may not run).
+        return MODULES / f"opencode-linux-{npm_arch}" / "bin" / "opencode"
+    # @google/gemini-cli is plain JavaScript: its bin runs under node (20 or newer).
     return MODULES / ".bin" / name
 
 
@@ -103,8 +107,14 @@ def install(names: list[str]) -> None:
                            "(offline, it needs the packages in npm's cache, ~/.npm)")
 
 
+def pinned() -> list[str]:
+    """The harnesses versions.json pins: what `make test-harness` installs."""
+    packages = json.loads(VERSIONS.read_text())
+    return [name for name, package in PACKAGES.items() if package in packages]
+
+
 def main(argv: list[str]) -> int:
-    names = argv or ["claude", "codex"]
+    names = argv or pinned()
     unknown = [n for n in names if n not in PACKAGES]
     if unknown:
         print(f"unknown harness {', '.join(unknown)}; known: {', '.join(PACKAGES)}", file=sys.stderr)
