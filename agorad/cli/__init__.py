@@ -29,6 +29,7 @@ COMMANDS = {
     "channel": "agorad.cli.channels:channel",
     "listen": "agorad.cli.listen:listen",
     "setup": "agorad.cli.setup:setup",
+    "mcp": "agorad.cli.mcp:mcp",
     "kb": "agorad.cli.kb:kb",
     "service": "agorad.cli.service:service",
 }

@@ -51,3 +51,17 @@ RERING_CAP = 14400.0
 
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
+
+# --- the MCP server (agora mcp) ------------------------------------------------------------
+# wait_for_messages must answer before the harness gives up on the tool call, or the model sees a
+# timeout error instead of "nothing yet". The shortest default found: Codex's per-server
+# `tool_timeout_sec`, 60 s in codex-rs/core/src/mcp_connection_manager.rs (DEFAULT_TOOL_TIMEOUT),
+# raised to 120 s and then 300 s in codex-rs/codex-mcp/src/rmcp_client.rs in later releases, and the
+# MCP TypeScript SDK's DEFAULT_REQUEST_TIMEOUT_MSEC of 60000 that clients built on it inherit.
+# Claude Code's own limit is MCP_TOOL_TIMEOUT (milliseconds; unset, far longer than a minute for a
+# stdio server). So a wait ends at 50 s at most, with 10 s to spare for a loaded machine.
+MCP_WAIT_MAX = 50.0
+MCP_WAIT_DEFAULT = 45.0
+# While the hub is down, the server's waiting connection tries it again this often (the listener's
+# own retry while the hub is down is 2 s; a tool call in between tries at once).
+MCP_RECONNECT_EVERY = 0.5
