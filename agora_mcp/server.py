@@ -61,7 +61,9 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
     @tool("Who this seat is: its id, liveness mode and hub. Use when unsure which identity you act as.")
     async def whoami() -> str:
         await hub("hub.hello")
-        return render.whoami(link.hello, str(seat.home.root), str(seat.home.socket))
+        doorbell = bell["it"]
+        waiting = "up" if doorbell.connected.is_set() else f"down ({doorbell.state.reason if doorbell.state else 'connecting'})"
+        return render.whoami(link.hello, str(seat.home.root), str(seat.home.socket)) + f"; doorbell {waiting}"
 
     @tool("What waits for you: replies you owe first, then unread headlines by channel. "
           "Use at the start of a turn and after a wait wakes you.")
