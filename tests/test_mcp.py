@@ -203,3 +203,16 @@ def test_no_seat_is_a_usage_error(home, cli_env_free):
 def cli_env_free():
     import os
     return {k: v for k, v in os.environ.items() if k not in ("AGORA_AGENT_ID", "AGORA_HOME", "AGORA_KEY")}
+
+
+def test_the_command_setup_wires_serves_without_the_environment(seats, cli_env_free):
+    """What a harness's MCP entry runs (wiring.mcp_server): absolute, with --home and --as, so it works
+    with no AGORA_HOME and from any directory."""
+    from agorad.surface.wiring import mcp_server
+    from tests.hubproc import AGORA
+
+    async def body():
+        command = mcp_server(AGORA, "bob", seats.home)
+        async with mcp_session(seats.home, command=command, env={"AGORA_HOME": "/nonexistent"}) as bob:
+            assert (await bob.ok("whoami")).startswith("seat bob (mode ")
+    run(body())
