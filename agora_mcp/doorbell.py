@@ -1,20 +1,19 @@
 """Deliveries pushed to the seat, held until wait_for_messages hands them out.
 
-A thread owns a second connection, subscribed with `inbox.subscribe`, and
-blocks on its pushes (no polling: an idle server sleeps in recv). Each push
-is handed to the event loop, where a waiting tool call wakes at once. When
-the hub goes away the thread connects again, and then reads what was
-delivered meanwhile from the seat's notify file (delivery ids count up per
-seat without gaps, so the last id seen says exactly what was missed): a wait
-in flight sees those deliveries as if pushed, and its deadline never moves.
+A task keeps a second connection subscribed with `inbox.subscribe` and waits
+on its pushes (no polling: an idle server sleeps in the event loop). A waiting
+tool call wakes on the first important one. When the hub goes away the task
+connects again, then reads what was delivered meanwhile from the seat's
+notify file (delivery ids count up per seat without gaps, so the newest id
+seen says exactly what was missed): a wait in flight sees those deliveries as
+if pushed, and its deadline never moves.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import threading
-import time
+from pathlib import Path
 
 from agorad.surface import settings
 from agorad.surface.errors import AgoraError
@@ -31,16 +30,17 @@ def important(delivery: dict) -> bool:
 
 
 class Doorbell:
-    def __init__(self, seat: Seat, loop: asyncio.AbstractEventLoop):
+    def __init__(self, seat: Seat):
         self.seat = seat
-        self.state: AgoraError | None = None  # why the waiting connection is down, None while it is up
-        self.connected = asyncio.Event()  # set while subscribed (tests and the bench wait on it)
-        self._loop = loop
-        self._pending: list[dict] = []  # important deliveries not yet handed out (loop thread only)
+        self.state: AgoraError | None = None  # why the waiting connection is down; None while up or connecting
+        self.up = False
+        self._pending: list[dict] = []  # important deliveries not yet handed out
         self._rung = asyncio.Event()
-        self._seen: int | None = None  # the newest delivery id taken (pump thread only); None before the first connection
-        self._thread = threading.Thread(target=self._pump, name="agora-mcp-doorbell", daemon=True)
-        self._thread.start()
+        self._seen: int | None = None  # the newest delivery id taken; None before the first connection
+        self._task = asyncio.get_running_loop().create_task(self._ring_forever())
+
+    def close(self) -> None:
+        self._task.cancel()
 
     async def wait(self, timeout: float) -> list[dict]:
         """The important deliveries since the last wait returned; waits up to `timeout` seconds for one."""
@@ -53,32 +53,33 @@ class Doorbell:
         taken, self._pending = self._pending, []
         return taken
 
-    def _pump(self) -> None:
+    async def _ring_forever(self) -> None:
         while True:
             try:
-                self._session()
+                await self._session()
             except AgoraError as exc:
-                self._loop.call_soon_threadsafe(self._down, exc)
-            except Exception as exc:  # a bug here must not silence the doorbell for the rest of the session
-                self._loop.call_soon_threadsafe(self._down, AgoraError(f"waiting connection failed: {exc!r}"))
-            time.sleep(settings.MCP_RECONNECT_EVERY)  # the hub is down or went away: try again shortly
+                self.state = exc
+            except (OSError, ValueError, KeyError, TypeError) as exc:  # never let one fault deafen the session
+                self.state = AgoraError(f"the waiting connection failed: {exc!r}")
+            self.up = False
+            await asyncio.sleep(settings.MCP_RECONNECT_EVERY)  # the hub is down or went away: try again shortly
 
-    def _session(self) -> None:
+    async def _session(self) -> None:
         """One subscribed connection, until it ends."""
-        client, hello = connect_as(self.seat, timeout=None)
+        connection, hello = await connect_as(self.seat)
         try:
             path = notify_file(hello["notify_dir"], hello["agent"]) if hello.get("notify_dir") else None
             if self._seen is None:  # the first connection: what is already there is check_inbox's business
                 self._seen = (last_id_in(path) if path else None) or 0
-            client.call("inbox.subscribe")
+            await connection.call("inbox.subscribe")
             self._catch_up(path)  # what landed since: while the hub restarted, or before the subscribe
-            self._loop.call_soon_threadsafe(self._up)
-            for push in client.notifications():
-                self._take(push.get("params") or {})
+            self.state, self.up = None, True
+            while True:
+                self._take((await connection.next_push()).get("params") or {})
         finally:
-            client.close()
+            connection.close()
 
-    def _catch_up(self, path) -> None:
+    def _catch_up(self, path: Path | None) -> None:
         """Take what the notify file holds beyond the newest delivery seen. Read whole: it rotates at a
         few MiB, and this runs once per connection."""
         if path is None:
@@ -101,16 +102,5 @@ class Doorbell:
             return  # seen already: a replayed line, or a push the catch-up already took
         self._seen = ident
         if important(delivery):
-            self._loop.call_soon_threadsafe(self._arrive, delivery)
-
-    def _arrive(self, delivery: dict) -> None:
-        self._pending.append(delivery)
-        self._rung.set()
-
-    def _up(self) -> None:
-        self.state = None
-        self.connected.set()
-
-    def _down(self, exc: AgoraError) -> None:
-        self.state = exc
-        self.connected.clear()
+            self._pending.append(delivery)
+            self._rung.set()

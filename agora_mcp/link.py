@@ -1,17 +1,17 @@
-"""The server's connection for tool calls: one Client, said hello as the seat, renewed after a hub restart.
+"""The server's connection for tool calls: said hello as the seat, renewed after a hub restart.
 
-Blocking (the surface client is); tools run its calls in a worker thread.
+A hub that is down is an Unavailable error per call, never a crash.
 """
 
 from __future__ import annotations
 
-import threading
+import asyncio
 from dataclasses import dataclass
 
 from agorad.surface import keys
-from agorad.surface.client import Client
 from agorad.surface.errors import AgoraError, Unavailable
 from agorad.surface.paths import Home
+from agora_mcp.connection import Connection
 
 # Methods that change nothing, or whose repeat changes nothing more (an ack, a heartbeat): after a
 # connection dies mid-call they are sent again on a fresh one. A send is not: the hub may have
@@ -33,52 +33,50 @@ class Seat:
 
 
 class HubLink:
-    """Calls as the seat. A hub that is down is an Unavailable error per call, never a crash."""
-
     def __init__(self, seat: Seat):
         self.seat = seat
         self.hello: dict = {}  # the last hub.hello result: the seat's id (after a rename), mode, hub version
-        self._client: Client | None = None
-        self._lock = threading.Lock()  # one Client, one caller at a time
+        self._connection: Connection | None = None
+        self._lock = asyncio.Lock()  # replies come in order: one call in flight at a time
 
-    def call(self, method: str, **params):
-        with self._lock:
-            if self._client is not None and self._client.stale():  # the hub restarted since the last call
+    async def call(self, method: str, **params):
+        async with self._lock:
+            if self._connection is not None and self._connection.closed:  # the hub restarted since the last call
                 self.close()
-            fresh = self._client is None
+            fresh = self._connection is None
             try:
-                return self._connected().call(method, **params)
+                return await (await self._connected()).call(method, **params)
             except Unavailable:
                 self.close()
                 if fresh or method not in REPEATABLE:
                     raise
-                return self._connected().call(method, **params)  # the old connection died: once more on a new one
+                return await (await self._connected()).call(method, **params)  # once more, on a new connection
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
 
-    def _connected(self) -> Client:
-        if self._client is None:
-            self._client, self.hello = connect_as(self.seat)
-        return self._client
+    async def _connected(self) -> Connection:
+        if self._connection is None:
+            self._connection, self.hello = await connect_as(self.seat)
+        return self._connection
 
 
-def connect_as(seat: Seat, timeout: float | None = 30.0) -> tuple[Client, dict]:
+async def connect_as(seat: Seat) -> tuple[Connection, dict]:
     """A new connection acting as the seat, and its hub.hello result; the key from $AGORA_KEY or
     <home>/keys/<id>.key, never from argv."""
-    client = Client(seat.home, timeout=timeout).connect()
+    connection = await Connection.open(seat.home)
     try:
         agent = seat.agent
         key = keys.read_key(seat.home, agent)
         if key is None:  # a renamed seat's key file moved with it: ask where the old id points
-            agent = client.call("agents.resolve", agent=agent)["agent"]
+            agent = (await connection.call("agents.resolve", agent=agent))["agent"]
             key = keys.read_key(seat.home, agent)
         if key is None:
             raise NoKey(f"no key for {seat.agent}", key_file=str(seat.home.key_file(seat.agent)))
-        hello = client.hello(seat.agent, key)
+        hello = await connection.call("hub.hello", agent=seat.agent, key=key)
     except BaseException:
-        client.close()
+        connection.close()
         raise
-    return client, hello
+    return connection, hello

@@ -1,18 +1,16 @@
 """The MCP server: ten tools, each a thin adapter from arguments to one hub call and its rendering.
 
-Tools are async; a hub call runs in a worker thread (the surface client
-blocks), so a long wait_for_messages never stalls another tool. Any hub error
+Tools are async and every hub call runs on the event loop (agora_mcp.connection), so a
+long wait_for_messages never stalls another tool. Any hub error
 becomes a tool error (`ToolError`) naming the reason and the fix; the server
 itself never stops for one, and a hub that is down at start is just such an error.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from typing import Annotated, Literal
 
-import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
@@ -42,16 +40,19 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
 
     @contextlib.asynccontextmanager
     async def lifespan(_server):
-        # The doorbell connects in its own thread, so initialize is answered before any hub is reached.
-        bell["it"] = Doorbell(seat, asyncio.get_running_loop())
-        yield {}
-        link.close()
+        # The doorbell connects in a task of its own, so initialize is answered before any hub is reached.
+        bell["it"] = Doorbell(seat)
+        try:
+            yield {}
+        finally:
+            bell["it"].close()
+            link.close()
 
     app = MCPServer("agora", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
 
     async def hub(method: str, **params):
         try:
-            return await anyio.to_thread.run_sync(lambda: link.call(method, **params))
+            return await link.call(method, **params)
         except AgoraError as exc:
             raise ToolError(explain(exc, seat)) from None
 
@@ -62,7 +63,7 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
     async def whoami() -> str:
         await hub("hub.hello")
         doorbell = bell["it"]
-        waiting = "up" if doorbell.connected.is_set() else f"down ({doorbell.state.reason if doorbell.state else 'connecting'})"
+        waiting = "up" if doorbell.up else f"down ({doorbell.state.reason if doorbell.state else 'connecting'})"
         return render.whoami(link.hello, str(seat.home.root), str(seat.home.socket)) + f"; doorbell {waiting}"
 
     @tool("What waits for you: replies you owe first, then unread headlines by channel. "
@@ -124,7 +125,7 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
     async def heartbeat(status: Status | None = None, task: str | None = None) -> str:
         params = {k: v for k, v in (("status", status), ("task", task)) if v is not None}
         result = await hub("agents.heartbeat", **params)
-        return f"heartbeat: {result['agent']} {result['status']}" + (f", task set" if result.get("task") else "")
+        return f"heartbeat: {result['agent']} {result['status']}" + (", task set" if result.get("task") else "")
 
     if noop:
         @tool("Does nothing (bench only).")

@@ -72,21 +72,6 @@ class Client:
             self._sock.close()
             self._sock = None
 
-    def stale(self) -> bool:
-        """Whether the hub has closed this connection since its last call (as when it restarted).
-
-        Only for a connection that takes no pushes: between calls nothing else is
-        sent on it, so anything to read is the end of the stream or the hub's parting error.
-        """
-        if self._sock is None:
-            return True
-        if not select.select([self._sock], [], [], 0)[0]:
-            return False
-        try:
-            return self._sock.recv(1, socket.MSG_PEEK) == b""
-        except OSError:
-            return True
-
     def __enter__(self) -> "Client":
         return self if self._sock else self.connect()
 
