@@ -54,6 +54,7 @@ class Doorbell:
         return taken
 
     async def _ring_forever(self) -> None:
+        delay = settings.MCP_RECONNECT_FIRST
         while True:
             try:
                 await self._session()
@@ -61,8 +62,11 @@ class Doorbell:
                 self.state = exc
             except (OSError, ValueError, KeyError, TypeError) as exc:  # never let one fault deafen the session
                 self.state = AgoraError(f"the waiting connection failed: {exc!r}")
+            if self.up:  # it was subscribed, so the hub just went away: the first retry comes soon again
+                delay = settings.MCP_RECONNECT_FIRST
             self.up = False
-            await asyncio.sleep(settings.MCP_RECONNECT_EVERY)  # the hub is down or went away: try again shortly
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, settings.MCP_RECONNECT_CAP)
 
     async def _session(self) -> None:
         """One subscribed connection, until it ends."""

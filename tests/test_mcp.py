@@ -169,18 +169,24 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_changes_nothing(seats):
             assert too_large.count("too-large:") == 1 and "Fix: shorten it" in too_large
             assert "not-found:" in await alice.fails("read_message", ref="commons#99")
     run(body())
-    with seats.client("bob") as bob:
-        assert bob.call("inbox.check")["unread"] == 0  # nothing was sent
+    commons, = [c for c in seats.call("channels.list")["channels"] if c["name"] == "commons"]
+    assert commons["head"] == 0  # nothing was posted  # nothing was sent
 
 
-def test_a_seat_without_a_key_is_told_where_to_put_it(seats):
+def test_a_seat_without_a_key_is_told_where_to_put_it_and_a_wrong_key_is_refused(seats):
     (seats.home / "keys" / "bob.key").unlink()
 
     async def body():
         async with mcp_session(seats.home, "--as", "bob") as bob:
             text = await bob.fails("check_inbox")
             assert "no-key:" in text and str(seats.home / "keys" / "bob.key") in text
+            assert "no-key:" in await bob.fails("wait_for_messages", timeout_s=0.1)
+        async with mcp_session(seats.home, "--as", "alice", env={"AGORA_KEY": "agk_wrong"}) as alice:
+            text = await alice.fails("send_message", target="commons", title="t")
+            assert "unauthorized:" in text and "agora setup alice" in text
     run(body())
+    commons, = [c for c in seats.call("channels.list")["channels"] if c["name"] == "commons"]
+    assert commons["head"] == 0  # nothing was posted
 
 
 def test_the_seat_comes_from_agora_agent_id(seats):

@@ -62,6 +62,8 @@ INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
 # stdio server). So a wait ends at 50 s at most, with 10 s to spare for a loaded machine.
 MCP_WAIT_MAX = 50.0
 MCP_WAIT_DEFAULT = 45.0
-# While the hub is down, the server's waiting connection tries it again this often (the listener's
-# own retry while the hub is down is 2 s; a tool call in between tries at once).
-MCP_RECONNECT_EVERY = 0.5
+# While the hub is down, the server's waiting connection tries it again after the first delay, doubling
+# to the cap while it keeps failing (a removed seat or a wrong key would otherwise knock twice a second
+# all session); a tool call in between tries at once. The listener's own retry is 2 s.
+MCP_RECONNECT_FIRST = 0.5
+MCP_RECONNECT_CAP = 5.0
