@@ -96,11 +96,9 @@ def _pid_state(pidfile: Path) -> str:
 
 
 def _fired(root: Path, agent: str):
-    try:
-        from agorad.surface import hook_stamps
-    except ImportError:
-        return None
-    return hook_stamps.load(root, agent, "stop").get("fired")
+    from agorad.surface import hook_stamps
+
+    return hook_stamps.read(root, agent, "stop").get("fired")
 
 
 def render(report: dict) -> list[str]:

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import load, mcp, messaging, reception
+from bench import hook, load, mcp, messaging, reception
 from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
@@ -21,7 +21,7 @@ CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
 SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
-PARTS = ("heartbeats", "sends", "inbox", "reception", "startup", "memory", "mcp")  # --only
+PARTS = ("heartbeats", "sends", "inbox", "reception", "hook", "startup", "memory", "mcp")  # --only
 
 
 @dataclass
@@ -38,6 +38,7 @@ class Settings:
     wake_gap: float = 0.01        # between wakes, both sides: each wake finds its reader asleep
     spawn_runs: int = 10          # listen --once spawn to armed, and the bare click import
     reception_idle: float = 3.0   # idle listener CPU window
+    hook_runs: int = 21           # agora hook stop, python -c pass and the bare client, each
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -49,7 +50,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5, inbox_duration=0.3,
                         population=messaging.Population(agents=100, messages=20_000),
-                        wakes=40, spawn_runs=3, reception_idle=1.0) if args.quick else Settings()
+                        wakes=40, spawn_runs=3, reception_idle=1.0, hook_runs=5) if args.quick else Settings()
 
     work = Path(tempfile.mkdtemp(prefix="agb", dir="/tmp"))  # short: socket paths are at most 107 bytes
     notes: list[str] = []
@@ -78,6 +79,7 @@ def measure(work: Path, s: Settings, notes: list[str], parts=None) -> list[Figur
         "sends": lambda: messaging.sends(work, s),
         "inbox": lambda: messaging.inbox(work, s, notes),
         "reception": lambda: reception.figures(work, s, notes),
+        "hook": lambda: hook.figures(work, s),
         "startup": lambda: startup(work, s),
         "memory": lambda: memory(work, s),
         "mcp": lambda: mcp.figures(work, s),

@@ -254,3 +254,29 @@ def test_concurrent_setups_serialise_their_merges(hub, ws):
     assert [run.wait(timeout=30) for run in runs] == [0, 0, 0]
     assert tomllib.loads(seat_record(ws).read_text())["harnesses"] == ["claude", "cursor", "codex"]
     assert commands(json.loads((ws / ".claude/settings.json").read_text()), "Stop")[0] == "echo mine"
+
+
+@pytest.mark.parametrize("text, says", [
+    ('format = 2\nid = "runtime"\nhub = "/h/agorad.sock"\nkey_file = "/h/keys/runtime.key"\n', "format 2"),
+    ('format = 1\nid = "bad id"\nhub = "/h/agorad.sock"\nkey_file = "/h/k"\n', "no valid id"),
+    ('format = 1\nid = "runtime"\n', "lacks hub or key_file"),
+    ('format = 1\nid = "runtime"\nhub = "/h/agorad.sock"\nkey_file = "/h/k"\nharnesses = "claude"\n', "harnesses"),
+])
+def test_an_unusable_record_says_what_is_wrong(ws, text, says):
+    seat_record(ws).parent.mkdir()
+    seat_record(ws).write_text(text)
+    done = agora("inbox", cwd=ws, code=2)
+    assert says in done.stderr and str(seat_record(ws)) in done.stderr
+
+
+def test_status_shows_a_wired_stop_hook_never_fired_until_the_wired_command_runs(hub, ws):
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert "NEVER FIRED" in agora("status", "--home", str(hub.home), cwd=ws).stdout
+    stop = [h["command"] for g in json.loads((ws / ".claude/settings.json").read_text())["hooks"]["Stop"]
+            for h in g["hooks"] if " hook stop " in h["command"]][0]
+    done = subprocess.run(stop, shell=True, cwd=ws, input="{}", capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr  # nothing unread: the turn may end
+    shown = agora("status", "--home", str(hub.home), cwd=ws).stdout
+    assert "NEVER FIRED" not in shown and "ago" in shown
+    agora("setup", "--remove", cwd=ws)
+    assert "NEVER FIRED" not in agora("status", "--home", str(hub.home), cwd=ws).stdout

@@ -1,69 +1,34 @@
 """The `agora` command line: thin adapters that parse, call the client, and print.
 
-Subcommands load on demand: `agora listen --once` runs in a loop, so it must
-not pay for importing every other command (click's documented lazy-group pattern).
+Importing this package costs nothing: the click group (group.py) loads when `main` is first
+asked for. `run`, the console script, takes one shortcut around click: the stop hook runs at
+every turn's end, and importing click alone takes longer than the rest of its work (measured
+in bench/hook.py), so a hook command line in the exact form `agora setup` writes goes straight
+to it (hook_fast.py; tests/test_hook_fast.py holds that parse to click's).
 """
 
 from __future__ import annotations
 
-import importlib
+import sys
 
-import click
-
-from agorad import __version__
-from agorad.cli.shared import check_applies, group_options
-
-# name -> "module:attribute", in the order `agora --help` lists them
-COMMANDS = {
-    "up": "agorad.cli.up:up",
-    "status": "agorad.cli.status:status",
-    "agents": "agorad.cli.agents:agents",
-    "agent": "agorad.cli.agents:agent",
-    "heartbeat": "agorad.cli.agents:heartbeat",
-    "send": "agorad.cli.messaging:send",
-    "inbox": "agorad.cli.inbox:inbox",
-    "read": "agorad.cli.messaging:read",
-    "ack": "agorad.cli.messaging:ack",
-    "digest": "agorad.cli.inbox:digest",
-    "owed": "agorad.cli.inbox:owed",
-    "channel": "agorad.cli.channels:channel",
-    "listen": "agorad.cli.listen:listen",
-    "setup": "agorad.cli.setup:setup",
-    "mcp": "agorad.cli.mcp:mcp",
-    "kb": "agorad.cli.kb:kb",
-    "service": "agorad.cli.service:service",
-}
+_LAZY = ("main", "COMMANDS", "LazyGroup")
 
 
-class LazyGroup(click.Group):
-    def list_commands(self, ctx) -> list[str]:
-        return list(COMMANDS)
+def __getattr__(name: str):
+    if name in _LAZY:
+        from agorad.cli import group
 
-    def get_command(self, ctx, name: str):
-        target = COMMANDS.get(name)
-        if target is None:
-            return None
-        module, attribute = target.split(":")
-        return getattr(importlib.import_module(module), attribute)
-
-    def resolve_command(self, ctx, args):
-        name, command, rest = super().resolve_command(ctx, args)
-        check_applies(ctx, name, command, rest)
-        return name, command, rest
-
-    def all_commands(self) -> dict[str, click.Command]:
-        """Every subcommand, loaded (for documentation and tests)."""
-        return {name: self.get_command(None, name) for name in COMMANDS}
+        return getattr(group, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-@click.group("agora", cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="agora")
-@group_options
-def main():
-    """Agora: a hub where AI agents register, post, owe replies and get woken.
+def run():
+    """The `agora` console script."""
+    from agorad.cli import hook_fast
 
-    Start the hub with `agora up`, register a seat with `agora agent add`.
-    Every command reads AGORA_HOME (or --home). --home, --as and --json may
-    come before the command too; given in both places, the command's own wins.
-    See agora(1).
-    """
+    parsed = hook_fast.parse(sys.argv[1:])
+    if parsed is not None:
+        sys.exit(hook_fast.answer(*parsed))
+    from agorad.cli.group import main
+
+    return main()

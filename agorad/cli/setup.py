@@ -85,7 +85,7 @@ def plan_names(changes, workspace: Path) -> list[str]:
 def _register(where, agent_id: str, mode: str) -> dict:
     """Register the seat, or reuse it; with the hub down, say so (setup still wires)."""
     from agorad.surface.client import Client
-    from agorad.surface.errors import AgoraError, NotFound, Unavailable
+    from agorad.surface.errors import AgoraError, Conflict, NotFound, Unavailable
 
     try:
         with Client(where).connect() as hub:
@@ -93,8 +93,11 @@ def _register(where, agent_id: str, mode: str) -> dict:
                 hub.call("agents.get", agent=agent_id)
                 registered = "reused"
             except NotFound:
-                hub.call("agents.add", agent=agent_id, liveness_mode=mode, meta={"wired_by": "agora setup"})
-                registered = "registered"
+                try:
+                    hub.call("agents.add", agent=agent_id, liveness_mode=mode, meta={"wired_by": "agora setup"})
+                    registered = "registered"
+                except Conflict:  # a concurrent setup registered it between our two calls
+                    registered = "reused"
     except Unavailable as exc:
         return {"up": False, "registered": "not-registered", "error": exc.message}
     except AgoraError as exc:
@@ -164,19 +167,18 @@ def _home(home, record):
 
 
 def _mark_wired(root: Path, agent: str) -> None:
-    try:
-        from agorad.surface import hook_stamps
-    except ImportError:  # the backstop's stamps land with `agora hook`
-        return
+    """Every wiring has the stop-hook backstop: `agora status` shows NEVER FIRED until it runs."""
+    from agorad.surface import hook_stamps
+
     hook_stamps.mark_wired(root, agent, "stop")
 
 
 def _forget_wired(root: Path, agent: str) -> None:
-    try:
-        from agorad.surface import hook_stamps
-    except ImportError:
-        return
-    hook_stamps.forget(root, agent, "stop")
+    from agorad.surface import hook_stamps
+    from agorad.surface.vocab import HOOKS
+
+    for hook in HOOKS:
+        hook_stamps.forget(root, agent, hook)
 
 
 def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
-from agorad.cli.common import EXIT_UNAVAILABLE, connect, handles_errors, home_option, json_option, print_json, print_table
+from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, handles_errors, home_option, json_option, print_json,
+                               print_table)
 from agorad.surface.errors import Unavailable
 from agorad.surface.paths import Home, drive_file, listen_file
 from pathlib import Path
@@ -32,6 +33,7 @@ def status(home, as_json):
     for agent in info["agents"]:
         agent["listener"] = _seat_state(listen_file(root, agent["id"], "pid"), "armed")
         agent["driver"] = _seat_state(drive_file(root, agent["id"], "pid"), "running")
+        agent["hook"] = _hook(root, agent["id"])
     if as_json:
         print_json(info)
         return
@@ -44,9 +46,10 @@ def status(home, as_json):
                f"notify files: {info['notify_dir'] or 'off'}")
     if info["agents"]:
         click.echo("")
-        rows = [row + [_shown(a["listener"]), _shown(a["driver"]), str(a["unread"]), str(a["owed"])]
+        rows = [row + [_shown(a["listener"]), _shown(a["driver"]), _hook_shown(a["hook"]), str(a["unread"]),
+                       str(a["owed"])]
                 for row, a in zip(agent_rows(info["agents"], info["now"]), info["agents"])]
-        print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "UNREAD", "OWED"])
+        print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "HOOK", "UNREAD", "OWED"])
 
 
 def _seat_state(pidfile: Path, live_word: str) -> str | None:
@@ -55,6 +58,24 @@ def _seat_state(pidfile: Path, live_word: str) -> str | None:
 
     state = pidfile_state(pidfile)
     return None if state is None else (live_word if state == LIVE else "stale")
+
+
+def _hook(root: Path, agent: str) -> dict | None:
+    """The stop hook's stamp: {"wired": ts|None, "fired": ts|None}, or None when there is none (not wired;
+    a corrupt stamp counts as none, as it does for the hook, agora-files(5))."""
+    from agorad.surface import hook_stamps
+
+    stamp = hook_stamps.read(root, agent, "stop")
+    if not stamp:
+        return None
+    return {"wired": stamp.get("wired"), "fired": stamp.get("fired")}
+
+
+def _hook_shown(hook: dict | None) -> str:
+    # Stamps hold wall-clock times (the hook writes time.time()), so "ago" is against this host's clock.
+    if hook is None:
+        return "-"
+    return "NEVER FIRED" if hook["fired"] is None else ago(hook["fired"])
 
 
 def _shown(state: str | None) -> str:

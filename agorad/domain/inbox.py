@@ -25,7 +25,10 @@ DIGEST_TITLES = 3
 DIGEST_DEBTS = 20  # one screen: the oldest debts each way, and their totals
 
 
-def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.INBOX_LIMIT) -> dict:
+def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.INBOX_LIMIT,
+          important: bool = False) -> dict:
+    """Debts owed, then unread headlines by channel; `important`: only headlines flagged to-me, dm or open
+    (the stop-hook backstop's question), so a busy channel's chatter cannot crowd them out of `limit`."""
     owed = obligations.i_owe(db, actor, now)
     open_refs = {debt["ref"] for debt in owed}
     owed_total, owed = len(owed), owed[:limit]  # the oldest first; the count says how many in all
@@ -35,7 +38,12 @@ def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.I
             continue
         total += channel["unread"]
         room = limit - sum(len(c["messages"]) for c in listed)
-        headlines = sql.unread_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], max(room, 0))
+        if important and channel["kind"] != "dm":  # every unread DM is to-me
+            headlines = sql.unread_important_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], max(room, 0))
+            if not headlines and room > 0:  # none of its unread is for this agent
+                continue
+        else:
+            headlines = sql.unread_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], max(room, 0))
         to_me = _addressed(db, actor.agent_pk, [h["pk"] for h in headlines])
         listed.append({
             "channel": channel["channel"], "unread": channel["unread"],

@@ -130,6 +130,22 @@ def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, l
     ))
 
 
+def unread_important_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, limit: int) -> list[dict]:
+    """Unread headlines of one channel addressed to the agent or asking it for a reply it still owes.
+
+    Both lookups are primary-key probes (addressees and debts are keyed by message first).
+    """
+    return rows(db.execute(
+        "SELECT m.pk, m.seq, m.sender, m.title, m.ask, m.urgency, m.created_at, m.reply_to FROM messages m "
+        "WHERE m.channel_pk = ? AND m.seq > ? "
+        "AND NOT EXISTS (SELECT 1 FROM acks_above x WHERE x.agent_pk = ? AND x.channel_pk = m.channel_pk AND x.seq = m.seq) "
+        "AND (EXISTS (SELECT 1 FROM addressees a WHERE a.message_pk = m.pk AND a.agent_pk = ?) "
+        "OR EXISTS (SELECT 1 FROM debts d WHERE d.message_pk = m.pk AND d.debtor_pk = ? AND d.discharged_at IS NULL)) "
+        "ORDER BY m.seq ASC LIMIT ?",
+        (channel_pk, acked, agent_pk, agent_pk, agent_pk, limit),
+    ))
+
+
 def counts(db: apsw.Connection) -> dict:
     """Totals for `hub.status`, cheap at any size: seqs are gapless, so the heads sum to the messages."""
     channels, messages = db.execute("SELECT COUNT(*), COALESCE(SUM(head), 0) FROM channels").fetchone()

@@ -23,7 +23,7 @@ import os
 import select
 import socket
 import time
-from typing import Iterator
+from collections.abc import Iterator  # not typing: it costs the hook 5 ms to import
 
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home

@@ -6,25 +6,32 @@ password KDF protects guessable secrets, and these are not guessable.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import os
-import secrets
 
 from agorad.surface.paths import Home, write_private
 
 KEY_PREFIX = "agk_"
 
 
+# hashlib, hmac and secrets load where used: a hook that only reads its key file (read_key) runs at
+# every turn's end, and they are a tenth of its start-up (OpenSSL's _hashlib alone, bench/hook.py).
+
+
 def new_key() -> str:
+    import secrets
+
     return KEY_PREFIX + secrets.token_urlsafe(32)
 
 
 def hash_key(key: str) -> str:
+    import hashlib
+
     return "sha256:" + hashlib.sha256(key.encode()).hexdigest()
 
 
 def key_matches(key: str, stored_hash: str) -> bool:
+    import hmac
+
     return hmac.compare_digest(hash_key(key), stored_hash)
 
 

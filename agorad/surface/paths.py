@@ -6,8 +6,9 @@ Kept free of heavy imports: `agora listen --once` resolves paths in a loop.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from pathlib import Path
+
+from agorad.surface.vocab import HOOKS
 
 HOME_MODE = 0o700
 FILE_MODE = 0o600
@@ -56,14 +57,16 @@ def drive_file(root: Path, agent_id: str, what: str) -> Path:
 
 
 def hook_stamp(root: Path, agent_id: str, hook: str) -> Path:
-    """When a harness hook last acted for the seat (the stop-hook backstop's backoff)."""
+    """When a harness hook was wired and last fired for the seat, and the backstop's backoff (hook_stamps.py)."""
     return Path(root) / f"hook-{agent_id}.{hook}.stamp"
 
 
 def seat_state_files(root: Path, agent_id: str) -> list[Path]:
-    """The seat's state files: what follows a rename and goes with a removal."""
+    """The seat's state files: what follows a rename and goes with a removal (hook stamps too: a
+    renamed seat stays wired, and its backstop keeps its backoff)."""
     return ([listen_file(root, agent_id, what) for what in LISTEN_STATE]
-            + [drive_file(root, agent_id, what) for what in DRIVE_STATE])
+            + [drive_file(root, agent_id, what) for what in DRIVE_STATE]
+            + [hook_stamp(root, agent_id, hook) for hook in HOOKS])
 
 
 def seat_record(workspace: Path) -> Path:
@@ -77,11 +80,29 @@ def default_home() -> Path:
     return Path(env).expanduser() if env else Path.home() / ".agora"
 
 
-@dataclass(frozen=True)
 class Home:
-    """Names every file the project keeps under one home directory."""
+    """Names every file the project keeps under one home directory.
 
-    root: Path
+    A plain value class rather than a frozen dataclass: `dataclasses` imports `inspect`, which was
+    a quarter of the stop hook's start-up (bench/hook.py), and every hook resolves a Home.
+    """
+
+    __slots__ = ("root",)
+
+    def __init__(self, root: Path):
+        object.__setattr__(self, "root", root)
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"Home is immutable: cannot set {name}")
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Home) and other.root == self.root
+
+    def __hash__(self) -> int:
+        return hash(self.root)
+
+    def __repr__(self) -> str:
+        return f"Home(root={self.root!r})"
 
     @classmethod
     def resolve(cls, home: str | os.PathLike | None = None) -> "Home":

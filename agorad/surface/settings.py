@@ -44,6 +44,14 @@ MONITOR_DEBOUNCE_MS = 15000      # the output monitor's own debounce, anchored o
 # the window doubling from the first to the cap while the mail stays unread.
 BACKSTOP_FIRST = 60.0
 BACKSTOP_CAP = 3600.0
+# A hook reads only what its stdin has ready within this: a harness that holds the pipe open without
+# writing (or a terminal) must never hold a turn's end.
+HOOK_STDIN_WAIT = 0.2
+# A hook gives up on a hub that accepts but does not answer after this; it then exits 0 (never
+# breaking the harness) and says so on stderr.
+HOOK_HUB_TIMEOUT = 5.0
+# The most headlines a backstop's reason quotes (the rest are counted): one screen for the model.
+BACKSTOP_HEADLINES = 20
 # Important mail that rang but was neither read nor acked rings again at a later arm, on the same
 # doubling schedule, kept in listen-<id>.backoff.
 RERING_FIRST = 300.0

@@ -46,8 +46,9 @@ WATCHERS = ("auto", "inotify", "watchdog")
 
 # The harnesses `agora setup` wires and `agora hook` speaks for (agora-setup(1), agora-hook(1)).
 HARNESSES = ("claude", "cursor", "codex", "gemini", "opencode")
-# The hooks `agora hook` runs; each stamps hook-<id>.<hook>.stamp when it fires (agora-files(5)).
-HOOKS = ("stop",)
+# The hooks `agora hook` runs; each stamps hook-<id>.<hook>.stamp when it fires (agora-files(5)):
+# the turn-end backstop, and the session-start context.
+HOOKS = ("stop", "start")
 
 # SQLite's synchronous level for the hub's database (agora-up(1)).
 SYNCHRONOUS_LEVELS = ("normal", "full")

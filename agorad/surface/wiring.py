@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -29,6 +28,8 @@ def agora_executable() -> str:
     beside = Path(sys.executable).parent / EXECUTABLE
     if beside.is_file():
         return str(beside.absolute())
+    import shutil  # only when the usual places fail: a hook that renders a command pays for nothing else
+
     found = shutil.which(EXECUTABLE)
     if found:
         return os.path.abspath(found)
@@ -73,6 +74,11 @@ def backstop(exe: str, harness: str, agent: str, home: Path) -> list[str]:
     return [exe, "hook", "stop", "--harness", harness, *seat_args(agent, home)]
 
 
+def session_start(exe: str, harness: str, agent: str, home: Path) -> list[str]:
+    """The session-start context hook for a harness: `agora hook start --harness H`."""
+    return [exe, "hook", "start", "--harness", harness, *seat_args(agent, home)]
+
+
 def mcp_server(exe: str, agent: str, home: Path) -> list[str]:
     """The MCP server a harness's MCP entry starts (.mcp.json, .cursor/mcp.json, .codex/config.toml)."""
     return [exe, "mcp", *seat_args(agent, home)]
@@ -84,6 +90,16 @@ def inbox(exe: str, agent: str, home: Path) -> list[str]:
 
 def ack_all(exe: str, agent: str, home: Path) -> list[str]:
     return [exe, "ack", *seat_args(agent, home), "--all"]
+
+
+def ack_refs(exe: str, agent: str, home: Path, refs: list[str]) -> list[str]:
+    """Ack exactly these messages: what the backstop quotes, so mail that lands meanwhile stays unread."""
+    return [exe, "ack", *seat_args(agent, home), *refs]
+
+
+def reply(exe: str, agent: str, home: Path) -> list[str]:
+    """A reply, with placeholders the model fills in: the channel (or @ID for a DM), the ref, the text."""
+    return [exe, "send", *seat_args(agent, home), "TARGET", "--reply-to", "REF", "TEXT"]
 
 
 def shell(argv: list[str]) -> str:

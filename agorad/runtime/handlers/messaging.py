@@ -35,11 +35,12 @@ def read(call: Call) -> dict:
 
 def check(call: Call) -> dict:
     limit = call.params.get("limit", int, settings.INBOX_LIMIT)
+    important = call.params.get("important", bool, False)
     call.finish()
     if not 1 <= limit <= 1000:
         raise InvalidParams("limit must be from 1 to 1000", field="limit")
     now = call.now
-    return {**inbox.check(call.db, call.actor, now, limit), "now": now}
+    return {**inbox.check(call.db, call.actor, now, limit, important), "now": now}
 
 
 def digest(call: Call) -> dict:

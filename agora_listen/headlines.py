@@ -1,0 +1,26 @@
+"""One headline as a line of text a model reads: sender, ref, flags and the title quoted and neutralised.
+
+Shared by the listener's digest and the stop-hook backstop, so a hostile title is made harmless in
+one place: control characters (newlines included) become spaces, so it cannot start a line of its
+own (an `AGORA_WAKE` lookalike, a fake instruction); it is cut short and JSON-quoted, so it reads as
+data; channel and sender pass through sentinels.clamp.
+"""
+
+from __future__ import annotations
+
+import json
+
+from agora_listen.sentinels import clamp, number
+from agorad.surface.vocab import IMPORTANT_FLAGS
+
+TITLE_CHARS = 100
+
+
+def quoted_title(title) -> str:
+    return json.dumps("".join(c if c.isprintable() else " " for c in str(title))[:TITLE_CHARS])
+
+
+def line(channel, seq, sender, flags, title) -> str:
+    """`  general#4 from alice [to-me,open] "title"`."""
+    shown = ",".join(f for f in flags or () if f in IMPORTANT_FLAGS) or "-"
+    return f"  {clamp(channel)}#{number(seq)} from {clamp(sender or '?')} [{shown}] {quoted_title(title)}"

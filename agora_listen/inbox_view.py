@@ -1,0 +1,76 @@
+"""What a hook asks the hub at a turn's end or a session's start: the seat's important unread mail.
+
+One connection, one `inbox.check` with `important` (agora-rpc(7)): only headlines flagged to-me, dm
+or open, so a busy channel cannot crowd them out. Important here is what `agora listen
+--important-only` rings for: those headlines, except ones sent `--urgency next_turn` (they wait for
+the next inbox check and never ring), plus debts that escalated (their ask may have been acked).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from agorad.surface import settings
+from agorad.surface.vocab import NEXT_TURN
+
+
+class Trouble(Exception):
+    """The hub could not be asked; the message says what happened and what to do."""
+
+
+class View:
+    """The seat's mail as a hook sees it (a plain class: `dataclasses` costs the hook its `inspect` import)."""
+
+    def __init__(self, agent: str, now: float, unread: int, owed: int, important: list[dict], more: bool):
+        self.agent = agent  # the seat's current id (a renamed seat's old id is followed)
+        self.now = now  # the hub's clock
+        self.unread, self.owed = unread, owed
+        self.important = important  # [{"ref", "sender", "flags", "title", "mark"}]
+        self.more = more  # the hub listed as many as asked for: there may be more
+
+
+def ask(root: Path, agent: str) -> View:
+    from agorad.surface import keys
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError
+    from agorad.surface.paths import Home
+
+    home = Home(root)
+    try:
+        with Client(home, timeout=settings.HOOK_HUB_TIMEOUT) as hub:
+            key, current = keys.read_key(home, agent), agent
+            if key is None:  # a renamed seat's key file moved with it: ask where the old id points
+                current = hub.call("agents.resolve", agent=agent)["agent"]
+                key = keys.read_key(home, current)
+            if key is None:
+                raise Trouble(f"no key for {agent}: set AGORA_KEY in the hook's environment or create "
+                              f"{home.key_file(agent)} (`agora agent add {agent}` prints a key once)")
+            hello = hub.hello(agent, key)
+            current = (hello.get("redirected") or {}).get("to", current)
+            result = hub.call("inbox.check", important=True, limit=settings.BACKSTOP_HEADLINES)
+    except AgoraError as exc:
+        raise Trouble(exc.message) from None
+    return _view(current, result)
+
+
+def _view(agent: str, result: dict) -> View:
+    escalations = {debt["ref"]: debt["escalations"] for debt in result["owed"]}
+    items, seen = [], set()
+    for channel in result["channels"]:
+        for m in channel["messages"]:
+            if m.get("urgency") != NEXT_TURN or escalations.get(m["ref"]):
+                items.append(_item(m["ref"], m["sender"], m["flags"], m["title"], escalations.get(m["ref"], 0)))
+                seen.add(m["ref"])
+    for debt in result["owed"]:
+        if debt["escalations"] and debt["ref"] not in seen:
+            items.append(_item(debt["ref"], debt["asker"], ["to-me", "open"], debt["title"], debt["escalations"]))
+    listed = sum(len(c["messages"]) for c in result["channels"])
+    return View(agent, result["now"], result["unread"], result["owed_total"], items,
+                more=listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES)
+
+
+def _item(ref: str, sender: str, flags: list, title: str, escalations: int) -> dict:
+    """A headline; its `mark` changes when its debt escalates again, so that counts as new news."""
+    return {"ref": ref, "sender": sender, "title": title,
+            "flags": [*flags, "escalated"] if escalations else list(flags),
+            "mark": f"{ref}@{escalations}" if escalations else ref}
