@@ -222,3 +222,22 @@ def test_the_command_setup_wires_serves_without_the_environment(seats, cli_env_f
         async with mcp_session(seats.home, command=command, env={"AGORA_HOME": "/nonexistent"}) as bob:
             assert (await bob.ok("whoami")).startswith("seat bob (mode ")
     run(body())
+
+
+def test_the_seat_and_home_come_from_the_workspaces_seat_record(seats, cli_env_free, tmp_path):
+    from agora_setup.record import render as render_record
+    from agorad.surface.paths import seat_record
+    from tests.hubproc import AGORA
+
+    workspace = tmp_path / "ws"
+    record = seat_record(workspace)
+    record.parent.mkdir(parents=True)
+    record.write_text(render_record("alice", seats.home / "agorad.sock", seats.home / "keys" / "alice.key", [], []))
+    (workspace / "src").mkdir()
+
+    async def body():
+        # Started below the workspace, with neither --as, --home, AGORA_AGENT_ID nor AGORA_HOME.
+        command = ["/usr/bin/env", "-C", str(workspace / "src"), AGORA, "mcp"]
+        async with mcp_session(seats.home, command=command) as alice:
+            assert (await alice.ok("whoami")).startswith("seat alice (mode ")
+    run(body())
