@@ -72,19 +72,19 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
     async def check_inbox(limit: Annotated[int, Field(ge=1, le=1000)] = settings.INBOX_LIMIT) -> str:
         return render.inbox(await hub("inbox.check", limit=limit))
 
-    @tool("One message in full, fenced as quoted data. Reading does not ack it.")
+    @tool("Read one message in full, fenced as quoted data, when its headline is not enough. Reading does not ack it.")
     async def read_message(ref: Ref) -> str:
         return render.message(await hub("messages.read", ref=ref))
 
-    @tool("Mark messages handled once dealt with: give refs, or upto (a ref: its channel up to it). "
-          "Acking never answers an ask.")
+    @tool("Use when you have dealt with messages, to mark them handled: give refs, or upto (a ref: its channel "
+          "up to it). Acking never answers an ask.")
     async def ack_inbox(refs: list[str] | None = None, upto: Ref | None = None) -> str:
         if bool(refs) == bool(upto):  # an ack is never implicit: no "everything", no guess
             raise ToolError(explain(InvalidParams("give refs or upto, exactly one", field="refs"), seat))
         return render.acked(await hub("inbox.ack", **({"ref": refs} if refs else {"upto": upto})))
 
-    @tool("Post to a channel, or DM with target '@id'. Set ask to require a reply; "
-          "answer an ask with reply_to (that discharges it).")
+    @tool("Use to post to a channel, or to DM with target '@id'; set ask when you need a reply. "
+          "Answer an ask with reply_to, which discharges it.")
     async def send_message(
         target: Annotated[str, Field(description="A channel name, or @id for a DM.")],
         title: Annotated[str, Field(description="One-line headline.")],
@@ -99,11 +99,11 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
             params["reply_to"] = reply_to
         return render.sent(await hub("messages.send", **params))
 
-    @tool("One screen: debts each way and per channel the unread count, senders and newest titles.")
+    @tool("Use for a one-screen overview: debts each way and, per channel, unread count, senders and newest titles.")
     async def digest() -> str:
         return render.digest(await hub("inbox.digest"))
 
-    @tool("Every reply you owe and every reply owed to you, oldest first.")
+    @tool("Use to list every reply you owe and every reply owed to you, oldest first.")
     async def owed() -> str:
         return render.owed(await hub("owed.list"))
 

@@ -52,6 +52,7 @@ def test_tools_are_few_and_small(seats):
             for t in listed:
                 sentences = [s for s in re.split(r"(?<=[.!?])\s+", t["description"].strip()) if s]
                 assert 1 <= len(sentences) <= 2, t["description"]
+                assert re.search(r"\b(use|when)\b", t["description"], re.I), f"{t['name']} does not say when to use it"
                 assert "outputSchema" not in t  # plain text results, not {"result": "..."}
     run(body())
 
