@@ -40,7 +40,7 @@ def inbox(result: dict) -> str:
     head = f"owed {result['owed_total']} | unread {result['unread']}"
     if not result["owed"] and not result["channels"]:
         return head + " | nothing unread, nothing owed"
-    lines = [f"you owe a reply to {d['asker']}: " + _debt(d, now, "asked") for d in result["owed"]]
+    lines = ["you owe a reply: " + _debt(d, now, f"from {d['asker']}") for d in result["owed"]]
     for channel in result["channels"]:
         lines.append(f"{channel['channel']} ({channel['unread']} unread)")
         lines += ["  " + _headline(m) for m in channel["messages"]]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import sys
 from pathlib import Path
 
 from mcp import ClientSession
@@ -56,7 +55,7 @@ async def mcp_session(home: Path, *args: str, env: dict | None = None, command: 
 
 
 async def until(check, what: str, timeout: float = 10.0):
-    """Await `check()` until it returns a true value (an event, not a sleep-based assertion)."""
+    """Await `check()` until it returns a true value: a condition waited for, never a sleep asserted on."""
     import anyio
 
     with anyio.fail_after(timeout):
@@ -75,4 +74,3 @@ async def doorbell_up(tools: Tools) -> None:
     await until(up, "the doorbell to connect")
 
 
-PY = sys.executable
