@@ -62,12 +62,15 @@ INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
 
 # --- the MCP server (agora mcp) ------------------------------------------------------------
 # wait_for_messages must answer before the harness gives up on the tool call, or the model sees a
-# timeout error instead of "nothing yet". The shortest default found: Codex's per-server
-# `tool_timeout_sec`, 60 s in codex-rs/core/src/mcp_connection_manager.rs (DEFAULT_TOOL_TIMEOUT),
-# raised to 120 s and then 300 s in codex-rs/codex-mcp/src/rmcp_client.rs in later releases, and the
-# MCP TypeScript SDK's DEFAULT_REQUEST_TIMEOUT_MSEC of 60000 that clients built on it inherit.
-# Claude Code's own limit is MCP_TOOL_TIMEOUT (milliseconds; unset, far longer than a minute for a
-# stdio server). So a wait ends at 50 s at most, with 10 s to spare for a loaded machine.
+# timeout error instead of "nothing yet". The limits found:
+# - Codex: per-server `tool_timeout_sec`; its default DEFAULT_TOOL_TIMEOUT was 60 s in
+#   codex-rs/core/src/mcp_connection_manager.rs, then 120 s, and is 300 s in
+#   codex-rs/codex-mcp/src/rmcp_client.rs (openai/codex).
+# - Claude Code: MCP_TOOL_TIMEOUT (ms) or a server's `timeout` in .mcp.json; unset, the CLI waits
+#   about 27.8 h (100,000,000 ms), but its desktop app cancels a stdio call at 60 s
+#   (anthropics/claude-code#63379), the MCP TypeScript SDK's DEFAULT_REQUEST_TIMEOUT_MSEC that
+#   clients built on it inherit.
+# So a wait ends at 50 s at most: under the shortest of them with 10 s to spare on a loaded machine.
 MCP_WAIT_MAX = 50.0
 MCP_WAIT_DEFAULT = 45.0
 # While the hub is down, the server's waiting connection tries it again after the first delay, doubling
