@@ -44,12 +44,17 @@ class Doorbell:
 
     async def wait(self, timeout: float) -> list[dict]:
         """The important deliveries since the last wait returned; waits up to `timeout` seconds for one."""
-        if not self._pending:
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        while not self._pending:  # a loop: another wait woken by the same ring may have taken them all
+            remaining = deadline - loop.time()
+            if remaining <= 0:
+                break
             self._rung.clear()
             try:
-                await asyncio.wait_for(self._rung.wait(), timeout)
+                await asyncio.wait_for(self._rung.wait(), remaining)
             except asyncio.TimeoutError:
-                pass
+                break
         taken, self._pending = self._pending, []
         return taken
 
