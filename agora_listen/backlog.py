@@ -13,11 +13,17 @@ still rings.
 from __future__ import annotations
 
 from agora_listen.seat import CORRUPT, Seat
+from agorad.surface import settings
 from agorad.surface.vocab import NEXT_TURN
 
 
-def current_debts(seat: Seat, home, key: str | None) -> list[dict] | None:
-    """What the seat owes now, or None when the hub or the key is not there to say."""
+def ask(seat: Seat, home, key: str | None) -> dict | None:
+    """The hub's `inbox.check` for the seat, or None when the hub or the key is not there to say.
+
+    One connection, two round trips (hello, inbox.check), as owed.list took before: the one answer
+    holds the debts (`owed`, with `owed_total`), the unread headlines rering.py needs, and the hub's
+    clock (`now`), up to settings.ARM_CHECK_LIMIT of each.
+    """
     if not key:
         return None
     from agorad.surface.client import Client
@@ -26,7 +32,8 @@ def current_debts(seat: Seat, home, key: str | None) -> list[dict] | None:
     try:
         with Client(home, timeout=5) as hub:
             hub.hello(seat.agent, key)
-            return hub.call("owed.list")["i_owe"]
+            # important: only to-me, dm and open headlines, so a busy channel cannot crowd them out
+            return hub.call("inbox.check", limit=settings.ARM_CHECK_LIMIT, important=True)
     except AgoraError:
         return None
 

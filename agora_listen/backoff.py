@@ -1,33 +1,70 @@
-"""The stop-hook backstop's re-prompt schedule: at most once per window while the same things wait.
+"""The seat's backoff file, `listen-<id>.backoff`: the two waits a seat keeps between runs.
 
-A schedule is {"window": s, "next": hub time, "marks": [...]}, kept in the hook stamp. The first
-re-prompt for something new comes at once; while nothing new joins, the next comes a window later,
-the window doubling from settings.BACKSTOP_FIRST to settings.BACKSTOP_CAP; nothing waiting resets it.
-Times are the hub's clock, so tests move them with clock.advance. A schedule that does not parse
-counts as none: the backstop then re-prompts (more prompts, never silence).
+    {"adaptive": 120.0, "rering": {"at": 1795973838.5, "step": 1}}
+
+`adaptive` is the next --adaptive max-wait (seconds); `rering` the re-ring
+schedule of rering.py (`at` on the hub's clock), null while none runs. A bare
+number, the format before the re-ring, is read as the adaptive wait. Anything
+unreadable fails toward more wakes: the shortest adaptive wait, and a re-ring
+due at once.
 """
 
 from __future__ import annotations
 
-from agorad.surface import settings
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from agora_listen.seat import Seat
 
 
-def step(schedule, marks: list[str], now: float) -> tuple[bool, dict | None]:
-    """(re-prompt now?, the schedule to keep) for what waits now (`marks`, empty for nothing)."""
-    if not marks:
-        return False, None
-    current = schedule if _valid(schedule) else None
-    if current is None or set(marks) - set(current["marks"]):  # new, or something new joined
-        return True, {"window": settings.BACKSTOP_FIRST, "next": now + settings.BACKSTOP_FIRST, "marks": marks}
-    if now >= current["next"]:
-        window = min(current["window"] * 2, settings.BACKSTOP_CAP)
-        return True, {"window": window, "next": now + window, "marks": marks}
-    return False, {**current, "marks": marks}  # handled ones drop out, so they would count as new again
+@dataclass
+class Backoff:
+    adaptive: float | None = None  # None: the first wait (settings.ADAPTIVE_FIRST)
+    rering_at: float | None = None  # the hub's clock; None: no schedule runs
+    rering_step: int = 0
+    corrupt: bool = False  # the file held something unreadable: a re-ring is due
+
+    def schedule(self) -> dict | None:
+        return None if self.rering_at is None else {"at": self.rering_at, "step": self.rering_step}
 
 
-def _valid(schedule) -> bool:
-    return (isinstance(schedule, dict)
-            and all(isinstance(schedule.get(k), (int, float)) and not isinstance(schedule.get(k), bool)
-                    for k in ("window", "next"))
-            and schedule["window"] > 0
-            and isinstance(schedule.get("marks"), list) and all(isinstance(m, str) for m in schedule["marks"]))
+def load(seat: Seat) -> Backoff:
+    stored = seat.load("backoff")
+    if stored is None:
+        return Backoff()
+    if _positive(stored):  # the legacy bare number
+        return Backoff(adaptive=stored)
+    if not isinstance(stored, dict):
+        return Backoff(corrupt=True)
+    adaptive = stored.get("adaptive") if _positive(stored.get("adaptive")) else None
+    rering = stored.get("rering")
+    if rering is None:
+        return Backoff(adaptive=adaptive)
+    at, step = (rering.get("at"), rering.get("step")) if isinstance(rering, dict) else (None, None)
+    if not (_number(at) and isinstance(step, int) and not isinstance(step, bool) and 0 <= step < 64):
+        return Backoff(adaptive=adaptive, corrupt=True)
+    return Backoff(adaptive=adaptive, rering_at=at, rering_step=step)
+
+
+def save(seat: Seat, backoff: Backoff, sync: bool = True) -> None:
+    seat.save("backoff", {"adaptive": backoff.adaptive, "rering": backoff.schedule()}, sync=sync)
+
+
+def update(seat: Seat, sync: bool = True, **changes) -> Backoff:
+    """Change some fields and keep the others; write only if something changed, so an arm with nothing
+    to say writes nothing. (Read just before: two writers of one seat are rare, and a value lost costs
+    at most one wait or one ring.)"""
+    current = load(seat)
+    changed = dataclasses.replace(current, corrupt=False, **changes)  # any write replaces the file whole
+    if changed != current:
+        save(seat, changed, sync)
+    return changed
+
+
+def _number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _positive(value) -> bool:
+    return _number(value) and value > 0

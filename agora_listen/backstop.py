@@ -3,7 +3,7 @@
 Runs at every turn's end, so it is quick and never breaks the harness: it stamps the firing (for
 `agora status`) before anything can fail, stays quiet while a live driver owns the seat, asks the
 hub once, and re-prompts by the harness's own contract (harness_replies) while unread important
-mail waits, on a backoff per seat (backoff.py). On Cursor, whose reception is a background shell
+mail waits, on a backoff per seat (prompt_schedule.py). On Cursor, whose reception is a background shell
 the model starts, it also re-prompts that arming while the seat's listener is not running.
 Every failure is one line on stderr and exit 0.
 
@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agora_listen import backoff
+from agora_listen import prompt_schedule
 from agora_listen.harness_replies import Reply, quiet, reprompt
 from agora_listen.inbox_view import Trouble, View, ask
 from agora_listen.seat import Seat
@@ -52,7 +52,7 @@ def stop(harness: str, agent: str, root: Path, payload: dict) -> Reply:
 
 
 def _mail(root: Path, view: View, stamp: dict) -> list[str]:
-    due, stamp["backoff"] = backoff.step(stamp.get("backoff"), [i["mark"] for i in view.important], view.now)
+    due, stamp["backoff"] = prompt_schedule.step(stamp.get("backoff"), [i["mark"] for i in view.important], view.now)
     return [mail_text(root, view, stamp["backoff"]["window"])] if due else []
 
 
@@ -60,7 +60,7 @@ def _arming(root: Path, view: View, stamp: dict) -> list[str]:
     from agorad.surface.pidfiles import LIVE, pidfile_state
 
     dead = pidfile_state(listen_file(root, view.agent, "pid")) != LIVE
-    due, stamp["arming"] = backoff.step(stamp.get("arming"), ["listener"] if dead else [], view.now)
+    due, stamp["arming"] = prompt_schedule.step(stamp.get("arming"), ["listener"] if dead else [], view.now)
     return [arming_text(root, view.agent)] if due else []
 
 

@@ -12,6 +12,8 @@ import math
 import re
 import sys
 import time
+
+from agora_listen import harness
 from agorad.surface.vocab import ENDED_REASONS, WAKE_FLAGS
 
 MAX_CHANNELS = 6
@@ -24,9 +26,16 @@ def clamp(channel: str) -> str:
 
 
 def emit(line: str) -> None:
-    """One sentinel line on stdout, flushed at once."""
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()
+    """One sentinel line on stdout, flushed at once; raises harness.Gone if nobody reads stdout any more."""
+    harness.write(sys.stdout, line + "\n")
+
+
+def emit_last(line: str) -> None:
+    """The tombstone: attempted, and never an error of its own when stdout's reader is gone."""
+    try:
+        emit(line)
+    except harness.Gone:
+        pass
 
 
 def armed(agent: str, hub: str, source: str = "file") -> str:

@@ -288,7 +288,7 @@ def test_control_characters_never_start_a_line():
 def test_the_listener_digest_uses_the_same_headline():
     item = {"channel": "general", "seq": 4, "sender": "eve", "flags": ["to-me"], "title": "x\ny"}
     opts = listener.Options(agent="bob", home=None, notify_dir=None, hub="/h/agorad.sock")
-    assert headlines.line("general", 4, "eve", ["to-me"], "x\ny") in listener._digest(opts, [item], False)
+    assert headlines.line("general", 4, "eve", ["to-me"], "x\ny") in listener._digest(opts, [item], None)
 
 
 # --- bad input ------------------------------------------------------------------------------------

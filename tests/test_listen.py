@@ -44,6 +44,9 @@ def test_once_wakes_exits_2_with_a_redacted_digest(hub, pair):
     assert lines[1].startswith("AGORA_WAKE agent=runtime n=1 ") and "flags=to-me,dm,open" in lines[1]
     assert lines[-1] == "AGORA_LISTEN ended reason=wake"
     assert "not instructions" in stderr and '"can you review?"' in stderr and "SECRET BODY" not in stderr
+    # The digest is the wake's whole message in a harness: it names its source and the exact command.
+    assert stderr.startswith("agora (not an error): ") and "your own Agora hub" in stderr
+    assert f"`{AGORA} inbox --home {hub.home} --as runtime`" in stderr
 
 
 def test_debounce_coalesces_a_burst(hub, pair):
@@ -269,14 +272,14 @@ def test_corrupt_seat_files_fail_toward_more_wakes(hub, pair):
 def test_adaptive_backoff(hub, pair):
     send(pair["memory"], "commons", "make the file")
     backoff = hub.home / "listen-runtime.backoff"
-    backoff.write_text("1")
+    backoff.write_text("1")  # the format before the re-ring schedule: a bare number, read as the adaptive wait
     listen_once(hub, "--as", "runtime", "--adaptive", "--max-wait", "3")
-    assert json.loads(backoff.read_text()) == 2
+    assert json.loads(backoff.read_text()) == {"adaptive": 2, "rering": None}
     listen_once(hub, "--as", "runtime", "--adaptive", "--max-wait", "3")
-    assert json.loads(backoff.read_text()) == 3  # doubled, capped by --max-wait
+    assert json.loads(backoff.read_text())["adaptive"] == 3  # doubled, capped by --max-wait
     send(pair["memory"], "@runtime", "wake")
     code, _, _ = listen_once(hub, "--as", "runtime", "--adaptive", "--debounce", "0", "--max-wait", "3")
-    assert code == 2 and json.loads(backoff.read_text()) == 60
+    assert code == 2 and json.loads(backoff.read_text())["adaptive"] == 60
 
 
 def test_listener_survives_a_hub_restart(hub, pair):

@@ -30,7 +30,7 @@ class ListenCommand(click.Command):
         from agora_listen import sentinels
 
         exc.exit_code = 1
-        sentinels.emit(sentinels.ended("error", exc.format_message()))
+        sentinels.emit_last(sentinels.ended("error", exc.format_message()))
 
 
 @click.command("listen", cls=ListenCommand)
@@ -78,7 +78,7 @@ def _fail(cause: str):
     from agora_listen import sentinels
 
     click.echo(f"agora listen: {cause}", err=True)
-    sentinels.emit(sentinels.ended("error", cause))
+    sentinels.emit_last(sentinels.ended("error", cause))
     sys.exit(1)
 
 
