@@ -18,7 +18,7 @@ from pathlib import Path
 from agorad.surface import settings
 from agorad.surface.errors import AgoraError
 from agorad.surface.notifyfile import last_id_in
-from agorad.surface.paths import notify_file
+from agorad.surface.paths import notify_file, rotated
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 from agora_mcp.link import Seat, connect_as
 
@@ -89,21 +89,22 @@ class Doorbell:
             connection.close()
 
     def _catch_up(self, path: Path | None) -> None:
-        """Take what the notify file holds beyond the newest delivery seen. Read whole: it rotates at a
-        few MiB, and this runs once per connection."""
+        """Take what the notify file holds beyond the newest delivery seen, its rotated generation first (the
+        gap may span a rotation). Read whole: a file rotates at a few MiB, and this runs once per connection."""
         if path is None:
             return
-        try:
-            lines = path.read_bytes().splitlines()
-        except OSError:
-            return
-        for line in lines:
+        for generation in (rotated(path), path):
             try:
-                delivery = json.loads(line)
-            except ValueError:
-                continue  # a torn line: the hub writes it again whole
-            if isinstance(delivery, dict):
-                self._take(delivery)
+                lines = generation.read_bytes().splitlines()
+            except OSError:
+                continue  # no rotated file yet, or none at all
+            for line in lines:
+                try:
+                    delivery = json.loads(line)
+                except ValueError:
+                    continue  # a torn line: the hub writes it again whole
+                if isinstance(delivery, dict):
+                    self._take(delivery)
 
     def _take(self, delivery: dict) -> None:
         ident = delivery.get("id")

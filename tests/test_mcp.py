@@ -242,3 +242,52 @@ def test_the_seat_and_home_come_from_the_workspaces_seat_record(seats, cli_env_f
         async with mcp_session(seats.home, command=command) as alice:
             assert (await alice.ok("whoami")).startswith("seat alice (mode ")
     run(body())
+
+
+def test_a_wait_catches_up_across_a_rotation_while_its_connection_was_down(home):
+    """The server is stopped (SIGSTOP) while the hub restarts and enough DMs land to rotate bob's notify file:
+    once it runs again, the wait in flight returns every one, the rotated ones read back from the .1 file."""
+    import json
+    import os
+    import signal
+
+    import psutil
+
+    hub = Hub(home, "--notify-rotate-mb", "0.002").start()  # about 2 KiB
+    hub.add_agent("alice")
+    hub.add_agent("bob")
+    sent = 12
+
+    def server_pid() -> int:
+        found = [p.pid for p in psutil.Process().children(recursive=True) if "mcp" in p.cmdline()]
+        assert len(found) == 1, found
+        return found[0]
+
+    async def body():
+        async with mcp_session(home, "--as", "bob") as bob:
+            await doorbell_up(bob)
+            async with anyio.create_task_group() as group:
+                answers = []
+
+                async def wait():
+                    answers.append(await bob.ok("wait_for_messages", timeout_s=45))
+                group.start_soon(wait)
+                pid = server_pid()
+                os.kill(pid, signal.SIGSTOP)
+                try:
+                    hub.stop()
+                    hub.start()
+                    with hub.client("alice") as alice:
+                        for i in range(sent):
+                            alice.call("messages.send", target="@bob", title=f"dm {i:02d}", body="x" * 100)
+                    rotated = [json.loads(line)["title"] for line in (home / "bob-inbox.log.1").read_text().splitlines()]
+                    assert "dm 00" in rotated  # the first ones are only in the rotated file
+                finally:
+                    os.kill(pid, signal.SIGCONT)
+            text = answers[0]
+            assert text.startswith(f"{sent} arrived"), text
+            assert all(f"dm {i:02d}" in text for i in range(sent))
+    try:
+        run(body())
+    finally:
+        hub.stop()
