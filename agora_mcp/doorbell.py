@@ -34,19 +34,36 @@ class Doorbell:
         self.seat = seat
         self.state: AgoraError | None = None  # why the waiting connection is down; None while up or connecting
         self.up = False
+        self.waiting = 0  # wait_for_messages calls in flight (whoami shows it)
         self._pending: list[dict] = []  # important deliveries not yet handed out
         self._rung = asyncio.Event()
+        self._generation = 0  # counts waits: only the newest may take deliveries
         self._seen: int | None = None  # the newest delivery id taken; None before the first connection
         self._task = asyncio.get_running_loop().create_task(self._ring_forever())
 
     def close(self) -> None:
         self._task.cancel()
 
-    async def wait(self, timeout: float) -> list[dict]:
-        """The important deliveries since the last wait returned; waits up to `timeout` seconds for one."""
+    async def wait(self, timeout: float) -> list[dict] | None:
+        """The important deliveries since the last wait returned; waits up to `timeout` seconds for one.
+
+        A new wait supersedes one still in flight, which returns None without taking anything: a
+        harness waits one call at a time, so an older wait is one it gave up on (its client timed
+        out or cancelled, perhaps without telling us), and whatever it took would reach nobody.
+        """
+        self._generation += 1
+        mine = self._generation
+        self._rung.set()  # wake the superseded wait, if any, so it steps aside at once
+        self.waiting += 1
+        try:
+            return await self._wait(mine, timeout)
+        finally:
+            self.waiting -= 1
+
+    async def _wait(self, mine: int, timeout: float) -> list[dict] | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not self._pending:  # a loop: another wait woken by the same ring may have taken them all
+        while not self._pending and self._generation == mine:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
@@ -55,6 +72,8 @@ class Doorbell:
                 await asyncio.wait_for(self._rung.wait(), remaining)
             except asyncio.TimeoutError:
                 break
+        if self._generation != mine:
+            return None
         taken, self._pending = self._pending, []
         return taken
 

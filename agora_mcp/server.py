@@ -65,7 +65,8 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         await hub("hub.hello")
         doorbell = bell["it"]
         waiting = "up" if doorbell.up else f"down ({doorbell.state.reason if doorbell.state else 'connecting'})"
-        return render.whoami(link.hello, str(seat.home.root), str(seat.home.socket)) + f"; doorbell {waiting}"
+        return (render.whoami(link.hello, str(seat.home.root), str(seat.home.socket))
+                + f"; doorbell {waiting}, {doorbell.waiting} wait(s) in flight")
 
     @tool("What waits for you: replies you owe first, then unread headlines by channel. "
           "Use at the start of a turn and after a wait wakes you.")
@@ -114,6 +115,8 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
     ) -> str:
         doorbell = bell["it"]
         arrived = await doorbell.wait(timeout_s)
+        if arrived is None:
+            return "superseded: a newer wait_for_messages call is waiting now; this one took nothing"
         if not arrived and doorbell.state is not None:
             raise ToolError(explain(doorbell.state, seat))
         return render.woke(arrived, timeout_s)

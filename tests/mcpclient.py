@@ -70,7 +70,12 @@ async def doorbell_up(tools: Tools) -> None:
     """The server's waiting connection is subscribed: from now on every delivery wakes a wait."""
     async def up():
         error, text = await tools("whoami")
-        return not error and text.endswith("doorbell up")
+        return not error and "; doorbell up," in text
     await until(up, "the doorbell to connect")
 
 
+
+
+async def waits_in_flight(tools: Tools) -> int:
+    text = await tools.ok("whoami")
+    return int(text.rsplit(", ", 1)[1].split(" ")[0])

@@ -11,7 +11,7 @@ import pytest
 
 from agorad.surface import settings
 from tests.hubproc import Hub
-from tests.mcpclient import doorbell_up, mcp_session, tools_list_bytes
+from tests.mcpclient import doorbell_up, mcp_session, tools_list_bytes, until, waits_in_flight
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -291,3 +291,55 @@ def test_a_wait_catches_up_across_a_rotation_while_its_connection_was_down(home)
         run(body())
     finally:
         hub.stop()
+
+
+def test_a_cancelled_wait_loses_nothing(seats):
+    """A harness that gives up on a wait (the client cancels the call) leaves the server whole: the next
+    wait gets what lands afterwards, and other tools still answer."""
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            await doorbell_up(bob)
+            with anyio.move_on_after(0.5) as scope:
+                await bob("wait_for_messages", timeout_s=30)
+            assert scope.cancelled_caught
+            # The client's notifications/cancelled and this call share its stdin, in order: once whoami is
+            # answered, the server has cancelled the abandoned wait. (A delivery landing between a client's
+            # giving up and the server's reading its cancel would go to the abandoned wait's dropped answer.)
+            await bob.ok("whoami")
+            with seats.client("alice") as alice:
+                alice.call("messages.send", target="@bob", title="after the cancel")
+            assert "after the cancel" in await bob.ok("wait_for_messages", timeout_s=30)
+            assert (await bob.ok("check_inbox")).startswith("owed 0 | unread 1")
+    run(body())
+
+
+def test_a_newer_wait_supersedes_one_in_flight(seats):
+    """A wait the client gave up on without cancelling it steps aside when the next one comes, instead of
+    taking deliveries that its answer would carry to nobody."""
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            await doorbell_up(bob)
+            async with anyio.create_task_group() as group:
+                answers = {}
+
+                async def wait(name):
+                    answers[name] = await bob.ok("wait_for_messages", timeout_s=40)
+                group.start_soon(wait, "old")
+                await until(lambda: _in_flight(bob, 1), "the first wait to be in flight")
+                started = time.monotonic()
+                group.start_soon(wait, "new")
+                await until(lambda: _answered(answers, "old"), "the old wait to step aside", timeout=20)
+                assert time.monotonic() - started < 20
+                with seats.client("alice") as alice:
+                    alice.call("messages.send", target="@bob", title="for the new wait")
+            assert answers["old"].startswith("superseded:")
+            assert "for the new wait" in answers["new"]
+    run(body())
+
+
+async def _in_flight(bob, count: int) -> bool:
+    return await waits_in_flight(bob) == count
+
+
+async def _answered(answers: dict, name: str) -> bool:
+    return name in answers
