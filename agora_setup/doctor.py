@@ -17,6 +17,11 @@ WAKES = {
               "turn ends re-prompt while important mail is unread or the listener is dead",
     "codex": "turn ends re-prompt while important mail is unread; an idle session wakes only "
              "while it runs the wait loop its AGENTS.md block teaches",
+    "gemini": "turn ends re-prompt while important mail is unread (AfterAgent); an idle session is not "
+              "woken (Gemini CLI has no background hook)",
+    "opencode": "the plugin keeps a listener armed while a session idles and prompts it when mail lands; "
+                "turn ends re-prompt while important mail is unread (needs a long-lived opencode: the TUI "
+                "or `opencode serve`, not `opencode run`)",
 }
 
 
@@ -27,7 +32,9 @@ def examine(workspace: Path, record, home: Home) -> dict:
         problems.append(f"no seat record in {workspace}: run `agora setup ID` here")
         return {"workspace": str(workspace), "ok": False, "record": None, "problems": problems}
     seat = harnesses.Seat(record.agent, home.root, _wired_exe(workspace, record), workspace)
-    wired = [_harness(name, seat, problems) for name in record.harnesses if name in harnesses.supported()]
+    names = [name for name in record.harnesses if name in harnesses.supported()]
+    combined = {t.path: t for t in harnesses.targets(names, seat)}  # a shared file holds one block for all
+    wired = [_harness(name, seat, combined, problems) for name in names]
     hub = _hub(home, record.agent, problems)
     return {
         "workspace": str(workspace), "ok": not problems,
@@ -51,9 +58,10 @@ def _wired_exe(workspace: Path, record) -> str:
         return "agora"
 
 
-def _harness(name: str, seat, problems: list[str]) -> dict:
+def _harness(name: str, seat, combined: dict, problems: list[str]) -> dict:
     files = []
-    for target in harnesses.targets(name, seat):
+    for own in harnesses.targets([name], seat):
+        target = combined[own.path]
         try:
             text = target.path.read_text() if target.path.exists() else None
             state = target.state(text)

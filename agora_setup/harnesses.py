@@ -4,7 +4,9 @@ The facts each wiring rests on were measured with the real CLIs (README "Harness
 tests", tests/harness/): Claude Code runs an `asyncRewake` command hook in the
 background and turns its exit 2 into a new turn with its stderr; Codex needs
 matcher groups (a flat list registers nothing) and skips an `async` hook;
-Cursor's stop hook returns `followup_message`.
+Cursor's stop hook returns `followup_message`; Gemini CLI's AfterAgent hook
+re-prompts with `{"decision": "block"}`, has no background hook, and takes its
+timeouts in milliseconds; opencode has plugins, not hooks (opencode_plugin.py).
 """
 
 from __future__ import annotations
@@ -12,11 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from agora_setup import rules
+from agora_setup import opencode_plugin, rules
 from agora_setup.targets import JsonHooks, MarkedBlock, OwnedFile, Target, ValidToml
 from agorad.surface import settings, wiring
 
 BACKSTOP_TIMEOUT = 30  # seconds: a stop hook's whole run, generous for a loaded hub (it needs one round-trip)
+SHARED_RULES = "AGENTS.md"  # read by Codex and opencode both: one block for the two
 
 
 @dataclass(frozen=True)
@@ -32,6 +35,10 @@ class Seat:
 
 def _command(argv: list[str]) -> str:
     return wiring.shell(argv)
+
+
+def _start(seat: Seat, harness: str) -> list[str]:
+    return wiring.session_start(seat.exe, harness, seat.agent, seat.home)
 
 
 def claude(seat: Seat) -> list[Target]:
@@ -50,15 +57,14 @@ def codex(seat: Seat) -> list[Target]:
     def handler(argv):  # never `async = true`: Codex silently skips such a hook
         return {"type": "command", "command": _command(argv), "timeout": BACKSTOP_TIMEOUT}
 
-    start = [seat.exe, "hook", "start", "--harness", "codex", *wiring.seat_args(seat.agent, seat.home)]
     return [
         JsonHooks(seat.at(".codex/hooks.json"), events={
-            "SessionStart": [handler(start)],
+            "SessionStart": [handler(_start(seat, "codex"))],
             "Stop": [handler(wiring.backstop(seat.exe, "codex", seat.agent, seat.home))],
         }),
         ValidToml(seat.at(".codex/config.toml"), why="Codex does not load a project whose config it cannot parse, "
                   "hooks included"),
-        MarkedBlock(seat.at("AGENTS.md"), body=rules.codex(seat.exe, seat.agent, seat.home)),
+        MarkedBlock(seat.at(SHARED_RULES), body=rules.codex(seat.exe, seat.agent, seat.home)),
     ]
 
 
@@ -72,17 +78,53 @@ def cursor(seat: Seat) -> list[Target]:
     ]
 
 
-# harness -> (its targets, the paths whose presence says a workspace uses it)
+def gemini(seat: Seat) -> list[Target]:
+    # Gemini fingerprints a hook by name and command and warns once when either changes: keep both stable.
+    timeout_ms = BACKSTOP_TIMEOUT * 1000
+
+    def handler(name: str, argv: list[str]) -> dict:
+        return {"name": name, "type": "command", "command": _command(argv), "timeout": timeout_ms}
+
+    return [
+        JsonHooks(seat.at(".gemini/settings.json"), events={
+            "SessionStart": [handler("agora-start", _start(seat, "gemini"))],
+            "AfterAgent": [handler("agora-backstop", wiring.backstop(seat.exe, "gemini", seat.agent, seat.home))],
+        }),
+        # No background hook: a turn's end is raised, an idle session is not woken.
+        MarkedBlock(seat.at("GEMINI.md"), body=rules.gemini(seat.exe, seat.agent, seat.home)),
+    ]
+
+
+def opencode(seat: Seat) -> list[Target]:
+    plugin = opencode_plugin.source(seat.agent, wiring.hook_listen(seat.exe, seat.agent, seat.home),
+                                    wiring.backstop(seat.exe, "opencode", seat.agent, seat.home),
+                                    _start(seat, "opencode"))
+    return [
+        OwnedFile(seat.at(".opencode/plugins/agora.js"), content=plugin, marker=opencode_plugin.MARKER),
+        MarkedBlock(seat.at(SHARED_RULES), body=rules.opencode(seat.exe, seat.agent, seat.home)),
+    ]
+
+
+# harness -> (its targets, the paths whose presence says a workspace uses it), in vocab.HARNESSES order
 WIRING = {
     "claude": (claude, (".claude", "CLAUDE.md")),
     "cursor": (cursor, (".cursor", ".cursorrules")),
     "codex": (codex, (".codex",)),
+    "gemini": (gemini, (".gemini", "GEMINI.md")),
+    "opencode": (opencode, (".opencode", "opencode.json", "opencode.jsonc")),
 }
 
 
-def targets(harness: str, seat: Seat) -> list[Target]:
-    make, _ = WIRING[harness]
-    return make(seat)
+def targets(names: list[str], seat: Seat) -> list[Target]:
+    """Every file the named harnesses get, each path once (AGENTS.md's block speaks for all its readers)."""
+    chosen: dict[Path, Target] = {}
+    for name in names:
+        for target in WIRING[name][0](seat):
+            chosen.setdefault(target.path, target)
+    shared = seat.at(SHARED_RULES)
+    if shared in chosen:
+        chosen[shared] = MarkedBlock(shared, body=rules.agents_md(names, seat.exe, seat.agent, seat.home))
+    return list(chosen.values())
 
 
 def detected(workspace: Path) -> list[str]:

@@ -38,8 +38,7 @@ def wire(seat: Seat, wanted: list[str], key_file: Path) -> list[Change]:
         record_path = seat_record(seat.workspace)
         earlier = _recorded_harnesses(record_path)
         names = [h for h in harnesses.supported() if h in wanted or h in earlier]
-        changes = [_change(t, seat.workspace, lambda t, text: t.wire(text))
-                   for name in names for t in harnesses.targets(name, seat)]
+        changes = [_change(t, seat.workspace, lambda t, text: t.wire(text)) for t in harnesses.targets(names, seat)]
         created = set(record.created_files(record_path))
         created |= {c.relative for c in changes if c.before is None and c.after is not None}
         text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created))
@@ -59,10 +58,14 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
         record_path = seat_record(seat.workspace)
         wired = _recorded_harnesses(record_path)
         removing = list(harnesses.supported()) if names is None else names
-        created = set(record.created_files(record_path))
-        changes = [_change(t, seat.workspace, lambda t, text: _unwired(t, text, seat.workspace))
-                   for name in removing for t in harnesses.targets(name, seat)]
         keeping = [h for h in wired if h not in removing]
+        created = set(record.created_files(record_path))
+        # A file the kept harnesses also use (AGENTS.md) is rewired for them rather than emptied.
+        kept = {t.path: t for t in harnesses.targets(keeping, seat)}
+        changes = [_change(kept.get(t.path, t), seat.workspace,
+                           (lambda t, text: t.wire(text)) if t.path in kept else
+                           (lambda t, text: _unwired(t, text, seat.workspace)))
+                   for t in harnesses.targets(removing, seat)]
         if keeping:
             text = record.render(seat.agent, Home(seat.home).socket, Path(_key_file(record_path)), keeping,
                                  sorted(c for c in created if c not in {ch.relative for ch in changes if ch.after is None}))

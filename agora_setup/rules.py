@@ -95,3 +95,26 @@ def generic(exe: str, agent: str, home: Path) -> str:
 
 Mail that lands while you work is raised when your turn ends (a hook); an idle
 session is not woken, so check the inbox when you start."""
+
+
+def gemini(exe: str, agent: str, home: Path) -> str:
+    return generic(exe, agent, home)
+
+
+def opencode(exe: str, agent: str, home: Path) -> str:
+    return routine(exe, agent, home) + """
+
+Wakes reach this session by itself: agora's plugin (.opencode/plugins/agora.js)
+keeps a listener armed while you are idle and checks your inbox at each turn's
+end; mail arrives as a message relayed from agora. Do not start a listener of
+your own."""
+
+
+def agents_md(names: list[str], exe: str, agent: str, home: Path) -> str:
+    """AGENTS.md is read by Codex and opencode alike: one block, saying what each of them does."""
+    if "codex" in names and "opencode" in names:
+        codex_part = codex(exe, agent, home).split(routine(exe, agent, home), 1)[1].strip()
+        opencode_part = opencode(exe, agent, home).split(routine(exe, agent, home), 1)[1].strip()
+        return (routine(exe, agent, home) + "\n\nIn Codex: " + codex_part[0].lower() + codex_part[1:]
+                + "\n\nIn opencode: " + opencode_part[0].lower() + opencode_part[1:])
+    return codex(exe, agent, home) if "codex" in names else opencode(exe, agent, home)

@@ -280,3 +280,38 @@ def test_status_shows_a_wired_stop_hook_never_fired_until_the_wired_command_runs
     assert "NEVER FIRED" not in shown and "ago" in shown
     agora("setup", "--remove", cwd=ws)
     assert "NEVER FIRED" not in agora("status", "--home", str(hub.home), cwd=ws).stdout
+
+
+def test_gemini_wiring_names_its_hooks_and_takes_milliseconds(hub, ws):
+    done = agora("setup", "runtime", "--harness", "gemini", "--home", str(hub.home), cwd=ws)
+    hooks = json.loads((ws / ".gemini/settings.json").read_text())["hooks"]
+    after = hooks["AfterAgent"][0]["hooks"][0]
+    assert after == {"name": "agora-backstop", "type": "command", "timeout": 30000,
+                     "command": wiring.shell(wiring.backstop(AGORA, "gemini", "runtime", hub.home))}
+    assert hooks["SessionStart"][0]["hooks"][0]["name"] == "agora-start"
+    assert (ws / "GEMINI.md").read_text().startswith("<!-- agora:begin")
+    assert "Trust folder" in done.stderr
+
+
+def test_opencode_gets_a_plugin_with_the_canonical_commands(hub, ws):
+    agora("setup", "runtime", "--harness", "opencode", "--home", str(hub.home), cwd=ws)
+    plugin = (ws / ".opencode/plugins/agora.js").read_text()
+    assert plugin.startswith("// agora: written by `agora setup`")
+    assert json.dumps(wiring.hook_listen(AGORA, "runtime", hub.home)) in plugin
+    assert json.dumps(wiring.backstop(AGORA, "opencode", "runtime", hub.home)) in plugin
+
+
+def test_codex_and_opencode_share_one_agents_md_block_and_a_partial_remove_keeps_the_other(hub, ws):
+    (ws / "AGENTS.md").write_text("# Team rules\n")
+    agora("setup", "runtime", "--harness", "codex", "--harness", "opencode", "--home", str(hub.home), cwd=ws)
+    text = (ws / "AGENTS.md").read_text()
+    assert text.count("agora:begin") == 1 and "In Codex:" in text and "In opencode:" in text
+    assert text.endswith("\n\n# Team rules\n")
+    agora("setup", "--remove", "--harness", "codex", cwd=ws)
+    text = (ws / "AGENTS.md").read_text()
+    assert "In Codex:" not in text and "opencode" in text and text.count("agora:begin") == 1
+    assert not (ws / ".codex").exists() and (ws / ".opencode/plugins/agora.js").exists()
+    assert tomllib.loads(seat_record(ws).read_text())["harnesses"] == ["opencode"]
+    assert json.loads(agora("setup", "--check", "--json", cwd=ws).stdout)["ok"]
+    agora("setup", "--remove", cwd=ws)
+    assert (ws / "AGENTS.md").read_text() == "# Team rules\n" and not (ws / ".opencode").exists()

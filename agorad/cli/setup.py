@@ -11,17 +11,16 @@ from pathlib import Path
 import click
 
 from agorad.cli.common import EXIT_ERROR, fail, home_option, json_option, print_json
-from agorad.surface.vocab import LIVENESS_MODES
+from agorad.surface.vocab import HARNESSES, LIVENESS_MODES
 
 SETUP_MODE = "async"  # a harness seat comes and goes with its sessions: dormant when silent, never expired
-SUPPORTED = ("claude", "cursor", "codex")  # agora_setup.harnesses.WIRING; checked equal by the tests
 
 
 @click.command("setup")
 @click.argument("agent_id", metavar="[ID]", required=False)
-@click.option("--harness", "harness_names", multiple=True, type=click.Choice(SUPPORTED),
+@click.option("--harness", "harness_names", multiple=True, type=click.Choice(HARNESSES),
               help="Wire this harness (repeatable). Default: those wired before, and every one the "
-                   "workspace shows signs of (.claude/, .cursor/, .codex/ ...).")
+                   "workspace shows signs of (.claude/, .cursor/, .codex/, .gemini/, .opencode/ ...).")
 @click.option("--dir", "workspace", type=click.Path(file_okay=False, path_type=Path), default=".",
               show_default=True, help="The workspace to wire.")
 @click.option("--remove", is_flag=True, help="Take out everything setup wrote (or only --harness's), and nothing else.")
@@ -62,8 +61,8 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json:
     where = _home(home, record)
     names = names or sorted(set((record.harnesses if record else ())) | set(harnesses.detected(workspace)))
     if not names:
-        fail(f"no harness found in {workspace} (no .claude/, .cursor/ or .codex/); name one: "
-             f"--harness {'|'.join(SUPPORTED)}", 2)
+        fail(f"no harness found in {workspace} (no .claude/, .cursor/, .codex/, .gemini/ or .opencode/); "
+             f"name one: --harness {'|'.join(HARNESSES)}", 2)
     hub = _register(where, agent_id, mode)
     try:
         exe = wiring.agora_executable()
@@ -111,8 +110,11 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
 
     record = _record(workspace)
     where = _home(home, record)
+    from agorad.surface import wiring
+
     agent = agent_id or (record.agent if record else "unknown")
-    seat = harnesses.Seat(agent, where.root, "agora", workspace)
+    # The exe matters where a kept harness's file is rewired (AGENTS.md); removal finds ours by shape.
+    seat = harnesses.Seat(agent, where.root, wiring.agora_executable(), workspace)
     changes = plan.unwire(seat, names or None)
     if not names and record is not None:
         _forget_wired(where.root, record.agent)
@@ -219,4 +221,11 @@ def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> l
         notes.append(f"Codex runs project hooks only when trusted: trust the project (accept the prompt when `codex` "
                      f"first opens {workspace}) and the two agora hooks (review them in Codex's /hooks). Their text "
                      "stays the same across agora versions, so the trust holds until the home or agora's path changes")
+    if "gemini" in names:
+        notes.append(f"Gemini CLI runs project hooks only in a trusted folder: choose \"Trust folder\" when `gemini` "
+                     f"first opens {workspace} (or add it to ~/.gemini/trustedFolders.json as TRUST_FOLDER); it "
+                     "re-prompts at turn ends but cannot wake an idle session")
+    if "opencode" in names:
+        notes.append("opencode: the plugin loads when opencode next starts; it wakes idle sessions of the TUI or "
+                     "`opencode serve` (an `opencode run` ends at its first idle)")
     return notes
