@@ -79,6 +79,7 @@ INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
 # So a wait ends at 50 s at most: under the shortest of them with 10 s to spare on a loaded machine.
 MCP_WAIT_MAX = 50.0
 MCP_WAIT_DEFAULT = 45.0
+MCP_TOOL_TIMEOUT = 60            # the tool_timeout_sec `agora setup` writes for Codex: above the longest wait
 # While the hub is down, the server's waiting connection tries it again after the first delay, doubling
 # to the cap while it keeps failing (a removed seat or a wrong key would otherwise knock twice a second
 # all session); a tool call in between tries at once. The listener's own retry is 2 s.
