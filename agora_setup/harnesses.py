@@ -28,6 +28,7 @@ class Seat:
     home: Path
     exe: str  # the absolute `agora`
     workspace: Path
+    mcp: bool = True  # write MCP entries: `agora mcp` can run here (the optional `mcp` extra is installed)
 
     def at(self, relative: str) -> Path:
         return self.workspace / relative
@@ -42,6 +43,17 @@ def _start(seat: Seat, harness: str) -> list[str]:
 
 
 MCP_NAME = "agora"  # the server's name in every MCP config: an entry of this name is setup's own
+
+
+def mcp_installed() -> bool:
+    """Whether `agora mcp` can start here: an entry for a server that cannot start is ignored silently."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
+
+
+def _only_with_mcp(seat: Seat, targets: list) -> list:
+    return targets if seat.mcp else []
 
 
 def _mcp(seat: Seat) -> dict:
@@ -62,10 +74,13 @@ def claude(seat: Seat) -> list[Target]:
             JsonHooks(settings_json, events={"SessionStart": [listen], "Stop": [backstop, listen]}),
             # The project's .mcp.json server without the approval dialog, and its tools without a
             # permission prompt each (Claude honours both once the workspace is trusted).
-            JsonListItems(settings_json, keys=("enabledMcpjsonServers",), items=(MCP_NAME,)),
-            JsonListItems(settings_json, keys=("permissions", "allow"), items=(f"mcp__{MCP_NAME}",)),
+            *_only_with_mcp(seat, [
+                JsonListItems(settings_json, keys=("enabledMcpjsonServers",), items=(MCP_NAME,)),
+                JsonListItems(settings_json, keys=("permissions", "allow"), items=(f"mcp__{MCP_NAME}",)),
+            ]),
         )),
-        JsonEntry(seat.at(".mcp.json"), keys=("mcpServers",), name=MCP_NAME, value={"type": "stdio", **_mcp(seat)}),
+        *_only_with_mcp(seat, [JsonEntry(seat.at(".mcp.json"), keys=("mcpServers",), name=MCP_NAME,
+                                         value={"type": "stdio", **_mcp(seat)})]),
         MarkedBlock(seat.at("CLAUDE.md"), body=rules.claude(seat.exe, seat.agent, seat.home)),
     ]
 
@@ -81,9 +96,9 @@ def codex(seat: Seat) -> list[Target]:
         }),
         # An unattended seat must never freeze on an approval dialog: approve agora's tools (Codex's
         # default_tools_approval_mode, codex-rs/config/src/mcp_types.rs).
-        TomlBlock(seat.at(".codex/config.toml"), data={"mcp_servers": {MCP_NAME: {
+        *_only_with_mcp(seat, [TomlBlock(seat.at(".codex/config.toml"), data={"mcp_servers": {MCP_NAME: {
             **_mcp(seat), "default_tools_approval_mode": "approve",
-            "tool_timeout_sec": settings.MCP_TOOL_TIMEOUT}}}),
+            "tool_timeout_sec": settings.MCP_TOOL_TIMEOUT}}})]),
         MarkedBlock(seat.at(SHARED_RULES), body=rules.codex(seat.exe, seat.agent, seat.home)),
     ]
 
@@ -95,7 +110,8 @@ def cursor(seat: Seat) -> list[Target]:
         OwnedFile(seat.at(".cursor/rules/agora.mdc"), content=rules.cursor(seat.exe, seat.agent, seat.home),
                   marker=rules.CURSOR_MARKER),
         JsonHooks(seat.at(".cursor/hooks.json"), events={"stop": [backstop]}, grouped=False, top={"version": 1}),
-        JsonEntry(seat.at(".cursor/mcp.json"), keys=("mcpServers",), name=MCP_NAME, value=_mcp(seat)),
+        *_only_with_mcp(seat, [JsonEntry(seat.at(".cursor/mcp.json"), keys=("mcpServers",), name=MCP_NAME,
+                                         value=_mcp(seat))]),
     ]
 
 
@@ -114,7 +130,8 @@ def gemini(seat: Seat) -> list[Target]:
                 "AfterAgent": [handler("agora-backstop", wiring.backstop(seat.exe, "gemini", seat.agent, seat.home))],
             }),
             # trust: the seat's own mailbox tools run without a confirmation each.
-            JsonEntry(settings_json, keys=("mcpServers",), name=MCP_NAME, value={**_mcp(seat), "trust": True}),
+            *_only_with_mcp(seat, [JsonEntry(settings_json, keys=("mcpServers",), name=MCP_NAME,
+                                             value={**_mcp(seat), "trust": True})]),
         )),
         # No background hook: a turn's end is raised, an idle session is not woken.
         MarkedBlock(seat.at("GEMINI.md"), body=rules.gemini(seat.exe, seat.agent, seat.home)),

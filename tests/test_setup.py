@@ -357,3 +357,12 @@ def test_an_empty_user_file_survives_remove(hub, ws):
     assert "agora" in json.loads((ws / ".cursor/mcp.json").read_text())["mcpServers"]
     agora("setup", "--remove", cwd=ws)
     assert (ws / ".cursor/mcp.json").read_text() == "{}\n"
+
+
+def test_without_the_mcp_package_no_mcp_entry_is_written(tmp_path):
+    from agora_setup import harnesses
+
+    seat = harnesses.Seat("runtime", tmp_path / "home", AGORA, tmp_path, mcp=False)
+    texts = {t.path.name: t.wire(None) for t in harnesses.targets(list(harnesses.supported()), seat)}
+    assert not {"mcp.json", ".mcp.json", "config.toml"} & set(texts)
+    assert all("mcpServers" not in text and "mcp__agora" not in text for text in texts.values())
