@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agora_setup import opencode_plugin, rules
-from agora_setup.targets import JsonHooks, MarkedBlock, OwnedFile, Target, ValidToml
+from agora_setup.targets import Composite, JsonEntry, JsonHooks, JsonListItems, MarkedBlock, OwnedFile, Target, TomlBlock
 from agorad.surface import settings, wiring
 
 BACKSTOP_TIMEOUT = 30  # seconds: a stop hook's whole run, generous for a loaded hub (it needs one round-trip)
@@ -28,6 +28,7 @@ class Seat:
     home: Path
     exe: str  # the absolute `agora`
     workspace: Path
+    mcp: bool = True  # write MCP entries: `agora mcp` can run here (the optional `mcp` extra is installed)
 
     def at(self, relative: str) -> Path:
         return self.workspace / relative
@@ -41,14 +42,45 @@ def _start(seat: Seat, harness: str) -> list[str]:
     return wiring.session_start(seat.exe, harness, seat.agent, seat.home)
 
 
+MCP_NAME = "agora"  # the server's name in every MCP config: an entry of this name is setup's own
+
+
+def mcp_installed() -> bool:
+    """Whether `agora mcp` can start here: an entry for a server that cannot start is ignored silently."""
+    import importlib.util
+
+    return importlib.util.find_spec("mcp") is not None
+
+
+def _only_with_mcp(seat: Seat, targets: list) -> list:
+    return targets if seat.mcp else []
+
+
+def _mcp(seat: Seat) -> dict:
+    """An MCP entry's command and args (the hub rides in --home: harnesses scrub AGORA_HOME)."""
+    argv = wiring.mcp_server(seat.exe, seat.agent, seat.home)
+    return {"command": argv[0], "args": argv[1:]}
+
+
 def claude(seat: Seat) -> list[Target]:
     listen = {"type": "command", "command": _command(wiring.hook_listen(seat.exe, seat.agent, seat.home)),
               "asyncRewake": True, "timeout": settings.HOOK_TIMEOUT}
     backstop = {"type": "command", "command": _command(wiring.backstop(seat.exe, "claude", seat.agent, seat.home)),
                 "timeout": BACKSTOP_TIMEOUT}
+    settings_json = seat.at(".claude/settings.json")
     return [
-        # Never UserPromptSubmit: a listener armed at every prompt is a wake storm.
-        JsonHooks(seat.at(".claude/settings.json"), events={"SessionStart": [listen], "Stop": [backstop, listen]}),
+        Composite(settings_json, parts=(
+            # Never UserPromptSubmit: a listener armed at every prompt is a wake storm.
+            JsonHooks(settings_json, events={"SessionStart": [listen], "Stop": [backstop, listen]}),
+            # The project's .mcp.json server without the approval dialog, and its tools without a
+            # permission prompt each (Claude honours both once the workspace is trusted).
+            *_only_with_mcp(seat, [
+                JsonListItems(settings_json, keys=("enabledMcpjsonServers",), items=(MCP_NAME,)),
+                JsonListItems(settings_json, keys=("permissions", "allow"), items=(f"mcp__{MCP_NAME}",)),
+            ]),
+        )),
+        *_only_with_mcp(seat, [JsonEntry(seat.at(".mcp.json"), keys=("mcpServers",), name=MCP_NAME,
+                                         value={"type": "stdio", **_mcp(seat)})]),
         MarkedBlock(seat.at("CLAUDE.md"), body=rules.claude(seat.exe, seat.agent, seat.home)),
     ]
 
@@ -62,8 +94,11 @@ def codex(seat: Seat) -> list[Target]:
             "SessionStart": [handler(_start(seat, "codex"))],
             "Stop": [handler(wiring.backstop(seat.exe, "codex", seat.agent, seat.home))],
         }),
-        ValidToml(seat.at(".codex/config.toml"), why="Codex does not load a project whose config it cannot parse, "
-                  "hooks included"),
+        # An unattended seat must never freeze on an approval dialog: approve agora's tools (Codex's
+        # default_tools_approval_mode, codex-rs/config/src/mcp_types.rs).
+        *_only_with_mcp(seat, [TomlBlock(seat.at(".codex/config.toml"), data={"mcp_servers": {MCP_NAME: {
+            **_mcp(seat), "default_tools_approval_mode": "approve",
+            "tool_timeout_sec": settings.MCP_TOOL_TIMEOUT}}})]),
         MarkedBlock(seat.at(SHARED_RULES), body=rules.codex(seat.exe, seat.agent, seat.home)),
     ]
 
@@ -75,6 +110,8 @@ def cursor(seat: Seat) -> list[Target]:
         OwnedFile(seat.at(".cursor/rules/agora.mdc"), content=rules.cursor(seat.exe, seat.agent, seat.home),
                   marker=rules.CURSOR_MARKER),
         JsonHooks(seat.at(".cursor/hooks.json"), events={"stop": [backstop]}, grouped=False, top={"version": 1}),
+        *_only_with_mcp(seat, [JsonEntry(seat.at(".cursor/mcp.json"), keys=("mcpServers",), name=MCP_NAME,
+                                         value=_mcp(seat))]),
     ]
 
 
@@ -85,11 +122,17 @@ def gemini(seat: Seat) -> list[Target]:
     def handler(name: str, argv: list[str]) -> dict:
         return {"name": name, "type": "command", "command": _command(argv), "timeout": timeout_ms}
 
+    settings_json = seat.at(".gemini/settings.json")
     return [
-        JsonHooks(seat.at(".gemini/settings.json"), events={
-            "SessionStart": [handler("agora-start", _start(seat, "gemini"))],
-            "AfterAgent": [handler("agora-backstop", wiring.backstop(seat.exe, "gemini", seat.agent, seat.home))],
-        }),
+        Composite(settings_json, parts=(
+            JsonHooks(settings_json, events={
+                "SessionStart": [handler("agora-start", _start(seat, "gemini"))],
+                "AfterAgent": [handler("agora-backstop", wiring.backstop(seat.exe, "gemini", seat.agent, seat.home))],
+            }),
+            # trust: the seat's own mailbox tools run without a confirmation each.
+            *_only_with_mcp(seat, [JsonEntry(settings_json, keys=("mcpServers",), name=MCP_NAME,
+                                             value={**_mcp(seat), "trust": True})]),
+        )),
         # No background hook: a turn's end is raised, an idle session is not woken.
         MarkedBlock(seat.at("GEMINI.md"), body=rules.gemini(seat.exe, seat.agent, seat.home)),
     ]

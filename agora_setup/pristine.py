@@ -35,9 +35,11 @@ def restored(workspace: Path, relative: str, text: str | None) -> str | None:
         saved = copy.read_text()
     except (OSError, UnicodeDecodeError):
         return text
-    if text is None:
-        return text
-    if saved == text or _same_json(saved, text):
+    same = {".json": _same_json, ".toml": _same_toml}.get(Path(relative).suffix)
+    if text is None:  # nothing of the user's left: their file held nothing (e.g. `{}`) before setup
+        text = {".json": "{}", ".toml": ""}.get(Path(relative).suffix, "")
+        return saved if not saved.strip() or saved == text or (same is not None and same(saved, text)) else None
+    if saved == text or (same is not None and same(saved, text)):
         return saved
     return text
 
@@ -58,6 +60,15 @@ def forget(workspace: Path, relative: str) -> None:
 
 def directory(workspace: Path) -> Path:
     return workspace / SEAT_DIR_NAME / PRISTINE_DIR
+
+
+def _same_toml(a: str, b: str) -> bool:
+    import tomllib
+
+    try:
+        return tomllib.loads(a) == tomllib.loads(b)
+    except tomllib.TOMLDecodeError:
+        return False
 
 
 def _same_json(a: str, b: str) -> bool:

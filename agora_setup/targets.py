@@ -152,15 +152,17 @@ class JsonHooks(Target):
                              "setup will not overwrite it")
         return data
 
-    def _without_ours(self, data: dict) -> dict:
+    def _without_ours(self, data: dict, prune: bool = True) -> dict:
+        """`data` without our handlers; `prune` drops what that empties (a re-wire keeps it in place,
+        so the keys keep their order and a re-run writes the same bytes)."""
         hooks = data.get(self.hooks_key)
         if hooks is None:
             return data
         for event, entries in list(hooks.items()):
             hooks[event] = [kept for kept in (self._strip(entry) for entry in entries) if kept is not None]
-            if entries and not hooks[event]:
+            if prune and entries and not hooks[event]:
                 del hooks[event]
-        if not hooks:
+        if prune and not hooks:
             del data[self.hooks_key]
         return data
 
@@ -176,7 +178,7 @@ class JsonHooks(Target):
         return {**entry, "hooks": kept}
 
     def wire(self, text):
-        data = self._without_ours(self.load(text))
+        data = self._without_ours(self.load(text), prune=False)
         for key, value in self.top.items():
             data.setdefault(key, value)
         hooks = data.setdefault(self.hooks_key, {})
@@ -203,33 +205,181 @@ def dump(data: dict) -> str:
     return json.dumps(data, indent=2, ensure_ascii=False) + "\n"
 
 
+def _load_object(path: Path, text: str | None) -> dict:
+    if text is None or not text.strip():
+        return {}
+    try:
+        data = json.loads(text)
+    except ValueError as exc:
+        raise SetupError(f"{path} is not valid JSON ({exc}); fix it by hand, setup will not overwrite it") from None
+    if not isinstance(data, dict):
+        raise SetupError(f"{path} is not a JSON object; fix it by hand, setup will not overwrite it")
+    return data
+
+
+def _container(path: Path, data: dict, keys: tuple[str, ...], create: bool):
+    """The object at `keys` inside `data` (made when `create`), or None; refuses a non-object on the way."""
+    here = data
+    for key in keys:
+        if key not in here:
+            if not create:
+                return None
+            here[key] = {}
+        here = here[key]
+        if not isinstance(here, dict):
+            raise SetupError(f"{path}: `{'.'.join(keys)}` is not an object; fix it by hand, setup will not overwrite it")
+    return here
+
+
 @dataclass
-class ValidToml(Target):
-    """A TOML file setup does not change but must be valid for the harness to load the wiring."""
+class JsonEntry(Target):
+    """One named entry in a JSON object, e.g. `mcpServers.agora`: the name is ours, its value replaced whole."""
 
-    why: str = ""
-
-    def check(self, text: str | None) -> None:
-        import tomllib
-
-        if text is None:
-            return
-        try:
-            tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
-            raise SetupError(f"{self.path} is not valid TOML ({exc}); {self.why}; fix it by hand, "
-                             "setup will not overwrite it") from None
+    keys: tuple[str, ...] = ()  # the object holding the entry
+    name: str = "agora"
+    value: dict = field(default_factory=dict)
 
     def wire(self, text):
-        self.check(text)
+        data = _load_object(self.path, text)
+        _container(self.path, data, self.keys, create=True)[self.name] = self.value
+        return dump(data)
+
+    def unwire(self, text):
+        if text is None:
+            return None
+        data = _load_object(self.path, text)
+        holder = _container(self.path, data, self.keys, create=False)
+        if holder is not None and self.name in holder:
+            del holder[self.name]
+            _prune_empty(data, self.keys)
+        return dump(data) if data else None
+
+    def has_ours(self, text):
+        holder = _container(self.path, _load_object(self.path, text), self.keys, create=False)
+        return holder is not None and self.name in holder
+
+
+@dataclass
+class JsonListItems(Target):
+    """Items of ours in a JSON list, e.g. `permissions.allow`: added once each, the user's kept."""
+
+    keys: tuple[str, ...] = ()  # the list's path; the last key names the list
+    items: tuple[str, ...] = ()
+
+    def _list(self, data: dict, create: bool):
+        holder = _container(self.path, data, self.keys[:-1], create)
+        if holder is None or (self.keys[-1] not in holder and not create):
+            return None
+        found = holder.setdefault(self.keys[-1], [])
+        if not isinstance(found, list):
+            raise SetupError(f"{self.path}: `{'.'.join(self.keys)}` is not a list; fix it by hand, "
+                             "setup will not overwrite it")
+        return found
+
+    def wire(self, text):
+        data = _load_object(self.path, text)
+        found = self._list(data, create=True)
+        found.extend(item for item in self.items if item not in found)
+        return dump(data)
+
+    def unwire(self, text):
+        if text is None:
+            return None
+        data = _load_object(self.path, text)
+        found = self._list(data, create=False)
+        if found is not None:
+            found[:] = [item for item in found if item not in self.items]
+            if not found:
+                _prune_empty(data, self.keys)
+        return dump(data) if data else None
+
+    def has_ours(self, text):
+        found = self._list(_load_object(self.path, text), create=False)
+        return bool(found) and any(item in found for item in self.items)
+
+
+def _prune_empty(data: dict, keys: tuple[str, ...]) -> None:
+    """Drop the containers along `keys` that setup's removal left empty, innermost first."""
+    for depth in range(len(keys), 0, -1):
+        holder = data
+        for key in keys[:depth - 1]:
+            holder = holder.get(key) if isinstance(holder, dict) else None
+        if isinstance(holder, dict) and keys[depth - 1] in holder and holder[keys[depth - 1]] in ({}, []):
+            del holder[keys[depth - 1]]
+
+
+@dataclass
+class Composite(Target):
+    """Several parts of one file (hooks and permissions in one settings.json), applied in order."""
+
+    parts: tuple = ()
+
+    def wire(self, text):
+        for part in self.parts:
+            text = part.wire(text)
         return text
 
     def unwire(self, text):
+        for part in reversed(self.parts):
+            text = part.unwire(text)
         return text
 
     def has_ours(self, text):
-        return False
+        return any(part.has_ours(text) for part in self.parts)
 
-    def state(self, text):
-        self.check(text)
-        return WIRED
+
+TOML_BEGIN = "# agora:begin (written by `agora setup`; re-run it to change this block, `agora setup --remove` to take it out)"
+TOML_END = "# agora:end"
+
+
+@dataclass
+class TomlBlock(Target):
+    """Tables of ours in a TOML file, between comment markers at its end (the user's comments survive).
+
+    `data` is rendered with tomli-w; the whole file must still parse, so a table of the same name
+    the user wrote is refused rather than doubled.
+    """
+
+    data: dict = field(default_factory=dict)
+
+    @property
+    def block(self) -> str:
+        import tomli_w
+
+        return f"{TOML_BEGIN}\n{tomli_w.dumps(self.data)}{TOML_END}\n"
+
+    def _parse(self, text: str) -> dict:
+        import tomllib
+
+        try:
+            return tomllib.loads(text)
+        except tomllib.TOMLDecodeError as exc:
+            raise SetupError(f"{self.path} is not valid TOML ({exc}); fix it by hand, setup will not overwrite it") from None
+
+    def _rest(self, text: str) -> str:
+        start, end = text.find(TOML_BEGIN), text.find(TOML_END)
+        if start < 0 and end < 0:
+            return text
+        if start < 0 or end < start:
+            raise SetupError(f"{self.path}: the agora markers are broken; remove the agora block by hand and run "
+                             "setup again")
+        before, after = text[:start], text[end + len(TOML_END):].lstrip("\n")
+        if before.endswith("\n\n"):
+            before = before[:-1]  # the blank line setup put before the block
+        return before + after
+
+    def wire(self, text):
+        rest = self._rest(text or "")
+        self._parse(rest)
+        joined = rest + ("" if not rest else "\n" if rest.endswith("\n") else "\n\n") + self.block
+        self._parse(joined)  # e.g. the user has a table of the same name: refuse, never double it
+        return joined
+
+    def unwire(self, text):
+        if text is None:
+            return None
+        rest = self._rest(text)
+        return rest or None
+
+    def has_ours(self, text):
+        return text is not None and TOML_BEGIN in text

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import harness, hook, load, messaging, reception
+from bench import harness, hook, load, mcp, messaging, reception
 from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
@@ -21,7 +21,7 @@ CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
 SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
-PARTS = ("heartbeats", "sends", "inbox", "reception", "hook", "startup", "memory", "harness")  # --only
+PARTS = ("heartbeats", "sends", "inbox", "reception", "hook", "startup", "memory", "mcp", "harness")  # --only
 
 
 @dataclass
@@ -83,6 +83,7 @@ def measure(work: Path, s: Settings, notes: list[str], parts=None) -> list[Figur
         "hook": lambda: hook.figures(work, s),
         "startup": lambda: startup(work, s),
         "memory": lambda: memory(work, s),
+        "mcp": lambda: mcp.figures(work, s),
         "harness": lambda: harness.figures(work, s.harness_wakes, notes),
     }
     figures: list[Figure] = []
@@ -173,6 +174,8 @@ def _fmt(value: float, unit: str) -> str:
         return f"{value:.1f} us"
     if unit == "cpu":
         return f"{value * 1000:.2f} ms/s"
+    if unit == "tokens":
+        return f"{value:,.0f}"
     if unit == "MiB":
         return f"{value:.1f} MiB"
     return f"{value:g}"

@@ -10,9 +10,12 @@ so `agora listen --once`, which runs in a loop, never loads the database or the 
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -22,12 +25,17 @@ ALLOWED = {
     "agorad.store": {"agorad.surface"},
     "agorad.domain": {"agorad.surface", "agorad.store"},
     "agorad.runtime": {"agorad.surface", "agorad.store", "agorad.domain"},
-    "agorad.cli": {"agorad.surface", "agorad.store", "agorad.domain", "agorad.runtime", "agora_listen", "agora_setup"},
+    "agorad.cli": {"agorad.surface", "agorad.store", "agorad.domain", "agorad.runtime", "agora_listen", "agora_setup",
+                   "agora_mcp"},
     "agora_listen": {"agorad.surface"},
     "agora_setup": {"agorad.surface"},
     "agora_drive": {"agorad.surface", "agora_listen"},
+    "agora_mcp": {"agorad.surface"},
 }
-OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive")
+OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp")
+# Packages that may import an optional extra's distributions: package -> extra. Only `agora mcp` needs
+# the mcp SDK; the CLI adapter imports agora_mcp lazily, inside the command.
+OPTIONAL = {"agora_mcp": "mcp"}
 
 
 def package_of(module: str) -> str | None:
@@ -87,19 +95,35 @@ def test_every_import_points_down_the_layers():
 def test_reception_loads_neither_the_database_nor_the_server():
     probe = (
         "import sys, agorad.cli, agorad.cli.listen, agora_listen.listener\n"
-        "heavy = [m for m in sys.modules if m == 'apsw' or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store'))]\n"
+        "heavy = [m for m in sys.modules if m in ('apsw', 'mcp', 'agora_mcp')\n"
+        "         or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store', 'mcp.', 'agora_mcp.'))]\n"
         "print(','.join(sorted(heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
 
 
-def declared_dependencies() -> set[str]:
+def test_only_agora_mcp_loads_the_mcp_sdk():
+    """The hub and every command but `agora mcp` run without the optional extra; even loading the
+    command's module (as `agora --help` does) leaves the SDK unloaded."""
+    probe = (
+        "import sys, agorad.cli, agorad.cli.up, agorad.runtime.daemon, agorad.cli.mcp\n"
+        "from agorad.cli import main\n"
+        "main.all_commands()\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'agora_mcp', 'pydantic'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
+def declared_dependencies(extra: str | None = None) -> set[str]:
+    """The distributions pyproject.toml declares: the required ones, or those of one optional extra."""
     import re
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
-    return {normalised(re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0]) for spec in project["dependencies"]}
+    specs = project["dependencies"] if extra is None else project["optional-dependencies"][extra]
+    return {normalised(re.split(r"[<>=!~\[ ;]", spec, maxsplit=1)[0]) for spec in specs}
 
 
 def normalised(name: str) -> str:
@@ -109,13 +133,16 @@ def normalised(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
-def imported_distributions() -> set[str]:
-    """The installed distributions the code imports at run time, lazily imported ones included."""
+def imported_distributions(extra: str | None = None) -> set[str]:
+    """The installed distributions the code imports at run time, lazily imported ones included: by the
+    packages that need no extra, or by those that come with `extra` (OPTIONAL)."""
     from importlib.metadata import packages_distributions
 
     providers = packages_distributions()
     found = set()
-    for _, path in module_files():
+    for module, path in module_files():
+        if OPTIONAL.get(module.split(".")[0]) != extra:
+            continue
         for target in runtime_imports(path):
             top = target.split(".")[0]
             if top not in OURS and top not in sys.stdlib_module_names:
@@ -125,3 +152,17 @@ def imported_distributions() -> set[str]:
 
 def test_declared_runtime_dependencies_are_what_the_code_imports():
     assert declared_dependencies() == imported_distributions()
+
+
+@pytest.mark.parametrize("extra", sorted(set(OPTIONAL.values())))
+def test_an_extra_declares_what_its_packages_import_beyond_the_required(extra):
+    """The mcp extra names the SDK; what agora_mcp imports besides it (anyio, pydantic) comes with the SDK,
+    so it must be among the SDK's own requirements rather than declared again."""
+    from importlib.metadata import requires
+
+    declared = declared_dependencies(extra)
+    beyond = imported_distributions(extra) - declared_dependencies()
+    brought = {normalised(re.split(r"[<>=!~\[ ;(]", r, maxsplit=1)[0]) for d in declared for r in requires(d) or ()
+               if "extra ==" not in r}
+    assert declared <= beyond, f"the {extra} extra declares what nothing imports"
+    assert beyond - declared <= brought, f"imported but neither declared nor brought by {sorted(declared)}"

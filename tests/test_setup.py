@@ -75,7 +75,11 @@ def test_claude_wiring_keeps_the_users_hooks_and_registers_the_seat(hub, ws):
 
     record = tomllib.loads(seat_record(ws).read_text())
     assert record == {"format": 1, "id": "runtime", "hub": str(hub.home / "agorad.sock"),
-                      "key_file": str(hub.home / "keys/runtime.key"), "harnesses": ["claude"], "created": []}
+                      "key_file": str(hub.home / "keys/runtime.key"), "harnesses": ["claude"],
+                      "created": [".mcp.json"]}
+    mcp = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["agora"]
+    assert [mcp["command"], *mcp["args"]] == wiring.mcp_server(AGORA, "runtime", hub.home)
+    assert wired["enabledMcpjsonServers"] == ["agora"] and wired["permissions"]["allow"] == ["mcp__agora"]
     key = (hub.home / "keys/runtime.key").read_text().strip()
     assert hub.call("agents.get", agent="runtime")["agent"]["liveness_mode"] == "async"
     assert not any(key.encode() in data for data in snapshot(ws).values())  # no key in any workspace file
@@ -88,7 +92,7 @@ def test_a_rerun_changes_nothing_and_remove_gives_back_the_users_bytes(hub, ws):
     wired = snapshot(ws)
     again = agora("setup", "runtime", "--home", str(hub.home), cwd=ws)  # the record remembers claude
     assert snapshot(ws) == wired
-    assert again.stdout.count("unchanged") == 3
+    assert again.stdout.count("unchanged") == 4
 
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert snapshot(ws) == before
@@ -118,7 +122,9 @@ def test_codex_wiring_uses_matcher_groups_and_says_how_to_trust(hub, ws):
     assert hooks["hooks"]["SessionStart"][0]["hooks"][0]["command"].split()[1:3] == ["hook", "start"]
     assert "trust" in done.stderr and "/hooks" in done.stderr
     assert (ws / "AGENTS.md").read_text().startswith("<!-- agora:begin")
-    assert not (ws / ".codex/config.toml").exists()  # nothing to put there until agora mcp
+    server = tomllib.loads((ws / ".codex/config.toml").read_text())["mcp_servers"]["agora"]
+    assert [server["command"], *server["args"]] == wiring.mcp_server(AGORA, "runtime", hub.home)
+    assert server["default_tools_approval_mode"] == "approve"  # an unattended seat never freezes on a dialog
 
 
 def test_cursor_wiring_teaches_monitored_background_reception(hub, ws):
@@ -134,6 +140,8 @@ def test_cursor_wiring_teaches_monitored_background_reception(hub, ws):
     assert hooks["version"] == 1
     assert hooks["hooks"]["stop"] == [{"command": wiring.shell(wiring.backstop(AGORA, "cursor", "runtime", hub.home)),
                                        "timeout": 30}]
+    mcp = json.loads((ws / ".cursor/mcp.json").read_text())["mcpServers"]["agora"]
+    assert [mcp["command"], *mcp["args"]] == wiring.mcp_server(AGORA, "runtime", hub.home)
 
 
 def test_without_harness_it_wires_what_the_workspace_uses(hub, ws):
@@ -315,3 +323,46 @@ def test_codex_and_opencode_share_one_agents_md_block_and_a_partial_remove_keeps
     assert json.loads(agora("setup", "--check", "--json", cwd=ws).stdout)["ok"]
     agora("setup", "--remove", cwd=ws)
     assert (ws / "AGENTS.md").read_text() == "# Team rules\n" and not (ws / ".opencode").exists()
+
+
+USERS_CODEX_CONFIG = '# my settings\nmodel = "o3"  # the one I like\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
+
+
+def test_codex_config_keeps_the_users_comments_and_remove_restores_its_bytes(hub, ws):
+    (ws / ".codex").mkdir()
+    (ws / ".codex/config.toml").write_text(USERS_CODEX_CONFIG)
+    agora("setup", "runtime", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    text = (ws / ".codex/config.toml").read_text()
+    assert text.startswith(USERS_CODEX_CONFIG) and "# agora:begin" in text
+    assert set(tomllib.loads(text)["mcp_servers"]) == {"docs", "agora"}
+    wired = snapshot(ws)
+    agora("setup", "runtime", "--home", str(hub.home), cwd=ws)
+    assert snapshot(ws) == wired
+    agora("setup", "--remove", cwd=ws)
+    assert (ws / ".codex/config.toml").read_text() == USERS_CODEX_CONFIG
+
+
+def test_a_users_own_agora_table_in_codex_config_is_refused(hub, ws):
+    (ws / ".codex").mkdir()
+    (ws / ".codex/config.toml").write_text('[mcp_servers.agora]\ncommand = "mine"\n')
+    before = snapshot(ws)
+    done = agora("setup", "runtime", "--harness", "codex", "--home", str(hub.home), cwd=ws, code=1)
+    assert "config.toml" in done.stderr and snapshot(ws) == before
+
+
+def test_an_empty_user_file_survives_remove(hub, ws):
+    (ws / ".cursor").mkdir()
+    (ws / ".cursor/mcp.json").write_text("{}\n")
+    agora("setup", "runtime", "--harness", "cursor", "--home", str(hub.home), cwd=ws)
+    assert "agora" in json.loads((ws / ".cursor/mcp.json").read_text())["mcpServers"]
+    agora("setup", "--remove", cwd=ws)
+    assert (ws / ".cursor/mcp.json").read_text() == "{}\n"
+
+
+def test_without_the_mcp_package_no_mcp_entry_is_written(tmp_path):
+    from agora_setup import harnesses
+
+    seat = harnesses.Seat("runtime", tmp_path / "home", AGORA, tmp_path, mcp=False)
+    texts = {t.path.name: t.wire(None) for t in harnesses.targets(list(harnesses.supported()), seat)}
+    assert not {"mcp.json", ".mcp.json", "config.toml"} & set(texts)
+    assert all("mcpServers" not in text and "mcp__agora" not in text for text in texts.values())

@@ -30,6 +30,7 @@ COMMANDS = {
     "listen": "agorad.cli.listen:listen",
     "setup": "agorad.cli.setup:setup",
     "hook": "agorad.cli.hook:hook",
+    "mcp": "agorad.cli.mcp:mcp",
     "kb": "agorad.cli.kb:kb",
     "service": "agorad.cli.service:service",
 }

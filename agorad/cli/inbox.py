@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json
-from agorad.domain.fence import one_line
+from agorad.surface.fence import one_line
 from agorad.surface import settings
 
 

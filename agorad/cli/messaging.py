@@ -7,7 +7,7 @@ import sys
 import click
 
 from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
-from agorad.domain.fence import one_line
+from agorad.surface.fence import one_line
 from agorad.surface.vocab import DEFAULT_URGENCY, URGENCIES
 
 

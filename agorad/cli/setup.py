@@ -68,10 +68,10 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json:
         exe = wiring.agora_executable()
     except FileNotFoundError as exc:
         fail(str(exc))
-    seat = harnesses.Seat(agent_id, where.root, exe, workspace)
+    seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=harnesses.mcp_installed())
     changes = plan.wire(seat, names, where.key_file(agent_id))
     _mark_wired(where.root, agent_id)
-    _report(workspace, agent_id, where, hub, changes, plan_names(changes, workspace), as_json)
+    _report(workspace, agent_id, where, hub, changes, plan_names(changes, workspace), as_json, seat.mcp)
 
 
 def plan_names(changes, workspace: Path) -> list[str]:
@@ -183,9 +183,13 @@ def _forget_wired(root: Path, agent: str) -> None:
         hook_stamps.forget(root, agent, hook)
 
 
-def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool) -> None:
+def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool,
+            mcp: bool) -> None:
     files = [{"path": c.relative, "action": _action(c)} for c in changes]
     notes = _notes(agent, where, hub, names, workspace)
+    if not mcp:
+        notes.append("no MCP entries: the `mcp` package is not installed (pip install 'agora-hub[mcp]'); "
+                     "run `agora setup` again after installing it")
     if as_json:
         print_json({"agent": agent, "workspace": str(workspace), "home": str(where.root), "harnesses": names,
                     "hub": hub, "files": files, "notes": notes})

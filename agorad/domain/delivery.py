@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import apsw
 
-from agorad.domain.fence import preview
+from agorad.surface.fence import preview
 from agorad.store import messages as sql
 from agorad.surface.vocab import FLAGS
 

@@ -17,7 +17,7 @@ from agorad.domain import channels
 from agorad.domain import obligations
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
-from agorad.domain.fence import fenced
+from agorad.surface.fence import fenced
 from agorad.domain.policy import Actor
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql

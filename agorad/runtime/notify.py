@@ -17,7 +17,7 @@ from pathlib import Path
 
 import apsw
 
-from agorad.domain.fence import one_line, preview
+from agorad.surface.fence import one_line, preview
 from agorad.runtime.log import log
 from agorad.store import messages as sql
 from agorad.surface.notifyfile import last_id_in

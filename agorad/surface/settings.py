@@ -65,3 +65,23 @@ ARM_CHECK_LIMIT = 200
 
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
+
+# --- the MCP server (agora mcp) ------------------------------------------------------------
+# wait_for_messages must answer before the harness gives up on the tool call, or the model sees a
+# timeout error instead of "nothing yet". The limits found:
+# - Codex: per-server `tool_timeout_sec`; its default DEFAULT_TOOL_TIMEOUT was 60 s in
+#   codex-rs/core/src/mcp_connection_manager.rs, then 120 s, and is 300 s in
+#   codex-rs/codex-mcp/src/rmcp_client.rs (openai/codex).
+# - Claude Code: MCP_TOOL_TIMEOUT (ms) or a server's `timeout` in .mcp.json; unset, the CLI waits
+#   about 27.8 h (100,000,000 ms), but its desktop app cancels a stdio call at 60 s
+#   (anthropics/claude-code#63379), the MCP TypeScript SDK's DEFAULT_REQUEST_TIMEOUT_MSEC that
+#   clients built on it inherit.
+# So a wait ends at 50 s at most: under the shortest of them with 10 s to spare on a loaded machine.
+MCP_WAIT_MAX = 50.0
+MCP_WAIT_DEFAULT = 45.0
+MCP_TOOL_TIMEOUT = 60            # the tool_timeout_sec `agora setup` writes for Codex: above the longest wait
+# While the hub is down, the server's waiting connection tries it again after the first delay, doubling
+# to the cap while it keeps failing (a removed seat or a wrong key would otherwise knock twice a second
+# all session); a tool call in between tries at once. The listener's own retry is 2 s.
+MCP_RECONNECT_FIRST = 0.5
+MCP_RECONNECT_CAP = 5.0

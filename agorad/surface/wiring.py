@@ -79,6 +79,11 @@ def session_start(exe: str, harness: str, agent: str, home: Path) -> list[str]:
     return [exe, "hook", "start", "--harness", harness, *seat_args(agent, home)]
 
 
+def mcp_server(exe: str, agent: str, home: Path) -> list[str]:
+    """The MCP server a harness's MCP entry starts (.mcp.json, .cursor/mcp.json, .codex/config.toml)."""
+    return [exe, "mcp", *seat_args(agent, home)]
+
+
 def inbox(exe: str, agent: str, home: Path) -> list[str]:
     return [exe, "inbox", *seat_args(agent, home)]
 

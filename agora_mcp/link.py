@@ -1,0 +1,82 @@
+"""The server's connection for tool calls: said hello as the seat, renewed after a hub restart.
+
+A hub that is down is an Unavailable error per call, never a crash.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from agorad.surface import keys
+from agorad.surface.errors import AgoraError, Unavailable
+from agorad.surface.paths import Home
+from agora_mcp.connection import Connection
+
+# Methods that change nothing, or whose repeat changes nothing more (an ack, a heartbeat): after a
+# connection dies mid-call they are sent again on a fresh one. A send is not: the hub may have
+# stored it before it died, and a repeat would post it twice.
+REPEATABLE = frozenset({"hub.hello", "inbox.check", "inbox.digest", "owed.list", "messages.read",
+                        "agents.list", "inbox.ack", "agents.heartbeat"})
+
+
+class NoKey(AgoraError):
+    """The seat has no key here."""
+
+    reason = "no-key"
+
+
+@dataclass(frozen=True)
+class Seat:
+    agent: str
+    home: Home
+
+
+class HubLink:
+    def __init__(self, seat: Seat):
+        self.seat = seat
+        self.hello: dict = {}  # the last hub.hello result: the seat's id (after a rename), mode, hub version
+        self._connection: Connection | None = None
+        self._lock = asyncio.Lock()  # replies come in order: one call in flight at a time
+
+    async def call(self, method: str, **params):
+        async with self._lock:
+            if self._connection is not None and self._connection.closed:  # the hub restarted since the last call
+                self.close()
+            fresh = self._connection is None
+            try:
+                return await (await self._connected()).call(method, **params)
+            except Unavailable:
+                self.close()
+                if fresh or method not in REPEATABLE:
+                    raise
+                return await (await self._connected()).call(method, **params)  # once more, on a new connection
+
+    def close(self) -> None:
+        if self._connection is not None:
+            self._connection.close()
+            self._connection = None
+
+    async def _connected(self) -> Connection:
+        if self._connection is None:
+            self._connection, self.hello = await connect_as(self.seat)
+        return self._connection
+
+
+async def connect_as(seat: Seat) -> tuple[Connection, dict]:
+    """A new connection acting as the seat, and its hub.hello result; the key from $AGORA_KEY or
+    <home>/keys/<id>.key, never from argv."""
+    connection = await Connection.open(seat.home)
+    try:
+        agent = seat.agent
+        key = keys.read_key(seat.home, agent)
+        if key is None:  # a renamed seat's key file moved with it: ask where the old id points
+            agent = (await connection.call("agents.resolve", agent=agent))["agent"]
+            key = keys.read_key(seat.home, agent)
+        if key is None:
+            raise NoKey(f"no key for {seat.agent}", key_file=str(seat.home.key_file(seat.agent)))
+        hello = await connection.call("hub.hello", agent=seat.agent, key=key)
+    except BaseException:
+        connection.close()
+        raise
+    return connection, hello

@@ -1,0 +1,114 @@
+"""Tool results as compact text for a model. Anything another agent wrote is fenced.
+
+Titles, senders' headlines and previews go inside one `quoted` fence per
+result; a read message comes fenced by the hub (messages.read `fenced`).
+Refs, ids, counts and flags are the hub's own words and stay outside.
+"""
+
+from __future__ import annotations
+
+import time
+
+from agorad.surface.fence import one_line, quoted
+
+_TITLE = 120  # a headline's title, cut: the full text is one read_message away
+
+
+def ago(then: float | None, now: float) -> str:
+    if then is None:
+        return "never"
+    seconds = max(0, int(now - then))
+    for size, unit in ((86400, "d"), (3600, "h"), (60, "m")):
+        if seconds >= size:
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"
+
+
+def _debt(debt: dict, now: float, who: str) -> str:
+    escalated = f", escalated x{debt['escalations']}" if debt.get("escalations") else ""
+    return f"{debt['ref']} {who}: {one_line(debt['title'], _TITLE)} (asked {ago(debt['asked_at'], now)}{escalated})"
+
+
+def _headline(message: dict) -> str:
+    flags = f" [{','.join(message['flags'])}]" if message.get("flags") else ""
+    quiet = " (next_turn)" if message.get("urgency", "normal") != "normal" else ""
+    return f"{message['ref']} from {message['sender']}{flags}{quiet}: {one_line(message['title'], _TITLE)}"
+
+
+def inbox(result: dict) -> str:
+    now = result["now"]
+    head = f"owed {result['owed_total']} | unread {result['unread']}"
+    if not result["owed"] and not result["channels"]:
+        return head + " | nothing unread, nothing owed"
+    lines = ["you owe a reply: " + _debt(d, now, f"from {d['asker']}") for d in result["owed"]]
+    for channel in result["channels"]:
+        lines.append(f"{channel['channel']} ({channel['unread']} unread)")
+        lines += ["  " + _headline(m) for m in channel["messages"]]
+    more = result["owed_total"] - len(result["owed"])
+    tail = f"\n{more} more owed: call owed" if more > 0 else ""
+    return f"{head}\n{quoted(lines, 'inbox')}{tail}\nRead one with read_message; mark handled with ack_inbox."
+
+
+def digest(result: dict) -> str:
+    now = result["now"]
+    head = (f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | "
+            f"unread {result['unread']}")
+    lines = [_debt(d, now, f"from {d['asker']}") for d in result["i_owe"]]
+    for channel in result["channels"]:
+        lines.append(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
+        lines += [f"  {m['ref']} from {m['sender']}: {one_line(m['title'], _TITLE)}" for m in channel["latest"]]
+    return head if not lines else f"{head}\n{quoted(lines, 'digest')}"
+
+
+def owed(result: dict) -> str:
+    now = result["now"]
+    lines = [f"I owe ({len(result['i_owe'])}):"]
+    lines += ["  " + _debt(d, now, f"from {d['asker']}") for d in result["i_owe"]]
+    lines.append(f"owed to me ({len(result['owed_to_me'])}):")
+    lines += ["  " + _debt(d, now, f"by {d['debtor']}") for d in result["owed_to_me"]]
+    return quoted(lines, "owed")
+
+
+def message(result: dict) -> str:
+    extra = f"ask: yes (reply with send_message reply_to={result['ref']})" if result.get("ask") else "ask: no"
+    return f"{result['fenced']}\n{extra}; to: {', '.join(result.get('to') or []) or '-'}. Reading did not ack it."
+
+
+def sent(receipt: dict) -> str:
+    parts = [f"sent {receipt['ref']} to {receipt['delivered']} agent(s)"]
+    if receipt["to"]:
+        parts.append(f"for {', '.join(receipt['to'])}")
+    if receipt["ask"]:
+        parts.append("asking for a reply")
+    if receipt["discharged"]:
+        parts.append(f"discharged {receipt['discharged']} debt(s)")
+    for redirect in receipt.get("redirected") or []:
+        parts.append(f"{redirect['from']} is now {redirect['to']}")
+    return "; ".join(parts)
+
+
+def acked(result: dict) -> str:
+    cursors = result.get("cursors") or {}
+    return "acked " + ", ".join(f"{ref} ({c['channel']} handled through #{c['cursor']})" for ref, c in cursors.items())
+
+
+def agents(result: dict) -> str:
+    now = result.get("now") or time.time()
+    lines = [f"{a['id']} {a.get('liveness_mode') or '-'} {a['status']} seen {ago(a.get('last_seen'), now)}"
+             + (f" task: {one_line(a['task'], _TITLE)}" if a.get("task") else "") for a in result["agents"]]
+    return quoted(lines, "agents")
+
+
+def woke(deliveries: list[dict], timeout: float) -> str:
+    if not deliveries:
+        return f"nothing important arrived in {timeout:g}s; call wait_for_messages again to keep waiting"
+    lines = [f"{d['channel']}#{d['seq']} from {d['sender']} [{','.join(d.get('flags') or [])}]: "
+             f"{one_line(d.get('title', ''), _TITLE)}" for d in deliveries]
+    return (f"{len(deliveries)} arrived\n{quoted(lines, 'arrivals')}\n"
+            "Read them with read_message (check_inbox shows everything unread).")
+
+
+def whoami(hello: dict, seat_home: str, socket: str) -> str:
+    return (f"seat {hello.get('agent')} (mode {hello.get('liveness_mode') or '-'}); hub {socket} "
+            f"version {hello.get('hub_version')}, protocol {hello.get('protocol')}; home {seat_home}; "
+            f"charter: {hello.get('charter') or 'none'}")
