@@ -1,0 +1,139 @@
+"""A scripted model: an HTTP server on 127.0.0.1 that a real harness CLI takes for its model API.
+
+Minimal stand-in of the shared rig's server, to the same interface: `replies`
+is a queue of protocol-neutral replies consumed one per conversation request
+(`{"text": ...}` or `{"shell": "<command line>"}`), `{"text": "done"}` when it
+is empty; `seen` records every request as a `Seen`; `wait_for(predicate,
+timeout)` waits for one. Each wire protocol is a module of
+tests/harness/protocols exposing matches(method, path), user_text(body),
+is_side_request(body) and respond(reply, body).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+import threading
+import time
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Callable
+
+from tests.harness.protocols import gemini, openai_chat
+
+PROTOCOLS = {"gemini": gemini, "openai_chat": openai_chat}
+DEFAULT_REPLY = {"text": "done"}
+
+
+@dataclass
+class Seen:
+    at: float           # time.monotonic() when the request's body was read
+    protocol: str
+    path: str
+    body: dict
+    user_text: str      # the newest user-side text: prompt, tool results, hook-injected messages
+    side: bool = False  # a request the harness makes for itself: answered without consuming the script
+
+
+class ScriptedModel:
+    def __init__(self, replies: list[dict] | None = None):
+        self.replies: collections.deque = collections.deque(replies or [])
+        self.seen: list[Seen] = []
+        self.errors: list[str] = []
+        self._changed = threading.Condition()
+        self._server: ThreadingHTTPServer | None = None
+
+    @property
+    def url(self) -> str:
+        host, port = self._server.server_address[:2]
+        return f"http://{host}:{port}"
+
+    def __enter__(self) -> "ScriptedModel":
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(self))
+        self._server.daemon_threads = True
+        threading.Thread(target=self._server.serve_forever, name="scripted-model", daemon=True).start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    def script(self, *replies: dict) -> None:
+        with self._changed:
+            self.replies.extend(replies)
+
+    def wait_for(self, predicate: Callable[[Seen], bool], timeout: float, after: int = 0,
+                 what: str = "a model request") -> Seen:
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                for seen in self.seen[after:]:
+                    if predicate(seen):
+                        return seen
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"no {what} within {timeout}s; {len(self.seen)} requests so far, the "
+                                         f"last user texts: {[s.user_text[-200:] for s in self.seen[-3:]]}; "
+                                         f"unclaimed: {self.errors[-3:]}")
+                self._changed.wait(left)
+
+    def main_requests(self) -> list[Seen]:
+        with self._changed:
+            return [s for s in self.seen if not s.side]
+
+    def _record(self, seen: Seen) -> dict:
+        with self._changed:
+            self.seen.append(seen)
+            reply = DEFAULT_REPLY if seen.side or not self.replies else self.replies.popleft()
+            self._changed.notify_all()
+            return reply
+
+    def _unclaimed(self, what: str) -> None:
+        with self._changed:
+            self.errors.append(what)
+            self._changed.notify_all()
+
+
+def _handler(model: ScriptedModel):
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, *args) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            self._unclaimed_reply()
+
+        def do_POST(self) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            raw = self.rfile.read(length) if length else b""
+            protocol = next((name for name, p in PROTOCOLS.items() if p.matches(self.command, self.path)), None)
+            if protocol is None:
+                self._unclaimed_reply()
+                return
+            at = time.monotonic()
+            body = json.loads(raw or b"{}")
+            adapter = PROTOCOLS[protocol]
+            seen = Seen(at, protocol, self.path, body, adapter.user_text(body), adapter.is_side_request(body))
+            reply = model._record(seen)
+            status, headers, chunks = adapter.respond(reply, body)
+            self.send_response(status)
+            for name, value in headers.items():
+                self.send_header(name, value)
+            self.send_header("Connection", "close")
+            self.end_headers()
+            for chunk in chunks:
+                self.wfile.write(chunk)
+                self.wfile.flush()
+            self.close_connection = True
+
+        def _unclaimed_reply(self) -> None:
+            model._unclaimed(f"{self.command} {self.path}")
+            payload = json.dumps({"error": f"the scripted model does not serve {self.command} {self.path}"}).encode()
+            self.send_response(404)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(payload)))
+            self.end_headers()
+            self.wfile.write(payload)
+
+    return Handler
