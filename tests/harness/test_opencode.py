@@ -1,0 +1,193 @@
+"""The real opencode, offline against the scripted model, in a workspace wired as `agora setup` would wire it.
+
+Proves: (i) an `opencode run` turn runs the seat's commands through the
+model's bash tool; (ii) the wired plugin runs the backstop when a session goes
+idle and, when it answers {"decision": "block"}, prompts the same session with
+its reason (the next model request carries it), passing stop_hook_active on
+the idle that follows its own prompt; (iii) an idle session is woken by the
+plugin's background listener when a DM lands, three times in a row. (ii) and
+(iii) run under `opencode serve`, a long-lived opencode like the TUI:
+`opencode run` exits at its session's first idle, before any follow-up runs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agorad.surface import wiring
+from agorad.surface.paths import listen_file
+from tests.harness import opencode
+from tests.harness.install import NotInstalled, binary
+from tests.harness.model_server import ScriptedModel
+from tests.seats import send
+
+try:
+    binary("opencode")
+except NotInstalled as exc:
+    pytestmark = pytest.mark.skip(reason=str(exc))
+
+SEAT, PEER = "seat", "peer"
+
+
+@pytest.fixture
+def model():
+    with ScriptedModel() as scripted:
+        yield scripted
+
+
+@pytest.fixture
+def hook_processes(hub):
+    """End, after the test, the `agora` processes the plugin started on this hub's home (found by the home)."""
+    yield
+    home = str(hub.home)
+    mine = [p for p in psutil.process_iter(["pid", "cmdline"])
+            if p.info["pid"] not in (os.getpid(), hub.proc.pid) and home in " ".join(p.info["cmdline"] or ())]
+    for process in mine:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            process.terminate()
+    _, alive = psutil.wait_procs(mine, timeout=5)
+    for process in alive:
+        process.kill()
+
+
+class Seat:
+    def __init__(self, hub, workspace: Path, private: Path, peer, env: dict):
+        self.hub, self.workspace, self.private, self.peer, self.env = hub, workspace, private, peer, env
+
+
+@pytest.fixture
+def seat(hub, model, tmp_path, hook_processes):
+    keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in (SEAT, PEER)}
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    peer = hub.client(PEER, keys[PEER])
+    yield Seat(hub, workspace, tmp_path, peer, opencode.environment(model.url, tmp_path))
+    peer.close()
+
+
+@pytest.fixture
+def server(seat):
+    servers = []
+
+    def start() -> opencode.Server:
+        servers.append(opencode.Server(seat.workspace, seat.env))
+        return servers[-1]
+
+    yield start
+    for running in servers:
+        running.stop()
+
+
+def _probe(path: Path, answer: str) -> list[str]:
+    """A backstop stand-in: records its stdin; on an idle not after its own prompt, answers `answer` ("block"|"quiet")."""
+    script = path.with_suffix(".py")
+    script.write_text(
+        "import json, sys\n"
+        "data = json.load(sys.stdin)\n"
+        f"with open({str(path)!r}, 'a') as log:\n"
+        "    log.write(json.dumps(data) + '\\n')\n"
+        f"if {answer!r} == 'block' and not data['stop_hook_active']:\n"
+        "    print(json.dumps({'decision': 'block', 'reason': 'PROBE: check the inbox'}))\n")
+    return [sys.executable, str(script)]
+
+
+def _records(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()] if path.exists() else []
+
+
+def _wait(condition, timeout: float, what: str):
+    """Wait for a file the plugin or listener writes (the test has no event to block on): the value or fail."""
+    deadline = time.monotonic() + timeout
+    while not (value := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(0.02)
+    return value
+
+
+def test_a_run_turn_runs_the_seats_inbox_through_the_bash_tool(seat, model):
+    send(seat.peer, f"@{SEAT}", title="schema v2 ready")
+    opencode.wire(seat.workspace, SEAT, seat.hub.home)
+    inbox = wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home))
+    model.script({"shell": inbox}, {"text": "read it"})
+
+    done = opencode.run(seat.workspace, seat.env, "check your mail")
+
+    assert done.returncode == 0, done.stderr
+    main = model.main_requests()
+    assert len(main) == 2, [s.user_text[-200:] for s in main]
+    assert "check your mail" in main[0].user_text
+    assert "schema v2 ready" in main[1].user_text   # the inbox's output, returned as the bash tool's result
+    assert "read it" in done.stdout
+
+
+def test_the_plugin_reprompts_an_idle_session_when_the_backstop_blocks(seat, model, server):
+    calls = seat.private / "backstop.jsonl"
+    opencode.wire(seat.workspace, SEAT, seat.hub.home, backstop=_probe(calls, "block"))
+    model.script({"text": "first answer"}, {"text": "second answer"})
+    running = server()
+    session = running.new_session()
+
+    running.prompt(session, "hello")
+
+    model.wait_for(lambda s: not s.side and s.user_text.strip() == "PROBE: check the inbox", 60,
+                   what="the backstop's reason as the next user message")
+    records = _wait(lambda: len(_records(calls)) >= 2 and _records(calls), 60, "the second idle's backstop")
+    assert [(r["hook_event_name"], r["session_id"], r["stop_hook_active"]) for r in records] == [
+        ("session.idle", session, False), ("session.idle", session, True)]
+    assert [s.user_text.strip() for s in model.main_requests()] == ["hello", "PROBE: check the inbox"]
+
+
+def test_a_quiet_backstop_leaves_the_session_idle(seat, model, server):
+    calls = seat.private / "backstop.jsonl"
+    opencode.wire(seat.workspace, SEAT, seat.hub.home, backstop=_probe(calls, "quiet"))
+    model.script({"text": "only answer"}, {"text": "never asked for"})
+    running = server()
+    session = running.new_session()
+
+    running.prompt(session, "hello")
+
+    _wait(lambda: _records(calls), 60, "the backstop at the idle")
+    running.prompt(session, "second turn")   # a later request proves the session ran nothing in between
+    second = model.wait_for(lambda s: not s.side and "second turn" in s.user_text, 60)
+    assert [s.user_text.strip() for s in model.main_requests()] == ["hello", second.user_text.strip()]
+    assert [r["stop_hook_active"] for r in _records(calls)[:1]] == [False]
+
+
+def _armed(home: Path, previous: str | None) -> str | None:
+    """The listener's pidfile once a listener other than `previous` holds it (written when its place is fixed)."""
+    try:
+        text = listen_file(home, SEAT, "pid").read_text()
+    except FileNotFoundError:
+        return None
+    return text if text and text != previous else None
+
+
+def test_an_idle_session_is_woken_by_the_plugins_listener_three_times(seat, model, server):
+    """Setup's plugin, untouched: at each idle the backstop (quiet here) runs, then the listener arms."""
+    opencode.wire(seat.workspace, SEAT, seat.hub.home)
+    model.script({"text": "idle now"}, *({"text": f"read wake {n}"} for n in (1, 2, 3)))
+    running = server()
+    session = running.new_session()
+    running.prompt(session, "hello")
+    armed = None
+    for n in (1, 2, 3):
+        armed = _wait(lambda: _armed(seat.hub.home, armed), 60, f"listener #{n} to arm at the idle")
+        before = len(model.seen)
+        sent = time.monotonic()
+        send(seat.peer, f"@{SEAT}", title=f"wake number {n}")
+        woke = model.wait_for(lambda s: not s.side and f"wake number {n}" in s.user_text, 60, after=before,
+                              what=f"the session's request for wake {n}")
+        print(f"opencode idle wake #{n}: send -> next model request {1000 * (woke.at - sent):.0f} ms")
+        assert "AGORA_WAKE" not in woke.user_text   # the listener's digest (stderr), not its sentinel line
+        # The wake continued the session the user started: its history is in the request.
+        history = [m for m in woke.body["messages"] if m.get("role") == "user"]
+        assert "hello" in json.dumps(history[0]) and len(history) == n + 1
