@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: run test bench soak clean
+.PHONY: run test test-harness bench soak clean
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -18,6 +18,9 @@ run: $(STAMP)  ## set up and run the hub in the foreground on $$AGORA_HOME (defa
 
 test: $(STAMP)  ## set up and run the whole suite
 	$(BIN)/pytest -q
+
+test-harness: $(STAMP)  ## the real harness CLIs (pinned, in .cache/harness) against a scripted model, with no network but loopback
+	AGORA_HARNESS_TESTS=1 unshare -n sh -c 'ip link set lo up && exec $(BIN)/pytest -q -rs -s tests/harness'
 
 soak: $(STAMP)  ## the reliability suite at soak strength: 200 kills, a minute of load, thousands of examples
 	AGORA_SOAK=1 $(BIN)/pytest -q -s -p no:randomly --timeout 1800 tests/reliability
