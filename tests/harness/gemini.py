@@ -37,6 +37,7 @@ import subprocess
 from pathlib import Path
 
 from agorad.surface import wiring
+from tests.harness import rules
 from tests.harness.install import binary
 
 MODEL = "gemini-2.5-flash"
@@ -76,11 +77,12 @@ def backstop_hook(agent: str, home: Path) -> dict:
 
 
 def wire(workspace: Path, agent: str, home: Path, after_agent: list[dict] | None = None) -> Path:
-    """Write `.gemini/settings.json` as setup would: the AfterAgent backstop (or the hooks given instead)."""
+    """Write `.gemini/settings.json` (the AfterAgent backstop, or the hooks given instead) and GEMINI.md's block."""
     hooks = after_agent if after_agent is not None else [backstop_hook(agent, home)]
     path = workspace / ".gemini" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": hooks}]}}, indent=2) + "\n")
+    rules.write(workspace / "GEMINI.md", agent, home)
     return path
 
 

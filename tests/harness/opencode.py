@@ -36,6 +36,7 @@ import urllib.request
 from pathlib import Path
 
 from agorad.surface import wiring
+from tests.harness import rules
 from tests.harness.install import binary
 
 PROVIDER, MODEL = "scripted", "m"
@@ -44,10 +45,10 @@ PLUGIN = Path(".opencode") / "plugins" / "agora.js"
 # The plugin `agora setup` writes. Its two commands are rendered by agorad.surface.wiring:
 # LISTEN, a single-shot listener held in the background while the session idles: exit 2 means
 #   "prompt the session with my stderr" (the digest), as a Claude asyncRewake hook reads it;
-# BACKSTOP, `agora hook stop --harness opencode`, run at each turn's end with a Gemini-style
-#   contract: JSON {"decision": "block", "reason": R} on stdout prompts the session with R;
-#   anything else (empty stdout, any exit status) says nothing. Not "exit 2": click exits 2 on a
-#   usage error, which would reach the model as a prompt.
+# BACKSTOP, `agora hook stop --harness opencode`, run at each turn's end: a JSON object
+#   {"followup": R} on stdout prompts the session with R (the shape agora hook's opencode reply
+#   takes); anything else (empty stdout, any exit status) says nothing. Not "exit 2": click
+#   exits 2 on a usage error, which would then reach the model as a prompt.
 PLUGIN_SOURCE = """\
 // agora: written by `agora setup` for seat %(agent)s; re-run setup to change it, `agora setup --remove` to remove it.
 // Wakes this opencode's idle session when important mail lands, and checks the inbox at each turn's end.
@@ -70,10 +71,10 @@ function run(argv, input, keep) {
   })
 }
 
-function blocking(stdout) {
+function followup(stdout) {
   try {
     const answer = JSON.parse(stdout)
-    return answer && answer.decision === "block" && typeof answer.reason === "string" ? answer.reason : null
+    return answer && typeof answer.followup === "string" && answer.followup.trim() ? answer.followup : null
   } catch { return null }
 }
 
@@ -111,7 +112,7 @@ export const AgoraSeat = async ({ client, directory }) => {
       prompted = false
       const input = JSON.stringify({ hook_event_name: "session.idle", session_id: session, cwd: directory,
                                      stop_hook_active: active })
-      const reason = blocking((await run(BACKSTOP, input)).out)
+      const reason = followup((await run(BACKSTOP, input)).out)
       if (reason) return prompt(session, reason)
       arm()
     },
@@ -129,10 +130,11 @@ def plugin_source(agent: str, home: Path, listen: list[str] | None = None, backs
 
 
 def wire(workspace: Path, agent: str, home: Path, **commands) -> Path:
-    """Write `.opencode/plugins/agora.js` as setup would (tests may swap in other listen/backstop commands)."""
+    """Write `.opencode/plugins/agora.js` and AGENTS.md's block as setup would (tests may swap the commands)."""
     path = workspace / PLUGIN
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(plugin_source(agent, home, **commands))
+    rules.write(workspace / "AGENTS.md", agent, home)
     return path
 
 

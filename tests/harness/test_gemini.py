@@ -226,3 +226,14 @@ def test_a_turn_held_by_an_after_agent_listener_takes_mail_twice(seat, model):
     finally:
         os.killpg(proc.pid, signal.SIGTERM)
         proc.wait(timeout=30)
+
+
+def test_the_rule_block_in_gemini_md_reaches_the_model(seat, model):
+    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[])
+
+    done = gemini.turn(seat.workspace, seat.env, "hello")
+
+    assert done.returncode == 0, done.stderr
+    first = json.dumps(model.main_requests()[0].body)
+    assert json.dumps(f"you are seat `{SEAT}` on this host's hub")[1:-1] in first
+    assert json.dumps(wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in first

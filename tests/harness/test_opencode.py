@@ -2,9 +2,9 @@
 
 Proves: (i) an `opencode run` turn runs the seat's commands through the
 model's bash tool; (ii) the wired plugin runs the backstop when a session goes
-idle and, when it answers {"decision": "block"}, prompts the same session with
-its reason (the next model request carries it), passing stop_hook_active on
-the idle that follows its own prompt; (iii) an idle session is woken by the
+idle and, when it answers {"followup": R}, prompts the same session with R
+(the next model request carries it), passing stop_hook_active on the idle
+that follows its own prompt; (iii) an idle session is woken by the
 plugin's background listener when a DM lands, three times in a row. (ii) and
 (iii) run under `opencode serve`, a long-lived opencode like the TUI:
 `opencode run` exits at its session's first idle, before any follow-up runs.
@@ -95,7 +95,7 @@ def _probe(path: Path, answer: str) -> list[str]:
         f"with open({str(path)!r}, 'a') as log:\n"
         "    log.write(json.dumps(data) + '\\n')\n"
         f"if {answer!r} == 'block' and not data['stop_hook_active']:\n"
-        "    print(json.dumps({'decision': 'block', 'reason': 'PROBE: check the inbox'}))\n")
+        "    print(json.dumps({'followup': 'PROBE: check the inbox'}))\n")
     return [sys.executable, str(script)]
 
 
@@ -191,3 +191,14 @@ def test_an_idle_session_is_woken_by_the_plugins_listener_three_times(seat, mode
         # The wake continued the session the user started: its history is in the request.
         history = [m for m in woke.body["messages"] if m.get("role") == "user"]
         assert "hello" in json.dumps(history[0]) and len(history) == n + 1
+
+
+def test_the_rule_block_in_agents_md_reaches_the_model(seat, model):
+    opencode.wire(seat.workspace, SEAT, seat.hub.home)
+
+    done = opencode.run(seat.workspace, seat.env, "hello")
+
+    assert done.returncode == 0, done.stderr
+    first = json.dumps(model.main_requests()[0].body)
+    assert json.dumps(f"you are seat `{SEAT}` on this host's hub")[1:-1] in first
+    assert json.dumps(wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in first
