@@ -19,6 +19,9 @@ bundled code, bundle/chunk-*.js):
   to the model as a new user message in the same run (core client.js
   sendMessageStream). The runner parses stdout first and falls back to
   stderr only when stdout is empty (core hooks/hookRunner.js).
+- SessionStart (stdin adds `source`: startup|resume|clear) may answer
+  `{"hookSpecificOutput": {"additionalContext": T}}`: headless, T is added to
+  the first prompt; interactive, it is the first turn (docs/hooks/reference.md).
 - Hooks run synchronously: the CLI waits for them (docs/hooks/index.md); there
   is no background hook.
 - `GOOGLE_GEMINI_BASE_URL` (http allowed only for localhost) and
@@ -76,12 +79,25 @@ def backstop_hook(agent: str, home: Path) -> dict:
             "command": wiring.shell(wiring.backstop(exe, "gemini", agent, home)), "timeout": BACKSTOP_TIMEOUT_MS}
 
 
-def wire(workspace: Path, agent: str, home: Path, after_agent: list[dict] | None = None) -> Path:
-    """Write `.gemini/settings.json` (the AfterAgent backstop, or the hooks given instead) and GEMINI.md's block."""
-    hooks = after_agent if after_agent is not None else [backstop_hook(agent, home)]
+def start_hook(agent: str, home: Path) -> dict:
+    """SessionStart: `agora hook start --harness gemini` answers hookSpecificOutput.additionalContext."""
+    argv = [wiring.agora_executable(), "hook", "start", "--harness", "gemini", *wiring.seat_args(agent, home)]
+    return {"name": "agora-start", "type": "command", "command": wiring.shell(argv), "timeout": BACKSTOP_TIMEOUT_MS}
+
+
+def wire(workspace: Path, agent: str, home: Path, after_agent: list[dict] | None = None,
+         session_start: list[dict] | None = None) -> Path:
+    """Write `.gemini/settings.json` and GEMINI.md's block as setup would (tests may swap in other hooks).
+
+    Setup's hooks: SessionStart `agora hook start`, AfterAgent `agora hook stop` (the backstop).
+    """
+    after_agent = after_agent if after_agent is not None else [backstop_hook(agent, home)]
+    session_start = session_start if session_start is not None else [start_hook(agent, home)]
+    hooks = {event: [{"hooks": entries}] for event, entries in
+             (("SessionStart", session_start), ("AfterAgent", after_agent)) if entries}
     path = workspace / ".gemini" / "settings.json"
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hooks": {"AfterAgent": [{"hooks": hooks}]}}, indent=2) + "\n")
+    path.write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
     rules.write(workspace / "GEMINI.md", agent, home)
     return path
 

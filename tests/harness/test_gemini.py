@@ -74,8 +74,8 @@ def seat(hub, model, tmp_path, hook_processes):
 def _probe(path: Path, answer: str) -> dict:
     """An AfterAgent hook that records its stdin and, on a turn not already continued, answers `answer`.
 
-    answer: "quiet" (exit 0, nothing), "json" (exit 0, {"decision": "block"} on stdout), "exit2" (exit 2,
-    the reason on stderr). Stands in for the backstop to pin down Gemini's side of the contract.
+    answer: "quiet" (exit 0, nothing), "block" or "deny" (exit 0, {"decision": answer} on stdout), "exit2"
+    (exit 2, the reason on stderr). Stands in for the backstop to pin down Gemini's side of the contract.
     """
     script = path.with_suffix(".py")
     script.write_text(
@@ -86,8 +86,8 @@ def _probe(path: Path, answer: str) -> dict:
         f"answer = {answer!r}\n"
         "if data.get('stop_hook_active') or answer == 'quiet':\n"
         "    sys.exit(0)\n"
-        "if answer == 'json':\n"
-        "    print(json.dumps({'decision': 'block', 'reason': 'PROBE: check the inbox'}))\n"
+        "if answer in ('block', 'deny'):\n"
+        "    print(json.dumps({'decision': answer, 'reason': 'PROBE: check the inbox'}))\n"
         "    sys.exit(0)\n"
         "sys.stderr.write('PROBE: check the inbox')\n"
         "sys.exit(2)\n")
@@ -102,7 +102,7 @@ def test_a_turn_runs_the_seats_inbox_through_the_shell_tool(seat, model):
     send(seat.peer, f"@{SEAT}", title="schema v2 ready")
     inbox = wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home))
     model.script({"shell": inbox}, {"text": "read it"})
-    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[])
+    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[], session_start=[])
 
     done = gemini.turn(seat.workspace, seat.env, "check your mail")
 
@@ -115,10 +115,10 @@ def test_a_turn_runs_the_seats_inbox_through_the_shell_tool(seat, model):
     assert "read it" in done.stdout
 
 
-@pytest.mark.parametrize("answer", ["json", "exit2"])
+@pytest.mark.parametrize("answer", ["block", "deny", "exit2"])
 def test_after_agent_block_continues_the_run_with_the_hooks_text(seat, model, answer):
     calls = seat.private / "after-agent.jsonl"
-    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[_probe(calls, answer)])
+    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[_probe(calls, answer)], session_start=[])
     model.script({"text": "first answer"}, {"text": "second answer"})
 
     done = gemini.turn(seat.workspace, seat.env, "hello")
@@ -135,7 +135,7 @@ def test_after_agent_block_continues_the_run_with_the_hooks_text(seat, model, an
 
 def test_a_quiet_after_agent_hook_lets_the_turn_end(seat, model):
     calls = seat.private / "after-agent.jsonl"
-    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[_probe(calls, "quiet")])
+    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[_probe(calls, "quiet")], session_start=[])
     model.script({"text": "only answer"}, {"text": "never asked for"})
 
     done = gemini.turn(seat.workspace, seat.env, "hello")
@@ -152,7 +152,8 @@ def test_exit_2_with_anything_on_stdout_sends_stdout_not_stderr(seat, model, tmp
                       "echo 'AGORA_WAKE agent=seat n=1'\necho 'the digest' >&2\nexit 2\n")
     script.chmod(0o755)
     gemini.wire(seat.workspace, SEAT, seat.hub.home,
-                after_agent=[{"name": "noisy", "type": "command", "command": str(script), "timeout": 30_000}])
+                after_agent=[{"name": "noisy", "type": "command", "command": str(script), "timeout": 30_000}],
+                session_start=[])
     model.script({"text": "first"}, {"text": "second"})
 
     done = gemini.turn(seat.workspace, seat.env, "hello")
@@ -168,7 +169,7 @@ def _agora_hook_exists() -> bool:
 
 @pytest.mark.skipif(not _agora_hook_exists(), reason="`agora hook stop` is not in this build yet")
 def test_the_wired_backstop_reprompts_while_important_mail_is_unread(seat, model):
-    gemini.wire(seat.workspace, SEAT, seat.hub.home)   # exactly setup's AfterAgent entry
+    gemini.wire(seat.workspace, SEAT, seat.hub.home)   # exactly setup's hooks
     send(seat.peer, f"@{SEAT}", title="please review 0004")
     model.script({"text": "nothing to do"}, {"text": "looking"})
 
@@ -210,7 +211,7 @@ def test_a_turn_held_by_an_after_agent_listener_takes_mail_twice(seat, model):
     """The only wake Gemini allows: the turn never ends while the hook waits, so this is a foreground wait."""
     sentinels = seat.private / "listen.out"
     gemini.wire(seat.workspace, SEAT, seat.hub.home,
-                after_agent=[hold_listen(SEAT, seat.hub.home, sentinels, max_wait=120)])
+                after_agent=[hold_listen(SEAT, seat.hub.home, sentinels, max_wait=120)], session_start=[])
     model.script({"text": "idle now"}, {"text": "read the first"}, {"text": "read the second"})
     proc = gemini.start(seat.workspace, seat.env, "wait for mail")
     try:
@@ -229,7 +230,7 @@ def test_a_turn_held_by_an_after_agent_listener_takes_mail_twice(seat, model):
 
 
 def test_the_rule_block_in_gemini_md_reaches_the_model(seat, model):
-    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[])
+    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[], session_start=[])
 
     done = gemini.turn(seat.workspace, seat.env, "hello")
 
@@ -237,3 +238,22 @@ def test_the_rule_block_in_gemini_md_reaches_the_model(seat, model):
     first = json.dumps(model.main_requests()[0].body)
     assert json.dumps(f"you are seat `{SEAT}` on this host's hub")[1:-1] in first
     assert json.dumps(wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in first
+
+
+def test_session_start_additional_context_reaches_the_first_request(seat, model, tmp_path):
+    calls = tmp_path / "start.jsonl"
+    script = tmp_path / "start.py"
+    script.write_text(
+        "import json, sys\n"
+        f"open({str(calls)!r}, 'a').write(sys.stdin.read() + '\\n')\n"
+        "print(json.dumps({'hookSpecificOutput': {'hookEventName': 'SessionStart',"
+        " 'additionalContext': 'PROBE-CONTEXT: seat has 2 unread'}}))\n")
+    probe = {"name": "probe-start", "type": "command", "command": f"{sys.executable} {script}", "timeout": 30_000}
+    gemini.wire(seat.workspace, SEAT, seat.hub.home, after_agent=[], session_start=[probe])
+
+    done = gemini.turn(seat.workspace, seat.env, "hello")
+
+    assert done.returncode == 0, done.stderr
+    assert "PROBE-CONTEXT: seat has 2 unread" in model.main_requests()[0].user_text
+    started = [json.loads(line) for line in calls.read_text().splitlines() if line.strip()]
+    assert [(s["hook_event_name"], s["source"]) for s in started] == [("SessionStart", "startup")]
