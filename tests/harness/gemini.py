@@ -39,12 +39,10 @@ import os
 import subprocess
 from pathlib import Path
 
-from agorad.surface import wiring
-from tests.harness import rules
+from tests.harness import setup_spec
 from tests.harness.install import binary
 
 MODEL = "gemini-2.5-flash"
-BACKSTOP_TIMEOUT_MS = 30_000   # the backstop answers in well under a second; a loaded hub gets room
 
 
 def environment(model_url: str, private: Path, workspace: Path) -> dict[str, str]:
@@ -73,33 +71,20 @@ def environment(model_url: str, private: Path, workspace: Path) -> dict[str, str
     }
 
 
-def backstop_hook(agent: str, home: Path) -> dict:
-    exe = wiring.agora_executable()
-    return {"name": "agora-backstop", "type": "command",
-            "command": wiring.shell(wiring.backstop(exe, "gemini", agent, home)), "timeout": BACKSTOP_TIMEOUT_MS}
-
-
-def start_hook(agent: str, home: Path) -> dict:
-    """SessionStart: `agora hook start --harness gemini` answers hookSpecificOutput.additionalContext."""
-    argv = [wiring.agora_executable(), "hook", "start", "--harness", "gemini", *wiring.seat_args(agent, home)]
-    return {"name": "agora-start", "type": "command", "command": wiring.shell(argv), "timeout": BACKSTOP_TIMEOUT_MS}
-
-
 def wire(workspace: Path, agent: str, home: Path, after_agent: list[dict] | None = None,
          session_start: list[dict] | None = None) -> Path:
     """Write `.gemini/settings.json` and GEMINI.md's block as setup would (tests may swap in other hooks).
 
-    Setup's hooks: SessionStart `agora hook start`, AfterAgent `agora hook stop` (the backstop).
+    Setup's hooks (tests/harness/setup_spec.py): SessionStart `agora hook start`, AfterAgent `agora hook stop`.
     """
-    after_agent = after_agent if after_agent is not None else [backstop_hook(agent, home)]
-    session_start = session_start if session_start is not None else [start_hook(agent, home)]
-    hooks = {event: [{"hooks": entries}] for event, entries in
-             (("SessionStart", session_start), ("AfterAgent", after_agent)) if entries}
-    path = workspace / ".gemini" / "settings.json"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"hooks": hooks}, indent=2) + "\n")
-    rules.write(workspace / "GEMINI.md", agent, home)
-    return path
+    where = setup_spec.seat(workspace, agent, home)
+    handlers = setup_spec.gemini_handlers(where)
+    if after_agent is not None:
+        handlers["AfterAgent"] = after_agent
+    if session_start is not None:
+        handlers["SessionStart"] = session_start
+    setup_spec.write(setup_spec.gemini(where, handlers))
+    return workspace / ".gemini" / "settings.json"
 
 
 def turn(workspace: Path, env: dict, prompt: str, timeout: float = 120) -> subprocess.CompletedProcess:

@@ -35,12 +35,10 @@ import threading
 import urllib.request
 from pathlib import Path
 
-from agorad.surface import wiring
-from tests.harness import rules
+from tests.harness import setup_spec
 from tests.harness.install import binary
 
 PROVIDER, MODEL = "scripted", "m"
-PLUGIN = Path(".opencode") / "plugins" / "agora.js"
 
 # The plugin `agora setup` writes. Its two commands are rendered by agorad.surface.wiring:
 # LISTEN, a single-shot listener held in the background while the session idles: exit 2 means
@@ -122,20 +120,15 @@ export const AgoraSeat = async ({ client, directory }) => {
 """
 
 
-def plugin_source(agent: str, home: Path, listen: list[str] | None = None, backstop: list[str] | None = None) -> str:
-    exe = wiring.agora_executable()
-    listen = listen if listen is not None else wiring.hook_listen(exe, agent, home)
-    backstop = backstop if backstop is not None else wiring.backstop(exe, "opencode", agent, home)
+def plugin_source(agent: str, listen: list[str], backstop: list[str]) -> str:
     return PLUGIN_SOURCE % {"agent": agent, "listen": json.dumps(listen), "backstop": json.dumps(backstop)}
 
 
-def wire(workspace: Path, agent: str, home: Path, **commands) -> Path:
+def wire(workspace: Path, agent: str, home: Path, listen: list[str] | None = None,
+         backstop: list[str] | None = None) -> Path:
     """Write `.opencode/plugins/agora.js` and AGENTS.md's block as setup would (tests may swap the commands)."""
-    path = workspace / PLUGIN
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(plugin_source(agent, home, **commands))
-    rules.write(workspace / "AGENTS.md", agent, home)
-    return path
+    setup_spec.write(setup_spec.opencode(setup_spec.seat(workspace, agent, home), listen, backstop))
+    return workspace / setup_spec.OPENCODE_PLUGIN
 
 
 def environment(model_url: str, private: Path) -> dict[str, str]:

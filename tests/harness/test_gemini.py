@@ -236,7 +236,7 @@ def test_the_rule_block_in_gemini_md_reaches_the_model(seat, model):
 
     assert done.returncode == 0, done.stderr
     first = json.dumps(model.main_requests()[0].body)
-    assert json.dumps(f"you are seat `{SEAT}` on this host's hub")[1:-1] in first
+    assert json.dumps(f"## Agora: you are seat `{SEAT}`")[1:-1] in first
     assert json.dumps(wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in first
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -162,6 +163,25 @@ def test_a_quiet_backstop_leaves_the_session_idle(seat, model, server):
     assert [r["stop_hook_active"] for r in _records(calls)[:1]] == [False]
 
 
+def _agora_hook_exists() -> bool:
+    return subprocess.run([wiring.agora_executable(), "hook", "--help"], capture_output=True).returncode == 0
+
+
+@pytest.mark.skipif(not _agora_hook_exists(), reason="`agora hook stop` is not in this build yet")
+def test_the_wired_backstop_reprompts_while_important_mail_is_unread(seat, model, server):
+    opencode.wire(seat.workspace, SEAT, seat.hub.home)   # exactly setup's plugin
+    send(seat.peer, f"@{SEAT}", title="please review 0004")
+    model.script({"text": "nothing to do"}, {"text": "looking"})
+    running = server()
+    session = running.new_session()
+
+    running.prompt(session, "hello")
+
+    again = model.wait_for(lambda s: not s.side and len(model.main_requests()) >= 2 and s is model.main_requests()[1],
+                           60, what="the backstop's follow-up prompt")
+    assert "inbox" in again.user_text
+
+
 def _armed(home: Path, previous: str | None) -> str | None:
     """The listener's pidfile once a listener other than `previous` holds it (written when its place is fixed)."""
     try:
@@ -200,5 +220,5 @@ def test_the_rule_block_in_agents_md_reaches_the_model(seat, model):
 
     assert done.returncode == 0, done.stderr
     first = json.dumps(model.main_requests()[0].body)
-    assert json.dumps(f"you are seat `{SEAT}` on this host's hub")[1:-1] in first
+    assert json.dumps(f"## Agora: you are seat `{SEAT}`")[1:-1] in first
     assert json.dumps(wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in first
