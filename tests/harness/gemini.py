@@ -68,6 +68,8 @@ def environment(model_url: str, private: Path, workspace: Path) -> dict[str, str
         "HOME": str(home),
         "GEMINI_API_KEY": "scripted-model-key",
         "GOOGLE_GEMINI_BASE_URL": model_url,
+        # The agora under test, if the test run imports it from elsewhere: hooks run `agora` with this env.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
     }
 
 

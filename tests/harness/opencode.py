@@ -157,6 +157,8 @@ def environment(model_url: str, private: Path) -> dict[str, str]:
         "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
         "OPENCODE_DISABLE_SHARE": "1",
         "npm_config_offline": "true",
+        # The agora under test, if the test run imports it from elsewhere: hooks run `agora` with this env.
+        **({"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else {}),
     }
 
 
