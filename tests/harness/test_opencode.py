@@ -13,6 +13,7 @@ plugin's background listener when a DM lands, three times in a row. (ii) and
 from __future__ import annotations
 
 import contextlib
+import importlib.util
 import json
 import os
 import subprocess
@@ -223,3 +224,31 @@ def test_the_rule_block_in_agents_md_reaches_the_model(seat, model):
     first = json.dumps(model.main_requests()[0].body)
     assert json.dumps(f"## Agora: you are seat `{SEAT}`")[1:-1] in first
     assert json.dumps(wiring.shell(wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in first
+
+
+def _listener_watches_its_harness() -> bool:
+    return importlib.util.find_spec("agora_listen.harness") is not None
+
+
+@pytest.mark.skipif(not _listener_watches_its_harness(),
+                    reason="this build's listener does not yet end when its harness dies (agora_listen.harness)")
+def test_the_plugins_listener_does_not_outlive_its_opencode_even_killed(seat, model, server):
+    """A listener left armed by a dead harness would take the next wake and ring nobody (issue: swallowed wakes).
+
+    The plugin spawns the listener directly (no shell): its parent is opencode and its stdout a pipe
+    to it, the two things a --once listener watches. Without that watch it survives a SIGKILL.
+    """
+    opencode.wire(seat.workspace, SEAT, seat.hub.home)
+    running = server()
+    running.prompt(running.new_session(), "hello")
+    _wait(lambda: _armed(seat.hub.home, None), 60, "the listener to arm at the idle")
+    home = str(seat.hub.home)
+    listeners = [p for p in psutil.process_iter(["cmdline", "ppid"])
+                 if p.info["ppid"] == running.proc.pid and "listen" in (p.info["cmdline"] or [])
+                 and home in " ".join(p.info["cmdline"] or [])]
+    assert len(listeners) == 1, "the plugin's listener is not opencode's child"
+
+    running.proc.kill()
+
+    _, alive = psutil.wait_procs(listeners, timeout=15)
+    assert not alive, f"the listener {alive} outlived its opencode"
