@@ -9,9 +9,9 @@ bundled code, bundle/chunk-*.js):
 - Project settings are `<workspace>/.gemini/settings.json`; hooks live under
   `"hooks"`, one list of matcher groups per event, each `{"hooks": [{"type":
   "command", "command", "name", "timeout" (milliseconds, default 60000)}]}`
-  (docs/hooks/reference.md). A project hook runs once the folder is trusted
-  (folder trust is off by default) and is fingerprinted by name and command
-  (core hooks/trustedHooks.js): a changed command warns again.
+  (docs/hooks/reference.md). A project hook is fingerprinted by name and
+  command (core hooks/trustedHooks.js): a new or changed one prints a warning
+  once, then runs.
 - AfterAgent fires once per turn after the model's final answer; stdin has
   session_id, transcript_path, cwd, hook_event_name, timestamp, prompt,
   prompt_response, stop_hook_active. `{"decision": "block", "reason": R}` on
@@ -28,8 +28,8 @@ bundled code, bundle/chunk-*.js):
   `GEMINI_API_KEY` point it at the scripted model; `security.auth.selectedType`
   "gemini-api-key" picks API-key auth headless; `privacy.usageStatisticsEnabled`
   false and `general.enableAutoUpdate(Notification)` false keep it off the
-  network (docs/reference/configuration.md). An explicit `-m` model skips the
-  router's classifier request.
+  network (docs/reference/configuration.md). With an explicit `-m` model every
+  request seen was the conversation's own (streamed, with tools).
 """
 
 from __future__ import annotations

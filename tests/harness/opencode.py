@@ -11,7 +11,9 @@ bundled JavaScript was read with strings(1), and opencode.ai/docs/plugins):
   {sessionID}`. There is no stop hook with a return contract: a plugin
   continues a session by prompting it, `client.session.promptAsync({path:
   {id}, body: {parts: [{type: "text", text}]}})`, which adds a user message and
-  runs the loop (POST /session/{id}/prompt_async).
+  runs the loop (POST /session/{id}/prompt_async). Prompted while the session
+  is busy, the message joins the running loop at its next model request
+  (measured: it arrived with the pending tool result).
 - `opencode run` ends at its session's first idle status, so a follow-up
   prompted at idle is never run there; a long-lived opencode (the TUI,
   `opencode serve`) runs it. `dispose` is called on the hooks at shutdown.
