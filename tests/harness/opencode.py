@@ -48,7 +48,10 @@ PROVIDER, MODEL = "scripted", "m"
 # BACKSTOP, `agora hook stop --harness opencode`, run at each turn's end: a JSON object
 #   {"followup": R} on stdout prompts the session with R (the shape agora hook's opencode reply
 #   takes); anything else (empty stdout, any exit status) says nothing. Not "exit 2": click
-#   exits 2 on a usage error, which would then reach the model as a prompt.
+#   exits 2 on a usage error, which would then reach the model as a prompt;
+# START, `agora hook start --harness opencode`, run once per session before its first model
+#   request: {"context": T} on stdout puts T in that session's system prompt
+#   (experimental.chat.system.transform, the one hook that sees a session's requests).
 PLUGIN_SOURCE = """\
 // agora: written by `agora setup` for seat %(agent)s; re-run setup to change it, `agora setup --remove` to remove it.
 // Wakes this opencode's idle session when important mail lands, and checks the inbox at each turn's end.
@@ -56,6 +59,7 @@ import { spawn } from "node:child_process"
 
 const LISTEN = %(listen)s
 const BACKSTOP = %(backstop)s
+const START = %(start)s
 
 function run(argv, input, keep) {
   return new Promise((resolve) => {
@@ -71,10 +75,10 @@ function run(argv, input, keep) {
   })
 }
 
-function followup(stdout) {
+function field(stdout, name) {
   try {
     const answer = JSON.parse(stdout)
-    return answer && typeof answer.followup === "string" && answer.followup.trim() ? answer.followup : null
+    return answer && typeof answer[name] === "string" && answer[name].trim() ? answer[name] : null
   } catch { return null }
 }
 
@@ -83,6 +87,7 @@ export const AgoraSeat = async ({ client, directory }) => {
   let session = null           // the top-level session that idled last: the one a wake prompts
   let prompted = false         // this turn was our own re-prompt (stop_hook_active for the backstop)
   let listener = null
+  const contexts = new Map()   // session -> its start context (a promise), asked once
 
   const prompt = async (id, text) => {
     prompted = true
@@ -112,9 +117,19 @@ export const AgoraSeat = async ({ client, directory }) => {
       prompted = false
       const input = JSON.stringify({ hook_event_name: "session.idle", session_id: session, cwd: directory,
                                      stop_hook_active: active })
-      const reason = followup((await run(BACKSTOP, input)).out)
+      const reason = field((await run(BACKSTOP, input)).out, "followup")
       if (reason) return prompt(session, reason)
       arm()
+    },
+    "experimental.chat.system.transform": async (input, output) => {
+      const id = input.sessionID
+      if (!id || children.has(id)) return
+      if (!contexts.has(id)) {
+        const asked = JSON.stringify({ hook_event_name: "session.start", session_id: id, cwd: directory })
+        contexts.set(id, run(START, asked).then(({ out }) => field(out, "context")))
+      }
+      const context = await contexts.get(id)
+      if (context) output.system.push(context)
     },
     dispose: async () => { if (listener) listener.kill("SIGTERM") },
   }
@@ -122,14 +137,15 @@ export const AgoraSeat = async ({ client, directory }) => {
 """
 
 
-def plugin_source(agent: str, listen: list[str], backstop: list[str]) -> str:
-    return PLUGIN_SOURCE % {"agent": agent, "listen": json.dumps(listen), "backstop": json.dumps(backstop)}
+def plugin_source(agent: str, listen: list[str], backstop: list[str], start: list[str]) -> str:
+    return PLUGIN_SOURCE % {"agent": agent, "listen": json.dumps(listen), "backstop": json.dumps(backstop),
+                            "start": json.dumps(start)}
 
 
 def wire(workspace: Path, agent: str, home: Path, listen: list[str] | None = None,
-         backstop: list[str] | None = None) -> Path:
+         backstop: list[str] | None = None, start: list[str] | None = None) -> Path:
     """Write `.opencode/plugins/agora.js` and AGENTS.md's block as setup would (tests may swap the commands)."""
-    setup_spec.write(setup_spec.opencode(setup_spec.seat(workspace, agent, home), listen, backstop))
+    setup_spec.write(setup_spec.opencode(setup_spec.seat(workspace, agent, home), listen, backstop, start))
     return workspace / setup_spec.OPENCODE_PLUGIN
 
 

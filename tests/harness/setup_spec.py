@@ -50,13 +50,16 @@ end; mail arrives as a message relayed from agora. Do not start a listener of
 your own."""
 
 
-def opencode(seat: Seat, listen: list[str] | None = None, backstop: list[str] | None = None) -> list[Target]:
+def opencode(seat: Seat, listen: list[str] | None = None, backstop: list[str] | None = None,
+             start: list[str] | None = None) -> list[Target]:
     from tests.harness.opencode import plugin_source
 
     listen = wiring.hook_listen(seat.exe, seat.agent, seat.home) if listen is None else listen
     backstop = wiring.backstop(seat.exe, "opencode", seat.agent, seat.home) if backstop is None else backstop
+    if start is None:
+        start = [seat.exe, "hook", "start", "--harness", "opencode", *wiring.seat_args(seat.agent, seat.home)]
     return [
-        OwnedFile(seat.at(OPENCODE_PLUGIN), content=plugin_source(seat.agent, listen, backstop),
+        OwnedFile(seat.at(OPENCODE_PLUGIN), content=plugin_source(seat.agent, listen, backstop, start),
                   marker=OPENCODE_MARKER),
         MarkedBlock(seat.at("AGENTS.md"), body=opencode_rules(seat)),
     ]

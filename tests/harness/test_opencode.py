@@ -8,6 +8,9 @@ that follows its own prompt; (iii) an idle session is woken by the
 plugin's background listener when a DM lands, three times in a row. (ii) and
 (iii) run under `opencode serve`, a long-lived opencode like the TUI:
 `opencode run` exits at its session's first idle, before any follow-up runs.
+Also: `agora hook start`'s context reaches a session's system prompt, asked
+once per session; AGENTS.md's rule block reaches the model; the plugin's
+listener dies with its opencode.
 """
 
 from __future__ import annotations
@@ -252,3 +255,38 @@ def test_the_plugins_listener_does_not_outlive_its_opencode_even_killed(seat, mo
 
     _, alive = psutil.wait_procs(listeners, timeout=15)
     assert not alive, f"the listener {alive} outlived its opencode"
+
+
+def test_a_session_starts_with_the_start_hooks_context(seat, model, tmp_path):
+    calls = tmp_path / "start.jsonl"
+    script = tmp_path / "start.py"
+    script.write_text(
+        "import json, sys\n"
+        f"open({str(calls)!r}, 'a').write(sys.stdin.read() + '\\n')\n"
+        "print(json.dumps({'context': 'PROBE-CONTEXT: seat has 2 unread'}))\n")
+    opencode.wire(seat.workspace, SEAT, seat.hub.home, start=[sys.executable, str(script)])
+    model.script({"text": "first"})
+
+    done = opencode.run(seat.workspace, seat.env, "hello")
+
+    assert done.returncode == 0, done.stderr
+    first = model.main_requests()[0].body
+    system = " ".join(m["content"] if isinstance(m["content"], str) else json.dumps(m["content"])
+                      for m in first["messages"] if m["role"] == "system")
+    assert "PROBE-CONTEXT: seat has 2 unread" in system
+    asked = [json.loads(line) for line in calls.read_text().splitlines() if line.strip()]
+    assert [a["hook_event_name"] for a in asked] == ["session.start"]   # once per session, not per request
+
+
+def test_the_wired_start_hook_gives_the_seats_context(seat, model):
+    if subprocess.run([wiring.agora_executable(), "hook", "start", "--help"], capture_output=True).returncode:
+        pytest.skip("`agora hook start` is not in this build yet")
+    send(seat.peer, f"@{SEAT}", title="please review 0004")
+    opencode.wire(seat.workspace, SEAT, seat.hub.home)   # exactly setup's plugin
+
+    done = opencode.run(seat.workspace, seat.env, "hello")
+
+    assert done.returncode == 0, done.stderr
+    system = json.dumps([m for m in model.main_requests()[0].body["messages"] if m["role"] == "system"])
+    assert "please review 0004" in system or json.dumps(wiring.shell(
+        wiring.inbox(wiring.agora_executable(), SEAT, seat.hub.home)))[1:-1] in system
