@@ -91,7 +91,11 @@ export const AgoraSeat = async ({ client, directory }) => {
 
   const prompt = async (id, text) => {
     prompted = true
-    await client.session.promptAsync({ path: { id }, body: { parts: [{ type: "text", text }] } })
+    try {
+      await client.session.promptAsync({ path: { id }, body: { parts: [{ type: "text", text }] } })
+    } catch {
+      prompted = false   // the session is gone: the mail waits for the next one's start context and backstop
+    }
   }
 
   const arm = () => {
