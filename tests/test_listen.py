@@ -450,3 +450,24 @@ def test_home_and_as_before_the_subcommand_reach_the_listener(hub, pair):
                           capture_output=True, text=True, env=env, timeout=30)
     assert done.returncode == 0 and done.stdout.splitlines() == [
         f"AGORA_LISTEN armed source=file agent=runtime hub={hub.home / 'agorad.sock'}", "AGORA_LISTEN ended reason=max-wait"]
+
+
+FAKE_CLAUDE = "#!/bin/sh\n# Stands in for Claude Code: runs its last argument as a hook command and waits for it.\n" \
+              "for last; do :; done\nsh -c \"$last\"\n"
+
+
+@pytest.mark.parametrize("mode, armed", [(["-p"], False), (["-p", "--input-format", "stream-json"], True),
+                                         ([], True)])
+def test_background_only_ends_at_once_under_a_claude_that_would_wait(hub, pair, tmp_path, mode, armed):
+    claude = tmp_path / "claude"
+    claude.write_text(FAKE_CLAUDE)
+    claude.chmod(0o755)
+    before = sorted(os.listdir(hub.home))
+    listen = f"{AGORA} listen --home {hub.home} --as runtime --once --max-wait 1 --background-only"
+    done = subprocess.run([str(claude), *mode, listen], capture_output=True, text=True, timeout=30)
+    lines = done.stdout.splitlines()
+    if armed:  # a session that stays open runs the hook in the background: it arms as usual
+        assert lines[0].startswith("AGORA_LISTEN armed") and lines[-1] == "AGORA_LISTEN ended reason=max-wait"
+    else:  # plain -p would wait for it: it ends before asking the hub or touching a seat file
+        assert lines == ["AGORA_LISTEN ended reason=foreground"] and done.returncode == 0
+        assert sorted(os.listdir(hub.home)) == before

@@ -54,9 +54,12 @@ class ListenCommand(click.Command):
 @click.option("--watcher", type=click.Choice(WATCHERS), default="auto", show_default=True,
               help="How to learn that the file changed: inotify (Linux only), or the watchdog package's observer "
                    "(FSEvents, kqueue or inotify); auto is inotify where it exists, else watchdog.")
+@click.option("--background-only", is_flag=True,
+              help="For a hook: end at once (reason=foreground, exit 0) when the harness would wait for it "
+                   "instead of running it in the background (Claude Code in -p mode without stream-json input).")
 @home_option
 def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
-           watcher, home):
+           watcher, background_only, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
@@ -66,12 +69,23 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, loc
         _fail(f"--as {as_id!r} is not a valid agent id")
     if (adaptive or max_wait) and not once:
         _fail("--max-wait and --adaptive go with --once (a persistent listener runs until stopped)")
+    if background_only and _harness_waits():  # before the hub is asked or any seat file touched
+        from agora_listen import sentinels
+
+        sentinels.emit(sentinels.ended("foreground"))
+        sys.exit(0)
     options = _options(as_id, home, notify_dir)
     options.once, options.max_wait, options.debounce = once, max_wait, debounce
     options.important_only, options.preview, options.source = important_only, preview, source
     options.lock, options.adaptive, options.heartbeat = lock, adaptive, heartbeat
     options.watcher = watcher
     sys.exit(run(options))
+
+
+def _harness_waits() -> bool:
+    from agora_listen.foreground import harness_waits
+
+    return harness_waits()
 
 
 def _fail(cause: str):

@@ -37,7 +37,7 @@ IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 
 # Why `agora listen` ended: the `ended reason=` word of its tombstone (agora-listen(1)).
 ENDED_REASONS = (
-    "wake", "max-wait", "signal", "already-armed", "driver-owns-reception",  # exit 0 or 2
+    "wake", "max-wait", "signal", "already-armed", "driver-owns-reception", "foreground",  # exit 0 or 2
     "harness-gone",                                                         # exit 0
     "no-notify-file", "error",                                              # exit 1
 )

@@ -50,7 +50,9 @@ def hook_listen(exe: str, agent: str, home: Path) -> list[str]:
     return [exe, "listen", *seat_args(agent, home), "--once", "--important-only",
             "--max-wait", format_duration(settings.HOOK_MAX_WAIT),
             "--debounce", format_duration(settings.HOOK_DEBOUNCE),
-            "--lock", str(listen_file(home, agent, "lock"))]
+            "--lock", str(listen_file(home, agent, "lock")),
+            # Claude in plain -p waits for an asyncRewake hook: there the listener must not arm.
+            "--background-only"]
 
 
 def loop_listen(exe: str, agent: str, home: Path) -> list[str]:
