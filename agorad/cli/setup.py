@@ -49,7 +49,6 @@ def setup(agent_id, harness_names, workspace, remove, check, mode, home, as_json
 def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json: bool) -> None:
     from agora_setup import harnesses, plan
     from agorad.surface import wiring
-    from agorad.surface.paths import Home
     from agorad.surface.protocol import is_agent_id
 
     record = _record(workspace)
@@ -106,7 +105,6 @@ def _register(where, agent_id: str, mode: str) -> dict:
 
 def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) -> None:
     from agora_setup import harnesses, plan
-    from agorad.surface.paths import Home
 
     record = _record(workspace)
     where = _home(home, record)

@@ -11,7 +11,6 @@ proven to take mail (see hold_listen).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import signal
@@ -20,14 +19,12 @@ import sys
 import time
 from pathlib import Path
 
-import psutil
 import pytest
 
 from agorad.surface import wiring
 from agorad.surface.durations import format_duration
 from tests.harness import gemini
 from tests.harness.install import NotInstalled, binary
-from tests.harness.model_server import ScriptedModel
 from tests.seats import send
 
 try:
@@ -36,27 +33,6 @@ except NotInstalled as exc:
     pytestmark = pytest.mark.skip(reason=str(exc))
 
 SEAT, PEER = "seat", "peer"
-
-
-@pytest.fixture
-def model():
-    with ScriptedModel() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def hook_processes(hub):
-    """End, after the test, the `agora` processes Gemini's hooks started on this hub's home (found by the home)."""
-    yield
-    home = str(hub.home)
-    mine = [p for p in psutil.process_iter(["pid", "cmdline"])
-            if p.info["pid"] not in (os.getpid(), hub.proc.pid) and home in " ".join(p.info["cmdline"] or ())]
-    for process in mine:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.terminate()
-    _, alive = psutil.wait_procs(mine, timeout=5)
-    for process in alive:
-        process.kill()
 
 
 @pytest.fixture

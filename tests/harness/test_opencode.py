@@ -15,10 +15,8 @@ listener dies with its opencode.
 
 from __future__ import annotations
 
-import contextlib
 import importlib.util
 import json
-import os
 import subprocess
 import sys
 import time
@@ -31,7 +29,6 @@ from agorad.surface import wiring
 from agorad.surface.paths import listen_file
 from tests.harness import opencode
 from tests.harness.install import NotInstalled, binary
-from tests.harness.model_server import ScriptedModel
 from tests.seats import send
 
 try:
@@ -40,27 +37,6 @@ except NotInstalled as exc:
     pytestmark = pytest.mark.skip(reason=str(exc))
 
 SEAT, PEER = "seat", "peer"
-
-
-@pytest.fixture
-def model():
-    with ScriptedModel() as scripted:
-        yield scripted
-
-
-@pytest.fixture
-def hook_processes(hub):
-    """End, after the test, the `agora` processes the plugin started on this hub's home (found by the home)."""
-    yield
-    home = str(hub.home)
-    mine = [p for p in psutil.process_iter(["pid", "cmdline"])
-            if p.info["pid"] not in (os.getpid(), hub.proc.pid) and home in " ".join(p.info["cmdline"] or ())]
-    for process in mine:
-        with contextlib.suppress(psutil.NoSuchProcess):
-            process.terminate()
-    _, alive = psutil.wait_procs(mine, timeout=5)
-    for process in alive:
-        process.kill()
 
 
 class Seat:
