@@ -40,9 +40,12 @@ def environment(model_url: str, private: Path) -> dict[str, str]:
     }
 
 
-def print_turn(workspace: Path, env: dict, prompt: str, timeout: float = 90) -> subprocess.CompletedProcess:
-    """One `claude -p` turn in `workspace`, hooks and all, waited for; killed with its hooks if it overruns."""
-    argv = [str(binary("claude")), "-p", prompt, *ALLOW_BASH]
+def print_turn(workspace: Path, env: dict, prompt: str, timeout: float = 90,
+               allow: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """One `claude -p` turn in `workspace`, hooks and all, waited for; killed with its hooks if it overruns.
+
+    `allow`: more tools for --allowedTools beside Bash (e.g. `mcp__agora`)."""
+    argv = [str(binary("claude")), "-p", prompt, *ALLOW_BASH, *allow]
     proc = subprocess.Popen(argv, cwd=workspace, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
     try:

@@ -70,9 +70,10 @@ def environment(model_url: str, private: Path, workspace: Path) -> dict[str, str
     }
 
 
-def exec_turn(workspace: Path, env: dict, prompt: str, timeout: float = 60) -> subprocess.CompletedProcess:
-    """One `codex exec` turn in `workspace`, hooks and all, waited for."""
-    argv = [str(binary("codex")), "exec", *EXEC_FLAGS, prompt]
+def exec_turn(workspace: Path, env: dict, prompt: str, timeout: float = 60,
+              extra: tuple[str, ...] = ()) -> subprocess.CompletedProcess:
+    """One `codex exec` turn in `workspace`, hooks and all, waited for; `extra`: more flags before the prompt."""
+    argv = [str(binary("codex")), "exec", *EXEC_FLAGS, *extra, prompt]
     try:
         return subprocess.run(argv, cwd=workspace, env=env, capture_output=True, text=True, timeout=timeout,
                               stdin=subprocess.DEVNULL)

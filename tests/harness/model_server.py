@@ -4,7 +4,13 @@ Tests drive a real Claude Code or Codex against it with no network. The
 script is protocol-neutral: `replies` holds dicts consumed one per model
 request, `{"text": "..."}` (end the turn with this text) or
 `{"shell": "<command line>"}` (call the harness's shell tool; its result
-arrives in the next request). An empty script answers `{"text": "done"}`.
+arrives in the next request) or `{"tool": "<name>", "input": {...}}` (call
+the offered tool named <name>, or ending in `__<name>` as MCP tools do:
+Claude's `mcp__agora__check_inbox`, a tool `check_inbox` in Codex's namespace
+`mcp__agora`; its result arrives in the next request). A wanted tool the
+request does not offer is answered with text naming what it offers, so a
+test's assertion on the next request shows it. An empty script answers
+`{"text": "done"}`.
 Each wire protocol is a module in tests/harness/protocols/ exposing
 `matches(method, path)`, `user_text(body)`, `respond(reply, body)` and,
 optionally, `is_side_request(body)` (a request the harness makes for itself,

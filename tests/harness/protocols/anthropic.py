@@ -11,6 +11,7 @@ from __future__ import annotations
 import itertools
 import json
 
+from tests.harness.protocols import naming
 from tests.harness.protocols.sse import HEADERS, event
 
 SHELL_TOOL = "Bash"
@@ -64,6 +65,12 @@ def respond(reply: dict, body: dict):
 
 
 def _blocks(reply: dict, body: dict) -> list[dict]:
+    if "tool" in reply:
+        names = [t.get("name") for t in body.get("tools", [])]
+        name = next((n for n in names if naming.means(n, reply["tool"])), None)
+        if name is None:
+            return [{"type": "text", "text": naming.missing(reply["tool"], names)}]
+        return [{"type": "tool_use", "id": f"toolu_{next(_ids):08d}", "name": name, "input": reply.get("input", {})}]
     if "shell" in reply:
         names = [t.get("name") for t in body.get("tools", [])]
         if SHELL_TOOL not in names:

@@ -21,6 +21,8 @@ from __future__ import annotations
 
 import json
 
+from tests.harness.protocols import naming
+
 SHELL_TOOL = "run_shell_command"   # Gemini CLI's shell tool (bundle/docs/reference/tools.md)
 
 
@@ -66,6 +68,12 @@ def respond_plain(reply: dict, body: dict):
 
 
 def _parts(reply: dict, body: dict) -> list[dict]:
+    if "tool" in reply:
+        names = _declared_tools(body)
+        name = next((n for n in names if naming.means(n, reply["tool"])), None)
+        if name is None:
+            return [{"text": naming.missing(reply["tool"], names)}]
+        return [{"functionCall": {"name": name, "args": reply.get("input", {})}}]
     if "shell" in reply:
         names = _declared_tools(body)
         if SHELL_TOOL not in names:

@@ -16,6 +16,8 @@ import itertools
 import json
 import time
 
+from tests.harness.protocols import naming
+
 SHELL_TOOL = "bash"   # opencode's shell tool; its arguments are {command, description}
 _ids = itertools.count(1)
 
@@ -62,6 +64,14 @@ def respond(reply: dict, body: dict):
 
 
 def _delta(reply: dict, body: dict) -> tuple[dict, str]:
+    if "tool" in reply:
+        names = [t.get("function", {}).get("name") for t in body.get("tools") or []]
+        name = next((n for n in names if naming.means(n, reply["tool"])), None)
+        if name is None:
+            return {"content": naming.missing(reply["tool"], names)}, "stop"
+        call = {"index": 0, "id": f"call_{next(_ids):08d}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(reply.get("input", {}))}}
+        return {"content": None, "tool_calls": [call]}, "tool_calls"
     if "shell" in reply:
         names = [t.get("function", {}).get("name") for t in body.get("tools") or []]
         if SHELL_TOOL not in names:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import itertools
 import json
 
+from tests.harness.protocols import naming
 from tests.harness.protocols.sse import HEADERS, event
 
 # Codex's shell tool: `exec_command` (a `cmd` string, run as `bash -lc`) in current
@@ -35,8 +36,7 @@ def user_text(body: dict) -> str:
     for item in reversed(body.get("input", [])):
         kind = item.get("type")
         if kind == "function_call_output":
-            output = item.get("output")
-            return output if isinstance(output, str) else json.dumps(output)
+            return _output_text(item.get("output"))
         if kind == "message" and item.get("role") == "user":
             content = item.get("content")
             if isinstance(content, str):
@@ -45,12 +45,25 @@ def user_text(body: dict) -> str:
     return ""
 
 
+def _output_text(output) -> str:
+    """A tool's output: a string, or content parts (text parts joined), or else its JSON."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list) and all(isinstance(part, dict) for part in output):
+        return "\n".join(part.get("text", "") for part in output if "text" in part)
+    if isinstance(output, dict) and "content" in output:
+        return _output_text(output["content"])
+    return json.dumps(output)
+
+
 def respond(reply: dict, body: dict):
     response_id = f"resp_{next(_ids):08d}"
     return 200, HEADERS, _stream(response_id, _item(reply, body))
 
 
 def _item(reply: dict, body: dict) -> dict:
+    if "tool" in reply:
+        return _tool_call(reply["tool"], reply.get("input", {}), body.get("tools", []))
     if "shell" in reply:
         tool = next((t for t in body.get("tools", []) if t.get("name") in SHELL_TOOLS), None)
         if tool is None:
@@ -60,6 +73,30 @@ def _item(reply: dict, body: dict) -> dict:
         return {"type": "function_call", "id": f"fc_{next(_ids):08d}", "call_id": f"call_{next(_ids):08d}",
                 "name": tool["name"], "arguments": json.dumps(_arguments(tool, reply["shell"]))}
     return _message(reply.get("text", ""))
+
+
+def _tool_call(wanted: str, arguments: dict, tools: list[dict]) -> dict:
+    """Call the offered tool named `wanted` or `..__wanted`: flat, or inside a namespace (MCP servers)."""
+    offered = []
+    for tool in tools:
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools", []):
+                offered.append(f"{tool.get('name')}/{inner.get('name')}")
+                if naming.means(inner.get("name"), wanted):
+                    return _function_call(inner["name"], arguments, namespace=tool.get("name"))
+        else:
+            offered.append(tool.get("name"))
+            if naming.means(tool.get("name"), wanted):
+                return _function_call(tool["name"], arguments)
+    return _message(naming.missing(wanted, offered))
+
+
+def _function_call(name: str, arguments: dict, namespace: str | None = None) -> dict:
+    call = {"type": "function_call", "id": f"fc_{next(_ids):08d}", "call_id": f"call_{next(_ids):08d}",
+            "name": name, "arguments": json.dumps(arguments)}
+    if namespace:
+        call["namespace"] = namespace
+    return call
 
 
 def _arguments(tool: dict, line: str) -> dict:

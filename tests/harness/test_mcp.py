@@ -1,0 +1,102 @@
+"""The MCP entries `agora setup` writes, driven by the real Claude Code and Codex CLIs: check_inbox, read_message, ack_inbox.
+
+The workspace's .mcp.json (Claude) and .codex/config.toml block (Codex) are
+used as setup wrote them; the harness starts the real `agora mcp` from them
+against a real hub, and the scripted model calls its tools by name. Each
+tool's result must come back to the model in the next request, and the hub
+must show the message acked at the end.
+
+Test-side additions, each a stand-in for what a user does once, not wiring:
+- Claude: `--allowedTools mcp__agora` on the command line. Setup writes
+  `permissions.allow: ["mcp__agora"]` into .claude/settings.json, but Claude
+  Code ignores it until the user has accepted the workspace's trust dialog
+  (2.1.197 says so on stderr); in -p an unpermitted call is denied.
+- Codex: `-c mcp_servers.agora.required=true`. Codex 0.171 builds a turn's
+  first request with the MCP servers that are ready by then and leaves the
+  others out, silently; `agora mcp` takes about 1 s to answer `initialize`
+  here, so without it about half the first requests carried no agora tools
+  (measured: 2 of 4). A required server is waited for.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.harness import claude, codex, latency
+from tests.harness.conftest import PEER
+
+TITLE = "review 0009"
+BODY = "the schema change in 0009 needs your eyes"
+TURN_TIMEOUT = 60.0
+
+
+def _send(hub, agent: str) -> str:
+    with hub.client(PEER) as peer:
+        return peer.call("messages.send", target=f"@{agent}", title=TITLE, body=BODY)["ref"]
+
+
+def _unread(hub, agent: str) -> list[str]:
+    with hub.client(agent) as seat:
+        return [m["ref"] for c in seat.call("inbox.check")["channels"] for m in c["messages"]]
+
+
+def _script(ref: str) -> list[dict]:
+    return [{"tool": "check_inbox", "input": {}},
+            {"tool": "read_message", "input": {"ref": ref}},
+            {"tool": "ack_inbox", "input": {"refs": [ref]}},
+            {"text": "read and acked"}]
+
+
+def _check_the_calls(model, hub, agent: str, ref: str, harness: str) -> None:
+    """The four main requests of the turn: each after the first carries the previous tool's result."""
+    requests = model.main_requests()
+    assert len(requests) >= 4, f"{len(requests)} model requests; user texts: {[s.user_text[-300:] for s in requests]}"
+    _, listing, read, ack = requests[:4]
+    # A tool the request did not offer is answered with text naming what it did offer: shown here.
+    assert "(scripted model)" not in listing.user_text, listing.user_text[-1500:]
+    assert ref in listing.user_text and TITLE in listing.user_text and "unread 1" in listing.user_text, (
+        f"check_inbox's listing is not in the next request: {listing.user_text[-800:]!r}")
+    assert "<<<AGORA-MESSAGE " in read.user_text and BODY in read.user_text and "<<<AGORA-MESSAGE-END" in read.user_text, (
+        f"read_message's fenced body is not in the next request: {read.user_text[-800:]!r}")
+    assert f"acked {ref}" in ack.user_text, f"ack_inbox's answer is not in the next request: {ack.user_text[-800:]!r}"
+    assert _unread(hub, agent) == [], f"{ref} is still unread on the hub after ack_inbox"
+    # From the model's side: the request that called a tool -> the next request, carrying its result.
+    seconds = [after.at - before.at for before, after in zip(requests[:3], requests[1:4])]
+    latency.record(f"MCP tool call -> its result in the next request ({harness})", seconds,
+                   "check_inbox, read_message, ack_inbox; the harness's own handling included")
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(120)
+def test_claude_calls_agora_tools_through_the_wired_mcp_json(claude_seat, model):
+    hub, agent = claude_seat.hub, claude_seat.agent
+    ref = _send(hub, agent)
+    assert _unread(hub, agent) == [ref]
+    model.script(*_script(ref))
+    turn = claude.print_turn(claude_seat.workspace, claude_seat.env, "check your mail", TURN_TIMEOUT,
+                             allow=("mcp__agora",))
+    assert turn.returncode == 0, turn.stderr[-2000:]
+    offered = [t.get("name") for t in model.main_requests()[0].body.get("tools", [])]
+    assert "mcp__agora__check_inbox" in offered, f"the first request offers no agora tools: {offered}"
+    _check_the_calls(model, hub, agent, ref, "Claude Code")
+    assert turn.stdout.strip().endswith("read and acked"), turn.stdout[-500:]
+
+
+@pytest.mark.harness("codex")
+@pytest.mark.timeout(120)
+def test_codex_calls_agora_tools_through_the_wired_config_toml_with_no_approval_prompt(codex_seat, model):
+    hub, agent = codex_seat.hub, codex_seat.agent
+    ref = _send(hub, agent)
+    assert _unread(hub, agent) == [ref]
+    model.script(*_script(ref))
+    turn = codex.exec_turn(codex_seat.workspace, codex_seat.env, "check your mail", TURN_TIMEOUT,
+                           extra=("-c", "mcp_servers.agora.required=true"))
+    assert turn.returncode == 0, turn.stderr[-2000:]
+    first = model.main_requests()[0].body.get("tools", [])
+    namespaces = {t.get("name"): [inner.get("name") for inner in t.get("tools", [])]
+                  for t in first if t.get("type") == "namespace"}
+    assert "check_inbox" in namespaces.get("mcp__agora", []), f"the first request offers no agora tools: {namespaces}"
+    # No approval prompt: with `codex exec` (approval: never) a call that wanted one would be declined,
+    # its output a refusal, not the tool's answer; the answers below are the tools'.
+    _check_the_calls(model, hub, agent, ref, "Codex")
+    assert turn.stdout.strip().endswith("read and acked"), turn.stdout[-500:]
