@@ -4,18 +4,23 @@ The workspace's .mcp.json (Claude) and .codex/config.toml block (Codex) are
 used as setup wrote them; the harness starts the real `agora mcp` from them
 against a real hub, and the scripted model calls its tools by name. Each
 tool's result must come back to the model in the next request, and the hub
-must show the message acked at the end.
+must show the message acked at the end. Three runs: `claude -p`, `codex exec`
+(headless seats), and the interactive Codex TUI in a pseudo-terminal, the one
+place where Codex asks for approval (`codex exec` runs with approval: never).
 
 Test-side additions, each a stand-in for what a user does once, not wiring:
 - Claude: `--allowedTools mcp__agora` on the command line. Setup writes
   `permissions.allow: ["mcp__agora"]` into .claude/settings.json, but Claude
   Code ignores it until the user has accepted the workspace's trust dialog
   (2.1.197 says so on stderr); in -p an unpermitted call is denied.
-- Codex: `-c mcp_servers.agora.required=true`. Codex 0.171 builds a turn's
-  first request with the MCP servers that are ready by then and leaves the
-  others out, silently; `agora mcp` takes about 1 s to answer `initialize`
-  here, so without it about half the first requests carried no agora tools
-  (measured: 2 of 4). A required server is waited for.
+- `codex exec`: `-c mcp_servers.agora.required=true`. Codex 0.171 builds a
+  turn's first request with the MCP servers that are ready by then and leaves
+  the others out, silently; `agora mcp` takes about 1 s to answer
+  `initialize` here, so without it about half the first requests carried no
+  agora tools (2 of 4 idle, 5 of 6 with the CPUs busy), later ones did. A
+  required server is waited for. (The TUI rejects that override: "invalid
+  transport in `mcp_servers.agora`"; its test waits for the TUI to go idle
+  after starting its servers, as a user does before typing.)
 """
 
 from __future__ import annotations
@@ -112,3 +117,31 @@ def test_codex_calls_agora_tools_through_the_wired_config_toml_with_no_approval_
     # its output a refusal, not the tool's answer; the answers below are the tools'.
     _check_the_calls(model, hub, agent, ref, "Codex")
     assert turn.stdout.strip().endswith("read and acked"), turn.stdout[-500:]
+
+
+@pytest.mark.harness("codex")
+@pytest.mark.timeout(120)
+def test_interactive_codex_calls_agora_tools_with_no_approval_prompt(codex_seat, model):
+    """The TUI, where approval prompts live (`codex exec` never asks): the wired `approve` mode lets each call run.
+
+    The user opens Codex, waits for it to start (its MCP servers with it),
+    types a prompt; no key is pressed after. With the entry's approval mode
+    set to `prompt` instead (measured with 0.171), the TUI signals
+    `state=blocked:...:kind=permission`, asks "Allow the agora MCP server to
+    run tool "check_inbox"?", and no second request comes."""
+    hub, agent = codex_seat.hub, codex_seat.agent
+    ref = _send(hub, agent)
+    model.script(*_script(ref))
+    tui = codex.Tui(codex_seat.workspace, codex_seat.env)
+    try:
+        tui.wait_idle()
+        tui.submit("check your mail")
+        try:
+            model.wait_for(lambda s: not s.side and "acked" in s.user_text, TURN_TIMEOUT,
+                           what="the request carrying ack_inbox's answer")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}\nthe TUI's screen ends: {tui.text()[-1500:]!r}") from None
+        _check_the_calls(model, hub, agent, ref, "Codex TUI")
+        assert not tui.blocked(), f"the TUI waited on the user mid-turn: {tui.text()[-1500:]!r}"
+    finally:
+        tui.kill()

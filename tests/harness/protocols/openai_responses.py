@@ -27,8 +27,12 @@ def matches(method: str, path: str) -> bool:
 
 
 def is_side_request(body: dict) -> bool:
-    """Codex asks nothing for itself in `exec` with the features the tests turn off."""
-    return False
+    """A request Codex makes for itself: the interactive TUI asks for a thread title, with no tools.
+
+    `codex exec` asks nothing for itself with the features the tests turn off;
+    every conversation request carries its tools (exec_command at least).
+    """
+    return not body.get("tools")
 
 
 def user_text(body: dict) -> str:
