@@ -95,9 +95,11 @@ def codex(seat: Seat) -> list[Target]:
             "Stop": [handler(wiring.backstop(seat.exe, "codex", seat.agent, seat.home))],
         }),
         # An unattended seat must never freeze on an approval dialog: approve agora's tools (Codex's
-        # default_tools_approval_mode, codex-rs/config/src/mcp_types.rs).
+        # default_tools_approval_mode, codex-rs/config/src/mcp_types.rs). `required`: Codex 0.171 builds
+        # a turn's first request only with the servers ready by then, silently leaving the rest out
+        # (measured: half the first requests lacked agora's tools); a required server is waited for.
         *_only_with_mcp(seat, [TomlBlock(seat.at(".codex/config.toml"), data={"mcp_servers": {MCP_NAME: {
-            **_mcp(seat), "default_tools_approval_mode": "approve",
+            **_mcp(seat), "default_tools_approval_mode": "approve", "required": True,
             "tool_timeout_sec": settings.MCP_TOOL_TIMEOUT}}})]),
         MarkedBlock(seat.at(SHARED_RULES), body=rules.codex(seat.exe, seat.agent, seat.home)),
     ]

@@ -125,6 +125,7 @@ def test_codex_wiring_uses_matcher_groups_and_says_how_to_trust(hub, ws):
     server = tomllib.loads((ws / ".codex/config.toml").read_text())["mcp_servers"]["agora"]
     assert [server["command"], *server["args"]] == wiring.mcp_server(AGORA, "runtime", hub.home)
     assert server["default_tools_approval_mode"] == "approve"  # an unattended seat never freezes on a dialog
+    assert server["required"] is True  # else Codex's first request may go out without agora's tools
 
 
 def test_cursor_wiring_teaches_monitored_background_reception(hub, ws):

@@ -216,7 +216,9 @@ def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> l
         notes.append(f"{agent} was registered before, but its key is not in {where.key_file(agent)}: commands "
                      "acting as it need AGORA_KEY, or that file")
     if "claude" in names:
-        notes.append("Claude Code: sessions started from now on arm the listener; restart running ones")
+        notes.append("Claude Code: sessions started from now on arm the listener; restart running ones. Its "
+                     "tools are allowed in .claude/settings.json, which Claude honours once you accept the "
+                     "workspace's trust dialog (or pass --allowedTools mcp__agora)")
     if "cursor" in names:
         notes.append("Cursor: the rule arms background reception at each session's first turn")
     if "codex" in names:

@@ -13,14 +13,12 @@ Test-side additions, each a stand-in for what a user does once, not wiring:
   `permissions.allow: ["mcp__agora"]` into .claude/settings.json, but Claude
   Code ignores it until the user has accepted the workspace's trust dialog
   (2.1.197 says so on stderr); in -p an unpermitted call is denied.
-- `codex exec`: `-c mcp_servers.agora.required=true`. Codex 0.171 builds a
-  turn's first request with the MCP servers that are ready by then and leaves
-  the others out, silently; `agora mcp` takes about 1 s to answer
+- Nothing for Codex: setup's entry is `required = true`, because Codex 0.171
+  builds a turn's first request with the MCP servers that are ready by then
+  and leaves the others out, silently; `agora mcp` takes about 1 s to answer
   `initialize` here, so without it about half the first requests carried no
-  agora tools (2 of 4 idle, 5 of 6 with the CPUs busy), later ones did. A
-  required server is waited for. (The TUI rejects that override: "invalid
-  transport in `mcp_servers.agora`"; its test waits for the TUI to go idle
-  after starting its servers, as a user does before typing.)
+  agora tools (2 of 4 idle, 5 of 6 with the CPUs busy). A required server is
+  waited for.
 """
 
 from __future__ import annotations
@@ -106,8 +104,7 @@ def test_codex_exec_calls_agora_tools_through_the_wired_config_toml(codex_seat, 
     assert _unread(hub, agent) == [ref]
     model.script(*_script(ref))
     began = time.monotonic()
-    turn = codex.exec_turn(codex_seat.workspace, codex_seat.env, "check your mail", TURN_TIMEOUT,
-                           extra=("-c", "mcp_servers.agora.required=true"))
+    turn = codex.exec_turn(codex_seat.workspace, codex_seat.env, "check your mail", TURN_TIMEOUT)
     assert turn.returncode == 0, turn.stderr[-2000:]
     first = model.main_requests()[0].body.get("tools", [])
     namespaces = {t.get("name"): [inner.get("name") for inner in t.get("tools", [])]
