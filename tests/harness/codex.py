@@ -126,10 +126,11 @@ class Tui:
         threading.Thread(target=self._drain, daemon=True).start()
 
     def wait_idle(self, timeout: float = 30) -> None:
-        """Until the TUI has worked (started its MCP servers) and gone idle, waiting for the user."""
+        """Until the TUI has started and gone idle, waiting for the user. With a required MCP server (as
+        setup writes agora's) it starts the server before it first says anything, so `idle` may come with no
+        `working` before it; without one, it says `working` while starting servers, then `idle`."""
         def idle(screen: bytes) -> bool:
-            working = screen.rfind(_WORKING)
-            return working >= 0 and screen.rfind(_IDLE) > working
+            return screen.rfind(_IDLE) > screen.rfind(_WORKING)
         self._wait(idle, timeout, "the TUI to start and go idle")
 
     def submit(self, text: str, timeout: float = 10) -> None:
