@@ -32,8 +32,9 @@ class Change:
         return self.before != self.after
 
 
-def wire(seat: Seat, wanted: list[str], key_file: Path) -> list[Change]:
-    """Wire `wanted` harnesses (and keep those an earlier run wired); returns every target's change."""
+def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list[Change]]:
+    """Wire `wanted` harnesses (and keep those an earlier run wired); returns the harnesses now wired
+    and every target's change."""
     with _lock(seat.home):
         record_path = seat_record(seat.workspace)
         earlier = _recorded_harnesses(record_path)
@@ -49,7 +50,7 @@ def wire(seat: Seat, wanted: list[str], key_file: Path) -> list[Change]:
             if change.changed and change.before is not None and change.relative not in created:
                 pristine.keep(seat.workspace, change.relative, change.before)
         _write(seat.workspace, changes)
-        return changes
+        return names, changes
 
 
 def unwire(seat: Seat, names: list[str] | None) -> list[Change]:

@@ -68,16 +68,9 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json:
     except FileNotFoundError as exc:
         fail(str(exc))
     seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=harnesses.mcp_installed())
-    changes = plan.wire(seat, names, where.key_file(agent_id))
+    names, changes = plan.wire(seat, names, where.key_file(agent_id))
     _mark_wired(where.root, agent_id)
-    _report(workspace, agent_id, where, hub, changes, plan_names(changes, workspace), as_json, seat.mcp)
-
-
-def plan_names(changes, workspace: Path) -> list[str]:
-    from agorad.surface.seat_record import load
-
-    record = [c for c in changes if c.relative.endswith("seat.toml")][-1]
-    return list(load(record.target.path).harnesses) if record.after is not None else []
+    _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
 
 
 def _register(where, agent_id: str, mode: str) -> dict:
