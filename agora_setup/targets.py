@@ -138,14 +138,7 @@ class JsonHooks(Target):
     hooks_key: str = "hooks"
 
     def load(self, text: str | None) -> dict:
-        if text is None or not text.strip():
-            return {}
-        try:
-            data = json.loads(text)
-        except ValueError as exc:
-            raise SetupError(f"{self.path} is not valid JSON ({exc}); fix it by hand, setup will not overwrite it") from None
-        if not isinstance(data, dict):
-            raise SetupError(f"{self.path} is not a JSON object; fix it by hand, setup will not overwrite it")
+        data = _load_object(self.path, text)
         hooks = data.get(self.hooks_key, {})
         if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
             raise SetupError(f"{self.path}: `{self.hooks_key}` is not an object of lists; fix it by hand, "
