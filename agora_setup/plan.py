@@ -37,14 +37,13 @@ def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list
     and every target's change."""
     with _lock(seat.home):
         record_path = seat_record(seat.workspace)
-        earlier = _recorded_harnesses(record_path)
-        names = [h for h in harnesses.supported() if h in wanted or h in earlier]
+        earlier = _recorded(record_path)
+        names = [h for h in harnesses.supported() if h in wanted or (earlier and h in earlier.harnesses)]
         changes = [_change(t, seat.workspace, lambda t, text: t.wire(text)) for t in harnesses.targets(names, seat)]
-        created = set(record.created_files(record_path))
+        created = set(earlier.created if earlier else ())
         created |= {c.relative for c in changes if c.before is None and c.after is not None}
         text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created))
-        changes.append(Change(OwnedFile(record_path, marker=record.HEADER), _relative(record_path, seat.workspace),
-                              _read(record_path), text))
+        changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
         for change in changes:
             if change.changed and change.before is not None and change.relative not in created:
@@ -57,23 +56,22 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
     """Take out what setup wrote for `names` (None: every harness, and the seat record)."""
     with _lock(seat.home):
         record_path = seat_record(seat.workspace)
-        wired = _recorded_harnesses(record_path)
+        earlier = _recorded(record_path)
         removing = list(harnesses.supported()) if names is None else names
-        keeping = [h for h in wired if h not in removing]
-        created = set(record.created_files(record_path))
+        keeping = [h for h in (earlier.harnesses if earlier else ()) if h not in removing]
         # A file the kept harnesses also use (AGENTS.md) is rewired for them rather than emptied.
         kept = {t.path: t for t in harnesses.targets(keeping, seat)}
         changes = [_change(kept.get(t.path, t), seat.workspace,
                            (lambda t, text: t.wire(text)) if t.path in kept else
                            (lambda t, text: _unwired(t, text, seat.workspace)))
                    for t in harnesses.targets(removing, seat)]
-        if keeping:
-            text = record.render(seat.agent, Home(seat.home).socket, Path(_key_file(record_path)), keeping,
-                                 sorted(c for c in created if c not in {ch.relative for ch in changes if ch.after is None}))
+        if keeping:  # only a readable record names harnesses to keep
+            deleted = {ch.relative for ch in changes if ch.after is None}
+            text = record.render(seat.agent, Home(seat.home).socket, Path(earlier.key_file), keeping,
+                                 sorted(c for c in earlier.created if c not in deleted))
         else:
             text = None
-        changes.append(Change(OwnedFile(record_path, marker=record.HEADER), _relative(record_path, seat.workspace),
-                              _read(record_path), text))
+        changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
         _write(seat.workspace, changes)
         for change in changes:
@@ -159,19 +157,19 @@ def _prune(directory: Path, stop: Path) -> None:
         directory = directory.parent
 
 
-def _recorded_harnesses(path: Path) -> list[str]:
+def _recorded(path: Path):
+    """The seat record an earlier setup wrote, or None when there is none or it cannot be read
+    (a re-run then rewrites it from what it wires now)."""
     from agorad.surface.seat_record import RecordError, load
 
     try:
-        return list(load(path).harnesses) if path.exists() else []
+        return load(path) if path.exists() else None
     except RecordError:
-        return []
+        return None
 
 
-def _key_file(path: Path) -> str:
-    from agorad.surface.seat_record import load
-
-    return load(path).key_file
+def _record_change(path: Path, workspace: Path, text: str | None) -> Change:
+    return Change(OwnedFile(path, marker=record.HEADER), _relative(path, workspace), _read(path), text)
 
 
 class _lock:

@@ -17,14 +17,3 @@ def render(agent: str, hub: Path, key_file: Path, harnesses: list[str], created:
             "harnesses": list(harnesses), "created": sorted(created)}
     return HEADER + tomli_w.dumps(data)
 
-
-def created_files(path: Path) -> list[str]:
-    """The files an earlier setup recorded as its own making (none when there is no readable record)."""
-    import tomllib
-
-    try:
-        data = tomllib.loads(path.read_text())
-    except (OSError, ValueError):
-        return []
-    created = data.get("created", [])
-    return [c for c in created if isinstance(c, str)] if isinstance(created, list) else []

@@ -31,6 +31,7 @@ class SeatRecord:
     key_file: str
     harnesses: tuple[str, ...] = field(default_factory=tuple)
     format: int = RECORD_FORMAT
+    created: tuple[str, ...] = ()  # the workspace files setup made, which `agora setup --remove` deletes
 
     @property
     def workspace(self) -> Path:
@@ -83,4 +84,6 @@ def load(path: Path) -> SeatRecord:
     if not (isinstance(harnesses, list) and all(isinstance(h, str) for h in harnesses)):
         raise RecordError(f"the seat record {path} has a harnesses entry that is not a list of names; "
                           f"run `agora setup {agent}` again")
-    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt)
+    created = data.get("created", [])  # setup's own bookkeeping: anything unreadable means none
+    created = tuple(c for c in created if isinstance(c, str)) if isinstance(created, list) else ()
+    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created)
