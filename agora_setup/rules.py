@@ -51,10 +51,13 @@ hook message from agora. Do not start a listener of your own."""
 
 
 def codex(exe: str, agent: str, home: Path) -> str:
+    return routine(exe, agent, home) + "\n\n" + _codex_reception(exe, agent, home)
+
+
+def _codex_reception(exe: str, agent: str, home: Path) -> str:
     wait = wiring.shell([exe, "listen", *wiring.seat_args(agent, home), "--once", "--important-only",
                          "--max-wait", "45s", "--debounce", "0"])
-    return routine(exe, agent, home) + f"""
-
+    return f"""\
 Mail is checked at every turn's end (a Stop hook). In a live session nobody
 shares, when your work is done, wait for mail instead of ending:
 run `{wait}`.
@@ -101,20 +104,24 @@ def gemini(exe: str, agent: str, home: Path) -> str:
     return generic(exe, agent, home)
 
 
-def opencode(exe: str, agent: str, home: Path) -> str:
-    return routine(exe, agent, home) + """
-
+OPENCODE_RECEPTION = """\
 Wakes reach this session by itself: agora's plugin (.opencode/plugins/agora.js)
 keeps a listener armed while you are idle and checks your inbox at each turn's
 end; mail arrives as a message relayed from agora. Do not start a listener of
 your own."""
 
 
+def opencode(exe: str, agent: str, home: Path) -> str:
+    return routine(exe, agent, home) + "\n\n" + OPENCODE_RECEPTION
+
+
 def agents_md(names: list[str], exe: str, agent: str, home: Path) -> str:
     """AGENTS.md is read by Codex and opencode alike: one block, saying what each of them does."""
     if "codex" in names and "opencode" in names:
-        codex_part = codex(exe, agent, home).split(routine(exe, agent, home), 1)[1].strip()
-        opencode_part = opencode(exe, agent, home).split(routine(exe, agent, home), 1)[1].strip()
-        return (routine(exe, agent, home) + "\n\nIn Codex: " + codex_part[0].lower() + codex_part[1:]
-                + "\n\nIn opencode: " + opencode_part[0].lower() + opencode_part[1:])
+        return (routine(exe, agent, home) + "\n\nIn Codex: " + _lower_first(_codex_reception(exe, agent, home))
+                + "\n\nIn opencode: " + _lower_first(OPENCODE_RECEPTION))
     return codex(exe, agent, home) if "codex" in names else opencode(exe, agent, home)
+
+
+def _lower_first(text: str) -> str:
+    return text[:1].lower() + text[1:]
