@@ -31,7 +31,7 @@ def examine(workspace: Path, record, home: Home) -> dict:
     if record is None:
         problems.append(f"no seat record in {workspace}: run `agora setup ID` here")
         return {"workspace": str(workspace), "ok": False, "record": None, "problems": problems}
-    seat = harnesses.Seat(record.agent, home.root, _wired_exe(workspace, record), workspace,
+    seat = harnesses.Seat(record.agent, home.root, _wired_exe(), workspace,
                           mcp=harnesses.mcp_installed())
     names = [name for name in record.harnesses if name in harnesses.supported()]
     combined = {t.path: t for t in harnesses.targets(names, seat)}  # a shared file holds one block for all
@@ -49,7 +49,7 @@ def examine(workspace: Path, record, home: Home) -> dict:
     }
 
 
-def _wired_exe(workspace: Path, record) -> str:
+def _wired_exe() -> str:
     """The agora setup would write now; a wiring naming another is stale."""
     from agorad.surface import wiring
 
