@@ -1,7 +1,7 @@
-"""The Gemini CLI and opencode wiring proposed for agora_setup/harnesses.py, written with setup's own targets.
+"""The Gemini CLI and opencode wiring proposed for agora_setup/harnesses/, written with setup's own targets.
 
 Until agora setup wires these two harnesses, the tests write exactly this
-(through agora_setup.targets, as setup would); once harnesses.py has
+(through agora_setup.targets, as setup would); once agora_setup.harnesses has
 `gemini` and `opencode`, the tests call those instead and this module goes.
 Tests may swap a handler or a plugin command for a probe; nothing else differs.
 """

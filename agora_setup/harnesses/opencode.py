@@ -1,0 +1,24 @@
+"""opencode: what `agora setup` writes for it.
+
+opencode has plugins, not hooks (opencode_plugin.py).
+"""
+
+from __future__ import annotations
+
+from agora_setup import opencode_plugin, rules
+from agora_setup.harnesses.common import SHARED_RULES, Seat, start
+from agora_setup.targets import MarkedBlock, OwnedFile, Target
+from agorad.surface import wiring
+
+# The paths whose presence says a workspace uses opencode.
+SIGNS = (".opencode", "opencode.json", "opencode.jsonc")
+
+
+def targets(seat: Seat) -> list[Target]:
+    plugin = opencode_plugin.source(seat.agent, wiring.hook_listen(seat.exe, seat.agent, seat.home),
+                                    wiring.backstop(seat.exe, "opencode", seat.agent, seat.home),
+                                    start(seat, "opencode"))
+    return [
+        OwnedFile(seat.at(".opencode/plugins/agora.js"), content=plugin, marker=opencode_plugin.MARKER),
+        MarkedBlock(seat.at(SHARED_RULES), body=rules.opencode(seat.exe, seat.agent, seat.home)),
+    ]
