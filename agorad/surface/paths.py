@@ -27,11 +27,11 @@ SEAT_RECORD_NAME = "seat.toml"
 
 # A seat's files: `listen-<id>.<what>` for its listener, `drive-<id>.<what>` for its driver.
 LISTEN_FILES = ("lock", "pid", "offset", "backoff", "owedsig")
-DRIVE_FILES = ("pid", "turns.jsonl", "failures.jsonl")
+DRIVE_FILES = ("lock", "pid", "state", "turns.jsonl", "failures.jsonl")
 # What a seat keeps between processes: it follows a rename and goes with a removal. A live
 # listener's lock and pidfile are its own, and it removes them itself when it ends.
 LISTEN_STATE = ("offset", "backoff", "owedsig")
-DRIVE_STATE = ("turns.jsonl", "failures.jsonl")
+DRIVE_STATE = ("state", "turns.jsonl", "failures.jsonl")
 
 
 def notify_file(directory: Path, agent_id: str) -> Path:

@@ -63,6 +63,24 @@ RERING_CAP = 14400.0
 # headlines past it (channels sort by name, oldest first) re-ring once earlier ones are acked.
 ARM_CHECK_LIMIT = 200
 
+# --- the driver (agora drive) ------------------------------------------------------------
+DRIVE_DEBOUNCE = 1.0             # --debounce: deliveries within this window buy one turn (as HOOK_DEBOUNCE)
+DRIVE_TURN_LIMIT = 900.0         # --turn-limit: a turn's whole process tree is killed after this long
+DRIVE_GRACE = 10.0               # SIGTERM to the turn's process group, then this long, then SIGKILL to
+                                 # every descendant still there
+# After the harness itself exits, how long a descendant that still holds its stdout is waited for:
+# grandchildren holding the pipe once made a 3,600 s cap last 5,069 s in this field.
+DRIVE_PIPE_GRACE = 2.0
+DRIVE_BUDGET = 12                # --budget: reception turns per hour
+DRIVE_CHUNK_BUDGET = 12          # claim work chunks per hour: a separate budget, so reception is never starved
+DRIVE_BACKOFF_FIRST = 60.0       # a turn that never reached the hub holds its wake this long ...
+DRIVE_BACKOFF_CAP = 900.0        # ... doubling on each failure in a row up to this
+DRIVE_ROTATE_TURNS = 20          # --rotate-after: a new harness session after this many turns
+DRIVE_HEARTBEAT = 60.0           # the driver touches drive-<id>.pid this often (a stale one is a dead driver)
+DRIVE_TURN_LOG_BYTES = 8 << 20   # drive-<id>.turns.jsonl rotates to .1 above this
+DRIVE_FAILURES_BYTES = 1 << 20   # drive-<id>.failures.jsonl rotates to .1 above this
+DRIVE_STDERR_TAIL = 4096         # bytes of a turn's stderr kept for its failure record
+
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
 

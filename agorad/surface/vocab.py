@@ -53,3 +53,12 @@ HOOKS = ("stop", "start")
 
 # SQLite's synchronous level for the hub's database (agora-up(1)).
 SYNCHRONOUS_LEVELS = ("normal", "full")
+
+# The harnesses `agora drive` runs turns in (agora-drive(1)): `command` is the user's own program.
+DRIVE_HARNESSES = ("claude", "codex", "cursor", "command")
+# A driver's state, on its `AGORA_DRIVE state=` line and in `agora status` (agora-drive(1)).
+DRIVE_STATES = ("armed", "turn", "chunk", "backoff", "held", "quarantined", "stopped")
+# How a driven turn ended (`AGORA_DRIVE event=turn_end status=`): answered what woke it, failed before
+# reaching the hub (the wake is held and retried), left the debt (the wake is quarantined), or was
+# stopped with the driver.
+TURN_STATUSES = ("ok", "failed", "debt-left", "stopped")
