@@ -30,6 +30,13 @@ class View:
 
 
 def ask(root: Path, agent: str) -> View:
+    current, result = check(root, agent, settings.BACKSTOP_HEADLINES)
+    return _view(current, result)
+
+
+def check(root: Path, agent: str, limit: int, timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, dict]:
+    """The seat's current id (a renamed seat's old id is followed) and the hub's `inbox.check` answer,
+    important headlines only, up to `limit` of them and of the debts. Raises Trouble."""
     from agorad.surface import keys
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError
@@ -37,7 +44,7 @@ def ask(root: Path, agent: str) -> View:
 
     home = Home(root)
     try:
-        with Client(home, timeout=settings.HOOK_HUB_TIMEOUT) as hub:
+        with Client(home, timeout=timeout) as hub:
             key, current = keys.read_key(home, agent), agent
             if key is None:  # a renamed seat's key file moved with it: ask where the old id points
                 current = hub.call("agents.resolve", agent=agent)["agent"]
@@ -47,10 +54,9 @@ def ask(root: Path, agent: str) -> View:
                               f"{home.key_file(agent)} (`agora agent add {agent}` prints a key once)")
             hello = hub.hello(agent, key)
             current = (hello.get("redirected") or {}).get("to", current)
-            result = hub.call("inbox.check", important=True, limit=settings.BACKSTOP_HEADLINES)
+            return current, hub.call("inbox.check", important=True, limit=limit)
     except AgoraError as exc:
         raise Trouble(exc.message) from None
-    return _view(current, result)
 
 
 def _view(agent: str, result: dict) -> View:

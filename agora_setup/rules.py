@@ -11,6 +11,7 @@ from pathlib import Path
 
 from agorad.surface import settings, wiring
 from agorad.surface.durations import format_duration
+from agorad.surface.vocab import DRIVEN_TURN_MARK
 
 
 def _commands(exe: str, agent: str, home: Path) -> dict[str, str]:
@@ -40,7 +41,12 @@ At the start of a session, and whenever a wake arrives:
 3. Reply where a reply is owed: `{c['reply']}`
 4. Ack what you handled, every time: `{c['ack']}`
 
-Never kill or pgrep agora processes: every seat's listener looks alike."""
+Never kill or pgrep agora processes: every seat's listener looks alike.
+
+A prompt that begins with `{DRIVEN_TURN_MARK}` is a driven turn: nobody is at
+the keyboard and `agora drive` wakes you when mail lands. Do steps 1-4, start
+the work assigned to you, then end the turn; never wait for mail or start a
+listener in it."""
 
 
 def claude(exe: str, agent: str, home: Path) -> str:

@@ -3,8 +3,9 @@
 `agorad/surface` is the light surface every other package may import; `agorad/domain`
 holds the concepts and their rules; `agorad/store` holds every SQL statement;
 `agorad/runtime` is the running hub; `agorad/cli` is the thin front end.
-Reception (`agora_listen`, and the coming `agora_drive`) sees only the surface,
-so `agora listen --once`, which runs in a loop, never loads the database or the server.
+Reception (`agora_listen`) sees only the surface, so `agora listen --once`, which runs in a
+loop, never loads the database or the server; the driver (`agora_drive`) sees the surface,
+reception's library and the harness modules of `agora_setup`, never the hub itself.
 """
 
 from __future__ import annotations
@@ -26,10 +27,10 @@ ALLOWED = {
     "agorad.domain": {"agorad.surface", "agorad.store"},
     "agorad.runtime": {"agorad.surface", "agorad.store", "agorad.domain"},
     "agorad.cli": {"agorad.surface", "agorad.store", "agorad.domain", "agorad.runtime", "agora_listen", "agora_setup",
-                   "agora_mcp"},
+                   "agora_mcp", "agora_drive"},
     "agora_listen": {"agorad.surface"},
     "agora_setup": {"agorad.surface"},
-    "agora_drive": {"agorad.surface", "agora_listen"},
+    "agora_drive": {"agorad.surface", "agora_listen", "agora_setup"},
     "agora_mcp": {"agorad.surface"},
 }
 OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp")

@@ -31,6 +31,7 @@ COMMANDS = {
     "setup": "agorad.cli.setup:setup",
     "hook": "agorad.cli.hook:hook",
     "mcp": "agorad.cli.mcp:mcp",
+    "drive": "agorad.cli.drive:drive",
     "kb": "agorad.cli.kb:kb",
     "service": "agorad.cli.service:service",
 }

@@ -32,7 +32,7 @@ def status(home, as_json):
     root = Path(info["home"])
     for agent in info["agents"]:
         agent["listener"] = _seat_state(listen_file(root, agent["id"], "pid"), "armed")
-        agent["driver"] = _seat_state(drive_file(root, agent["id"], "pid"), "running")
+        agent["driver"], agent["driver_facts"] = _driver(drive_file(root, agent["id"], "pid"))
         agent["hook"] = _hook(root, agent["id"])
     if as_json:
         print_json(info)
@@ -46,7 +46,7 @@ def status(home, as_json):
                f"notify files: {info['notify_dir'] or 'off'}")
     if info["agents"]:
         click.echo("")
-        rows = [row + [_shown(a["listener"]), _shown(a["driver"]), _hook_shown(a["hook"]), str(a["unread"]),
+        rows = [row + [_shown(a["listener"]), _driver_shown(a["driver"], a["driver_facts"]), _hook_shown(a["hook"]), str(a["unread"]),
                        str(a["owed"])]
                 for row, a in zip(agent_rows(info["agents"], info["now"]), info["agents"])]
         print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "HOOK", "UNREAD", "OWED"])
@@ -58,6 +58,29 @@ def _seat_state(pidfile: Path, live_word: str) -> str | None:
 
     state = pidfile_state(pidfile)
     return None if state is None else (live_word if state == LIVE else "stale")
+
+
+def _driver(pidfile: Path) -> tuple[str | None, dict | None]:
+    """A live driver's state word and the facts its pidfile holds; "stale" for a dead one; None for none."""
+    from agorad.surface.pidfiles import read_pidfile
+
+    state = _seat_state(pidfile, "live")
+    if state != "live":
+        return state, None
+    found = read_pidfile(pidfile)
+    facts = found[1] if found else {}
+    return facts.get("state", "running"), {"pid": found[0] if found else None, **facts}
+
+
+def _driver_shown(state: str | None, facts: dict | None) -> str:
+    """E.g. `armed 2/12`, `held 14:05 2/12` (a wait shows when it ends), `STALE`, `-`."""
+    if not facts:
+        return _shown(state)
+    import time
+
+    until = facts.get("until", "-")
+    when = time.strftime(" %H:%M", time.localtime(float(until))) if until.replace(".", "", 1).isdigit() else ""
+    return f"{state}{when} {facts.get('turns', '?')}/{facts.get('budget', '?')}"
 
 
 def _hook(root: Path, agent: str) -> dict | None:

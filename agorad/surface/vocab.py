@@ -62,3 +62,5 @@ DRIVE_STATES = ("armed", "turn", "chunk", "backoff", "held", "quarantined", "sto
 # reaching the hub (the wake is held and retried), left the debt (the wake is quarantined), or was
 # stopped with the driver.
 TURN_STATUSES = ("ok", "failed", "debt-left", "stopped")
+# How a driven turn's prompt begins; the rule block every harness reads (agora setup) says what it means.
+DRIVEN_TURN_MARK = "[agora drive]"

@@ -1,0 +1,298 @@
+"""`agora drive`: the loop of an unattended seat.
+
+Each pass sweeps the hub for what obliges the seat (obligations.py) and decides: nothing
+(armed: wait for the doorbell), the same wake a turn already left as it was (quarantined), a
+back-off after turns that never reached the hub (backoff: the wake is held), a spent hourly
+budget (held), or ONE bounded turn in the harness (supervise.py), judged by its own event
+stream and by the hub (verdict.py). Yield is the turn's process exit; the driver re-sweeps at
+once, so a turn that answered half buys the next.
+
+`step()` is one pass and never waits: tests drive it with their own clock. `run()` is the
+process: ownership, the harness checked at arm, the state lines, the waiting and the signals.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable
+
+from agora_drive import journal, lines, prompt
+from agora_drive.obligations import Obligations, Trouble, sweep
+from agora_drive.ownership import Ownership, Refused
+from agora_drive.state import DriveState
+from agora_drive.supervise import Finished, run_turn, scrubbed_environment
+from agora_drive.verdict import DEBT_LEFT, FAILED, OK, STOPPED, Verdict, judge
+from agora_setup.harnesses import drivable
+from agora_setup.harnesses.turns import Turn
+from agorad.surface import settings
+from agorad.surface.paths import drive_file
+
+HUB_RETRY = 5.0  # seconds: a hub that could not be asked is asked again after this (or at the next ring)
+EXIT_OK, EXIT_FAILED, EXIT_NO_TURN, EXIT_TURN_FAILED = 0, 1, 3, 4
+
+
+@dataclass
+class Options:
+    agent: str
+    home: Path
+    notify_dir: Path | None
+    harness: str
+    workspace: Path
+    executable: str | None = None  # the harness program; default: the harness's own name on PATH
+    model: str | None = None
+    args: tuple[str, ...] = ()
+    command: tuple[str, ...] = ()  # the `command` harness's program and arguments
+    budget: int = settings.DRIVE_BUDGET
+    turn_limit: float = settings.DRIVE_TURN_LIMIT
+    grace: float = settings.DRIVE_GRACE
+    rotate_after: int = settings.DRIVE_ROTATE_TURNS
+    debounce: float = settings.DRIVE_DEBOUNCE
+    turn_log: bool = False
+    force: bool = False
+    once: bool = False
+    watcher: str = "auto"
+
+
+@dataclass
+class Pass:
+    """What one pass decided."""
+    state: str  # one of vocab.DRIVE_STATES
+    reason: str
+    next_at: float | None = None  # wall clock: when to look again without a ring; None: at the next ring
+    verdict: Verdict | None = None  # the turn's, when the pass ran one
+    turn: int = 0
+
+
+@dataclass
+class Driver:
+    options: Options
+    clock: Callable[[], float] = time.time
+    supervise: Callable[..., Finished] = run_turn
+    stop_fd: int | None = None
+    announce: Callable[[Pass], None] = lambda decided: None  # run() points it at drive-<id>.pid
+    state: DriveState = field(init=False)
+    turns_run: int = 0
+
+    def __post_init__(self):
+        self.harness = drivable(self.options.harness)
+        self.state_path = drive_file(self.options.home, self.options.agent, "state")
+        self.state = DriveState.load(self.state_path)
+
+    # --- one pass -----------------------------------------------------------------------------
+
+    def step(self) -> Pass:
+        now = self.clock()
+        try:
+            found = sweep(self.options.home, self.options.agent)
+        except Trouble as trouble:
+            lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
+            return Pass("armed", "hub-unreachable", now + HUB_RETRY)
+        if not found:
+            return self._settle(Pass("armed", "idle"))
+        if found.signature == self.state.quarantined:
+            return Pass("quarantined", "debt-left")
+        if self.state.retry_at is not None and now < self.state.retry_at:
+            return Pass("backoff", f"streak-{self.state.streak}", self.state.retry_at)
+        free_at = self.state.spent(self.state.turns, self.options.budget, now)
+        if free_at is not None:
+            return Pass("held", "budget", free_at)
+        return self._turn(found, now)
+
+    def _settle(self, decided: Pass) -> Pass:
+        """Nothing obliges the seat: a quarantine has nothing left to guard."""
+        if self.state.quarantined is not None:
+            self.state.quarantined = None
+            self.state.save(self.state_path)
+        return decided
+
+    def _turn(self, before: Obligations, now: float) -> Pass:
+        self.state.turns.append(now)
+        resumed = self.state.session_for(self.options.harness, self.options.rotate_after)
+        self.state.save(self.state_path)  # the budget is spent before the turn: a crash mid-turn still counts
+        self.turns_run += 1
+        number = len(self.state.turns)
+        turn = Turn(prompt.reception(before, self.options.home, self._agora()), self.options.workspace, resumed,
+                    self.options.model, self.options.args, self.options.command)
+        self.announce(Pass("turn", "obliged"))
+        lines.emit(state="turn", reason="obliged", turn=self.turns_run, owed=before.owed, refs=len(before.refs),
+                   session="resume" if resumed else "new")
+        reader = self.harness.reader()
+        finished = self.supervise(self._argv(turn), cwd=self.options.workspace, env=self._environment(turn),
+                                  limit=self.options.turn_limit, grace=self.options.grace,
+                                  on_line=self._feeder(reader), stop_fd=self.stop_fd)
+        outcome = reader.finish(finished.status, finished.stderr_tail)
+        after = None if finished.stopped else self._sweep_quietly()
+        verdict = judge(finished, outcome, before, after)
+        self._record(verdict, outcome, finished, resumed, after)
+        lines.emit(event="turn_end", status=verdict.status, stage=verdict.stage, reason=verdict.reason,
+                   turn=self.turns_run, duration=round(finished.duration, 1), tools=outcome.tool_calls,
+                   exit=finished.status if finished.status is not None else "-")
+        return Pass("turn", verdict.reason, self.clock(), verdict, number)
+
+    def _record(self, verdict: Verdict, outcome, finished: Finished, resumed: str | None,
+                after: Obligations | None) -> None:
+        """The turn's consequences, saved before anything else can fail."""
+        self.state.ran_in(self.options.harness, outcome.session)
+        if outcome.context_full:
+            self.state.rotate()
+        if verdict.status == FAILED and not (outcome.context_full and resumed):  # a fresh session may fit
+            delay = self.state.failed(self.clock())
+            lines.say(f"the turn never reached the hub ({verdict.reason}); the wake is held {delay:g} s: "
+                      f"{verdict.detail or 'no detail'}")
+        elif verdict.status in (OK, DEBT_LEFT):
+            self.state.healthy()
+        if verdict.status == DEBT_LEFT and after is not None:
+            self.state.quarantined = after.signature
+            lines.say(f"the turn reached the hub but left what woke it; this wake is quarantined until something "
+                      f"changes (new mail, the debt, or `agora drive --release`): {verdict.detail}")
+        self.state.save(self.state_path)
+        if verdict.status != OK:
+            journal.append(drive_file(self.options.home, self.options.agent, "failures.jsonl"), {
+                "ts": round(self.clock(), 3), "agent": self.options.agent, "harness": self.options.harness,
+                "status": verdict.status, "stage": verdict.stage, "reason": verdict.reason, "detail": verdict.detail,
+                "exit": finished.status, "signal": finished.signal, "duration": round(finished.duration, 3),
+                "tool_calls": outcome.tool_calls, "streak": self.state.streak,
+            }, settings.DRIVE_FAILURES_BYTES)
+
+    def _sweep_quietly(self) -> Obligations | None:
+        try:
+            return sweep(self.options.home, self.options.agent)
+        except Trouble:
+            return None
+
+    def _feeder(self, reader) -> Callable[[str], None]:
+        if not self.options.turn_log:
+            return reader.feed
+        log = drive_file(self.options.home, self.options.agent, "turns.jsonl")
+        turn = self.turns_run
+
+        def feed(line: str) -> None:
+            reader.feed(line)
+            journal.append(log, {"turn": turn, "ts": round(time.time(), 3), "line": line},
+                           settings.DRIVE_TURN_LOG_BYTES)
+        return feed
+
+    # --- the harness's process ------------------------------------------------------------------
+
+    def program(self) -> str | None:
+        """The harness program's absolute path, or None when it cannot be found."""
+        if self.options.harness == "command":
+            name = self.options.command[0] if self.options.command else None
+        else:
+            name = self.options.executable or self.harness.executable
+        return shutil.which(name) if name else None
+
+    def _argv(self, turn: Turn) -> list[str]:
+        return self.harness.argv(self.program() or self.harness.executable, turn)
+
+    def _environment(self, turn: Turn) -> dict:
+        env = scrubbed_environment(os.environ)
+        env.update(getattr(self.harness, "environment", lambda t: {})(turn))
+        return env
+
+    @staticmethod
+    def _agora() -> str:
+        from agorad.surface import wiring
+
+        try:
+            return wiring.agora_executable()
+        except FileNotFoundError:
+            return "agora"
+
+    def preflight(self) -> str | None:
+        """Before any wake: why this harness cannot run a turn here, in its own words; None when it can."""
+        if self.program() is None:
+            what = self.options.command[0] if self.options.harness == "command" and self.options.command else (
+                self.options.executable or self.harness.executable)
+            return f"the {self.options.harness} harness's program {what!r} is not found (PATH, or --harness-path)"
+        turn = Turn("", self.options.workspace, None, self.options.model, self.options.args, self.options.command)
+        return self.harness.preflight(self.program(), turn, self._environment(turn))
+
+    def facts(self, decided: Pass) -> dict:
+        """What drive-<id>.pid says about the driver now (agora status reads it)."""
+        now = self.clock()
+        recent = [t for t in self.state.turns if t > now - 3600]
+        return {"state": decided.state, "reason": decided.reason, "harness": self.options.harness,
+                "turns": len(recent), "budget": self.options.budget,
+                "until": f"{decided.next_at:.0f}" if decided.next_at and decided.state != "turn" else "-"}
+
+
+# --- the process -----------------------------------------------------------------------------------
+
+def run(options: Options) -> int:
+    """Own the seat, check the harness, then pass and wait until stopped. Returns the exit status."""
+    from agora_drive.doorbell import SIGNAL, Doorbell
+    from agora_drive.signals import Signals
+
+    signals = Signals()
+    driver = Driver(options, stop_fd=signals.stop_fd)
+    owner = Ownership(options.home, options.agent)
+    try:
+        owner.take(options.force)
+    except Refused as refused:
+        return _ended(refused.reason, EXIT_FAILED, str(refused))
+    try:
+        problem = driver.preflight()
+        if problem:
+            return _ended("config", EXIT_FAILED, problem)
+        if options.notify_dir is None:
+            return _ended("no-notify-file", EXIT_FAILED, "the hub writes no notify files (started with "
+                          "--notify-dir ''); a driver waits on them: start the hub with notify files")
+        options.notify_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        doorbell = Doorbell(options.notify_dir, options.agent, options.watcher)
+        try:
+            return _loop(driver, owner, doorbell, signals, SIGNAL)
+        finally:
+            doorbell.close()
+    except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
+        return _ended("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")
+    finally:
+        owner.release()
+
+
+def _loop(driver: Driver, owner: Ownership, doorbell, signals, signal_event: str) -> int:
+    options = driver.options
+    driver.announce = lambda decided: owner.announce(**driver.facts(decided))  # noqa: E731
+    owner.announce(**driver.facts(Pass("armed", "starting")))
+    while True:
+        if signals.released():
+            driver.state.release()
+            driver.state.save(driver.state_path)
+            lines.say("released: the quarantine and the back-off are cleared")
+        decided = driver.step()
+        if signals.stopping:
+            return _ended("signal", EXIT_OK)
+        _show(driver, owner, decided)
+        if options.once and decided.state != "armed":
+            return _once_status(decided)
+        if decided.state == "turn":
+            continue  # re-sweep at once: a turn that answered half buys the next
+        wait = None if decided.next_at is None else time.monotonic() + max(0.0, decided.next_at - driver.clock())
+        if doorbell.wait(wait, options.debounce, [signals.stop_fd, signals.release_fd]) == signal_event \
+                and signals.stopping:
+            return _ended("signal", EXIT_OK)
+
+
+def _show(driver: Driver, owner: Ownership, decided: Pass) -> None:
+    now = driver.clock()
+    wait = "wake" if decided.next_at is None else f"{max(0, round(decided.next_at - now))}s"
+    if decided.state != "turn":
+        lines.emit(state=decided.state, reason=decided.reason, next=wait)
+    owner.announce(**driver.facts(decided))
+
+
+def _once_status(decided: Pass) -> int:
+    if decided.verdict is None:
+        return EXIT_NO_TURN
+    return EXIT_OK if decided.verdict.status == OK else EXIT_TURN_FAILED
+
+
+def _ended(reason: str, status: int, cause: str | None = None) -> int:
+    if cause:
+        lines.say(cause)
+    lines.emit(state="stopped", reason=reason)
+    return status

@@ -1,0 +1,60 @@
+"""What obliges a driven seat to take a turn: the debt sweep run at every arm and after every turn.
+
+The hub, not the notify file, is the truth: a wake only says "look". The seat is obliged by
+its owed replies and by its unread important mail (to-me, dm, open, or an escalated debt),
+except what was sent `--urgency next_turn` and has not escalated (it waits for the next turn
+anything else buys). Each obligation has a mark that changes when it changes (a debt that
+escalates again is news), and the set of marks is the wake's signature: the same signature
+after a turn that reached the hub means the turn left the debt (quarantine), a changed one
+means something happened.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+
+from agora_listen.inbox_view import Trouble, check
+from agorad.surface import settings
+from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN
+
+__all__ = ["Obligations", "Trouble", "sweep"]
+
+
+@dataclass(frozen=True)
+class Obligations:
+    agent: str  # the seat's current id
+    now: float  # the hub's clock
+    owed: int  # owed replies in all
+    marks: tuple[str, ...]  # sorted: `owed:<ref>@<escalations>`, `unread:<ref>`
+    refs: tuple[str, ...]  # the messages behind the marks, oldest channel first, each once
+
+    def __bool__(self) -> bool:
+        return bool(self.marks)
+
+    @property
+    def signature(self) -> str:
+        return hashlib.sha256("\n".join(self.marks).encode()).hexdigest()[:16]
+
+
+def sweep(root: Path, agent: str) -> Obligations:
+    """Ask the hub what obliges the seat now. Raises Trouble when the hub cannot be asked."""
+    current, result = check(root, agent, settings.ARM_CHECK_LIMIT)
+    return from_check(current, result)
+
+
+def from_check(agent: str, result: dict) -> Obligations:
+    escalations = {debt["ref"]: debt["escalations"] for debt in result["owed"]}
+    marks, refs = [], []
+    for debt in result["owed"]:
+        if debt.get("urgency") != NEXT_TURN or debt["escalations"]:
+            marks.append(f"owed:{debt['ref']}@{debt['escalations']}")
+            refs.append(debt["ref"])
+    for channel in result["channels"]:
+        for message in channel["messages"]:
+            waits = message.get("urgency") == NEXT_TURN and not escalations.get(message["ref"])
+            if IMPORTANT_FLAGS.intersection(message["flags"]) and not waits:
+                marks.append(f"unread:{message['ref']}")
+                refs.append(message["ref"])
+    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)), tuple(dict.fromkeys(refs)))

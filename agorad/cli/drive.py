@@ -1,0 +1,125 @@
+"""`agora drive`: run an unattended seat's turns in a harness. A thin adapter over agora_drive."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
+from agorad.cli.shared import SharedOption, seat_record
+from agorad.surface import settings
+from agorad.surface.durations import format_duration
+from agorad.surface.vocab import DRIVE_HARNESSES, WATCHERS
+
+
+@click.command("drive")
+@click.option("--as", "as_id", cls=SharedOption, metavar="ID", required=True,
+              help="The seat to drive (default: the workspace's seat record).")
+@click.option("--harness", type=click.Choice(DRIVE_HARNESSES),
+              help="The harness to run turns in. Default: the one the seat record wires; required when it wires several.")
+@click.option("--command", "command_line", metavar="CMD",
+              help="With --harness command: the program to run for each turn (a shell-quoted command line; "
+                   "the prompt is in $AGORA_DRIVE_PROMPT).")
+@click.option("--harness-path", type=click.Path(dir_okay=False), help="The harness program (default: its name on PATH).")
+@click.option("--harness-arg", "harness_args", multiple=True, metavar="ARG",
+              help="One more argument for every turn's harness command line (repeatable).")
+@click.option("--model", help="The model the harness runs.")
+@click.option("--turn-log", is_flag=True, help="Append every turn's event stream to drive-ID.turns.jsonl.")
+@click.option("--force", is_flag=True, help="Drive even while an interactive listener is armed for the seat "
+                                            "(never takes a live driver's seat).")
+@click.option("--budget", type=click.IntRange(1), default=settings.DRIVE_BUDGET, show_default=True,
+              help="Reception turns per hour.")
+@click.option("--turn-limit", type=DURATION, default=format_duration(settings.DRIVE_TURN_LIMIT), show_default=True,
+              help="A turn's whole process tree is killed after this long.")
+@click.option("--rotate-after", type=click.IntRange(1), default=settings.DRIVE_ROTATE_TURNS, show_default=True,
+              help="Start a new harness session after this many turns.")
+@click.option("--debounce", type=DURATION_OR_ZERO, default=format_duration(settings.DRIVE_DEBOUNCE), show_default=True,
+              help="Deliveries arriving within this window buy one turn.")
+@click.option("--once", is_flag=True, help="Exit after the first pass that decides something: a turn (0 when it "
+                                          "answered, 4 when not) or a wait (3); nothing to do waits for mail.")
+@click.option("--release", is_flag=True, help="Clear the seat's quarantined wake and back-off (tells a running driver), then exit.")
+@click.option("--watcher", type=click.Choice(WATCHERS), default="auto", show_default=True,
+              help="How to learn that the notify file changed (as agora listen).")
+@home_option
+def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_log, force, budget, turn_limit,
+          rotate_after, debounce, once, release, watcher, home):
+    """Answer seat ID's mail unattended: on each wake that obliges it, run ONE bounded turn in its harness.
+
+    Stdout carries only AGORA_DRIVE lines: one per pass (state=...) and one per turn (event=turn_end).
+    """
+    from agorad.surface.paths import Home
+    from agorad.surface.protocol import is_agent_id
+
+    if not is_agent_id(as_id):
+        fail(f"--as {as_id!r} is not a valid agent id")
+    where = Home.resolve(home)
+    if release:
+        return _release(where.root, as_id)
+    record = seat_record(click.get_current_context())
+    harness = _harness(harness, record)
+    command = tuple(shlex.split(command_line)) if command_line else ()
+    if (harness == "command") != bool(command):
+        fail("--command goes with --harness command, which needs it (the program each turn runs)")
+    agent, notify_dir = _seat(where.root, as_id)
+    from agora_drive.driver import Options, run
+
+    workspace = record.workspace if record is not None and record.agent in (as_id, agent) else Path.cwd()
+    options = Options(agent=agent, home=where.root, notify_dir=notify_dir, harness=harness, workspace=workspace,
+                      executable=harness_path, model=model, args=tuple(harness_args), command=command, budget=budget,
+                      turn_limit=turn_limit, rotate_after=rotate_after, debounce=debounce, turn_log=turn_log,
+                      force=force, once=once, watcher=watcher)
+    sys.exit(run(options))
+
+
+def _harness(chosen: str | None, record) -> str:
+    """--harness, else the one drivable harness the seat record wires."""
+    if chosen:
+        return chosen
+    wired = [h for h in (record.harnesses if record else ()) if h in DRIVE_HARNESSES]
+    if len(wired) == 1:
+        return wired[0]
+    if not wired:
+        where = f"the seat record {record.path} wires {', '.join(record.harnesses) or 'none'}" if record else \
+            "there is no seat record here (`agora setup ID` writes one)"
+        fail(f"name the harness to drive: --harness {'|'.join(DRIVE_HARNESSES)} ({where})", 2)
+    fail(f"this workspace wires several harnesses ({', '.join(wired)}): choose one with --harness", 2)
+
+
+def _seat(root: Path, as_id: str) -> tuple[str, Path | None]:
+    """The current id behind `as_id` and the hub's notify directory (the home when no hub answers yet)."""
+    from agora_listen.identity import ask
+    from agorad.surface.errors import NotFound
+
+    try:
+        answer = ask(root, as_id)
+    except NotFound as exc:
+        fail(exc.message)
+    if answer is None:
+        return as_id, root
+    if answer.redirected:
+        r = answer.redirected
+        click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
+    return answer.agent, answer.notify_dir
+
+
+def _release(root: Path, agent: str) -> None:
+    import os
+    import signal
+
+    from agora_drive.ownership import driver_pid
+    from agora_drive.state import DriveState
+    from agorad.surface.paths import drive_file
+
+    pid = driver_pid(root, agent)
+    if pid is not None:
+        os.kill(pid, signal.SIGUSR1)
+        click.echo(f"told the driver of {agent} (pid {pid}) to clear its quarantine and back-off")
+        return
+    path = drive_file(root, agent, "state")
+    state = DriveState.load(path)
+    state.release()
+    state.save(path)
+    click.echo(f"cleared the quarantine and back-off of {agent} (no driver running; the next one starts clean)")
