@@ -30,7 +30,7 @@ ALLOWED = {
                    "agora_mcp", "agora_drive"},
     "agora_listen": {"agorad.surface"},
     "agora_setup": {"agorad.surface"},
-    "agora_drive": {"agorad.surface", "agora_listen", "agora_setup"},
+    "agora_drive": {"agorad.surface", "agora_listen", "agora_setup"},  # agora_setup.harnesses: the adapters
     "agora_mcp": {"agorad.surface"},
 }
 OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp")

@@ -1,0 +1,90 @@
+"""A turn's process tree: its leader (the harness), and every descendant that can be found.
+
+Signalling the leader's process group is not enough. A descendant that called setsid() has left the
+group, and once its parent exits it is re-parented (to init or a subreaper) and is no longer the
+leader's descendant at all. So the tree is found two ways, and signals go to the group and to every
+process found:
+
+- the leader's descendants, listed with psutil while the leader lives (`collect`), which is the
+  only time the parent links still lead to them;
+- every process of ours whose environment carries the turn's token (`sweep`): run_turn puts it in
+  the leader's environment and children inherit it, so a double-forked daemon whose parent exited
+  between two collections is still found. Only our own processes' environments are readable.
+
+The leader is never reaped here: an unreaped leader keeps its pid, and so its process-group id,
+from being reused, which makes `killpg` on it safe until run_turn reaps it last.
+"""
+
+from __future__ import annotations
+
+import os
+
+import psutil
+
+# The environment variable that marks every process a turn started (see `sweep`).
+TURN_TOKEN = "AGORA_DRIVE_TURN"
+
+
+class Tree:
+    """The leader `pid` (unreaped, in a session and group of its own) and the descendants found."""
+
+    def __init__(self, pid: int, token: str):
+        self.pid = pid
+        self.token = token
+        self.leader = psutil.Process(pid)
+        self.found: dict[int, psutil.Process] = {}
+
+    def leader_exited(self) -> bool:
+        """The leader has exited (a zombie until it is reaped)."""
+        try:
+            return self.leader.status() == psutil.STATUS_ZOMBIE
+        except psutil.NoSuchProcess:
+            return True
+
+    def collect(self) -> None:
+        """Add the leader's current descendants: while it lives, the parent links still lead to them."""
+        try:
+            self._add(self.leader.children(recursive=True))
+        except psutil.Error:
+            pass
+
+    def sweep(self) -> None:
+        """Add every process carrying this turn's token, wherever it was re-parented to."""
+        marked = [p for p in psutil.process_iter(["environ"])
+                  if (p.info["environ"] or {}).get(TURN_TOKEN) == self.token]
+        self._add(marked)
+
+    def end(self, sig: int) -> None:
+        """Find what is there now, then send it `sig`: the group first, then each process found."""
+        if not self.leader_exited():
+            self.collect()
+        self.sweep()
+        try:
+            os.killpg(self.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass
+        for process in list(self.found.values()):
+            try:
+                process.send_signal(sig)  # psutil refuses a pid that now names another process
+            except psutil.Error:
+                pass
+
+    def descendants_alive(self) -> bool:
+        """Any descendant found is still running (zombies and the gone are forgotten)."""
+        self.found = {pid: p for pid, p in self.found.items() if _running(p)}
+        return bool(self.found)
+
+    def _add(self, processes) -> None:
+        for process in processes:
+            if process.pid == self.pid or process.pid == os.getpid():
+                continue
+            known = self.found.get(process.pid)
+            if known is None or not known.is_running():  # a pid reused since: keep the newer process
+                self.found[process.pid] = process
+
+
+def _running(process: psutil.Process) -> bool:
+    try:
+        return process.is_running() and process.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
