@@ -191,6 +191,9 @@ class Driver:
 
     def _environment(self, turn: Turn) -> dict:
         env = scrubbed_environment(os.environ)
+        # The turn's own tools (agora mcp, the agora CLI) act as this seat on this hub, whatever the
+        # caller's environment named.
+        env.update(AGORA_HOME=str(self.options.home), AGORA_AGENT_ID=self.options.agent)
         env.update(getattr(self.harness, "environment", lambda t: {})(turn))
         return env
 
