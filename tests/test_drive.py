@@ -1,0 +1,334 @@
+"""`agora drive` on a real hub: the loop, pass by pass with a controllable clock (Driver.step),
+and the real process through the CLI. Turns are the user's own program (`--harness command`,
+tests/drive_turn.py playing a plan); the harness adapters' own streams are tested in
+tests/test_drive_adapters.py, and the real Claude Code and Codex in tests/harness/test_drive.py."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+from agora_drive.driver import Driver, Options
+from agorad.surface import settings
+from agorad.surface.paths import drive_file, listen_file
+from agorad.surface.pidfiles import write_pidfile
+from tests.hubproc import wait_for
+from tests.seats import seats, send
+
+TURN = Path(__file__).with_name("drive_turn.py")
+SEAT, PEER = "steward", "asker"
+
+
+class Clock:
+    def __init__(self, now: float = 1_000_000.0):
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def pair(hub):
+    with seats(hub, SEAT, PEER) as clients:
+        yield clients
+
+
+@pytest.fixture
+def plan(tmp_path, monkeypatch):
+    """Set the scripted turn's plan; returns a reader of what each turn was given."""
+    record = tmp_path / "turns.jsonl"
+
+    def set_plan(*behaviours: str):
+        (tmp_path / "plan.json").write_text(json.dumps(list(behaviours)))
+        monkeypatch.setenv("DRIVE_PLAN", str(tmp_path / "plan.json"))
+        monkeypatch.setenv("DRIVE_RECORD", str(record))
+        return lambda: [json.loads(line) for line in record.read_text().splitlines()] if record.exists() else []
+    return set_plan
+
+
+def driver(hub, tmp_path, clock=None, **kw) -> Driver:
+    options = Options(agent=SEAT, home=hub.home, notify_dir=hub.home, harness="command", workspace=tmp_path,
+                      command=(sys.executable, str(TURN)), turn_limit=kw.pop("turn_limit", 30.0),
+                      grace=kw.pop("grace", 1.0), **kw)
+    return Driver(options, clock=clock or Clock())
+
+
+def ask(pair, title="review #12?"):
+    return send(pair[PEER], f"@{SEAT}", title, ask=True, to=[SEAT])["ref"]
+
+
+def owed(pair) -> int:
+    return pair[SEAT].call("inbox.check", important=True)["owed_total"]
+
+
+# --- one pass at a time ----------------------------------------------------------------------------
+
+def test_nothing_obliging_buys_no_turn(hub, pair, plan, tmp_path):
+    turns = plan("answer")
+    drive = driver(hub, tmp_path)
+    assert (drive.step().state, drive.step().reason) == ("armed", "idle")
+    send(pair[PEER], "commons", "chatter for everyone")  # addressed to nobody: obliges nobody
+    send(pair[PEER], f"@{SEAT}", "whenever", urgency="next_turn")  # waits for the next turn, rings none
+    assert drive.step().state == "armed" and turns() == []
+
+
+def test_an_obligation_buys_one_turn_that_answers_and_acks(hub, pair, plan, tmp_path):
+    turns = plan("answer")
+    ref = ask(pair)
+    done = driver(hub, tmp_path).step()
+    assert (done.state, done.verdict.status, done.verdict.reason) == ("turn", "ok", "answered")
+    assert owed(pair) == 0 and pair[SEAT].call("inbox.check")["unread"] == 0
+    replies = pair[PEER].call("inbox.check")["channels"][0]["messages"]
+    assert [m["title"] for m in replies] == ["done"]
+    given, = turns()
+    assert given["stdin_is_null"] and given["cwd"] == str(tmp_path)
+    assert given["prompt"].startswith("[agora drive]") and ref in given["prompt"]
+    assert "review #12?" not in given["prompt"]  # titles are read fenced by the turn, never put in argv or env
+
+
+def test_a_driven_turn_never_sees_the_callers_agora_keys(hub, pair, plan, tmp_path, monkeypatch):
+    turns = plan("answer")
+    monkeypatch.setenv("AGORA_KEY", "the-operators-own-key")
+    monkeypatch.setenv("AGORA_ADMIN_TOKEN", "secret")
+    monkeypatch.setenv("AGORA_AGENT_ID", "someone-else")
+    ask(pair)
+    driver(hub, tmp_path).step()
+    given, = turns()
+    assert "AGORA_KEY" not in given["agora_env"] and "AGORA_ADMIN_TOKEN" not in given["agora_env"]
+    assert owed(pair) == 0  # it acted as the seat (AGORA_AGENT_ID set to it), not as the caller's
+
+
+def test_failures_back_off_doubling_hold_the_wake_and_one_healthy_turn_clears_them(hub, pair, plan, tmp_path):
+    plan("crash", "transient", "crash", "answer")
+    ask(pair)
+    clock = Clock()
+    drive = driver(hub, tmp_path, clock)
+    waits = []
+    for _ in range(3):
+        done = drive.step()
+        assert done.verdict.status == "failed"
+        backoff = drive.step()
+        assert backoff.state == "backoff" and owed(pair) == 1  # held, not dropped
+        waits.append(backoff.next_at - clock.now)
+        clock.now = backoff.next_at
+    assert waits == [60.0, 120.0, 240.0]
+    assert drive.step().verdict.reason == "answered" and drive.state.streak == 0 and owed(pair) == 0
+    failures = [json.loads(line) for line in drive_file(hub.home, SEAT, "failures.jsonl").read_text().splitlines()]
+    assert [f["reason"] for f in failures] == ["crashed", "crashed", "crashed"]
+    assert [f["exit"] for f in failures] == [3, 75, 3] and [f["streak"] for f in failures] == [1, 2, 3]
+
+
+def test_the_held_wake_is_answered_after_a_restart(hub, pair, plan, tmp_path):
+    plan("crash", "answer")
+    ask(pair)
+    clock = Clock()
+    assert driver(hub, tmp_path, clock).step().verdict.status == "failed"
+    restarted = driver(hub, tmp_path, clock)  # a new process: the back-off is kept, so is the debt
+    assert restarted.step().state == "backoff"
+    clock.now += settings.DRIVE_BACKOFF_FIRST
+    assert restarted.step().verdict.reason == "answered" and owed(pair) == 0
+
+
+def test_a_turn_that_leaves_the_debt_quarantines_that_wake_until_something_changes(hub, pair, plan, tmp_path):
+    turns = plan("leave", "leave", "answer")
+    ask(pair)
+    drive = driver(hub, tmp_path)
+    assert drive.step().verdict.status == "debt-left"
+    for _ in range(2):
+        assert drive.step().state == "quarantined"  # no respawn on the same inputs
+    assert len(turns()) == 1
+    ask(pair, "and this one?")  # new mail: the inputs changed
+    assert drive.step().verdict.status == "debt-left"
+    assert drive.step().state == "quarantined"
+    drive.state.release()  # what `agora drive --release` does
+    assert drive.step().verdict.reason == "answered" and len(turns()) == 3
+
+
+def test_a_turn_that_only_acks_leaves_the_debt_but_counts_as_progress(hub, pair, plan, tmp_path):
+    plan("ack", "ack")
+    ask(pair)
+    drive = driver(hub, tmp_path)
+    assert drive.step().verdict.reason == "progress"  # the unread went: something moved
+    assert drive.step().verdict.status == "debt-left"  # the same debt, untouched again
+    assert drive.step().state == "quarantined"
+
+
+def test_a_spent_budget_holds_the_wake_until_a_turn_leaves_the_hour(hub, pair, plan, tmp_path):
+    turns = plan("leave")
+    clock = Clock()
+    drive = driver(hub, tmp_path, clock, budget=2)
+    for n in range(2):
+        ask(pair, f"question {n}")
+        assert drive.step().state == "turn"
+        clock.now += 10
+    ask(pair, "question 2")
+    held = drive.step()
+    assert (held.state, held.reason, held.next_at) == ("held", "budget", 1_000_000.0 + 3600)
+    assert len(turns()) == 2
+    clock.now = held.next_at + 1
+    assert drive.step().state == "turn"
+
+
+def test_a_hanging_turn_is_killed_as_a_tree_and_counts_as_never_reaching_the_hub(hub, pair, plan, tmp_path):
+    plan("hang")
+    ask(pair)
+    done = driver(hub, tmp_path, turn_limit=1.0, grace=0.3).step()
+    assert (done.verdict.status, done.verdict.reason) == ("failed", "timeout")
+    mine = [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(3600)" in " ".join(p.info["cmdline"] or [])]
+    assert not [p for p in mine if p.status() != psutil.STATUS_ZOMBIE]
+    assert owed(pair) == 1
+
+
+def test_sessions_rotate_after_n_turns(hub, pair, plan, tmp_path):
+    plan("leave")
+    drive = driver(hub, tmp_path, rotate_after=2)
+    drive.state.ran_in("command", "s-1")
+    assert drive.state.session_for("command", 2) == "s-1"
+
+
+# --- the process -----------------------------------------------------------------------------------
+
+def agora() -> str:
+    return str(Path(sys.executable).with_name("agora"))
+
+
+def start_driver(hub, tmp_path, *extra: str, env: dict | None = None) -> subprocess.Popen:
+    command = [agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+               "--command", f"{sys.executable} {TURN}", "--debounce", "0", *extra]
+    return subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, **(env or {})})
+
+
+def read_until(proc: subprocess.Popen, start: str, seen: list[str]) -> str:
+    for line in proc.stdout:
+        seen.append(line.rstrip("\n"))
+        assert line.startswith("AGORA_DRIVE "), f"stdout carries only AGORA_DRIVE lines, got {line!r}"
+        if line.startswith(start):
+            return line
+    raise AssertionError(f"the driver ended before {start!r}: {seen}; stderr: {proc.stderr.read()}")
+
+
+def stop(proc: subprocess.Popen, seen: list[str]) -> int:
+    proc.send_signal(signal.SIGTERM)
+    out, _ = proc.communicate(timeout=30)
+    seen += out.splitlines()
+    return proc.returncode
+
+
+def test_a_dm_wakes_the_driver_whose_turn_answers_and_it_rearms(hub, pair, plan, tmp_path):
+    plan("answer")
+    proc = start_driver(hub, tmp_path, "--turn-log")
+    seen: list[str] = []
+    try:
+        read_until(proc, "AGORA_DRIVE state=armed reason=idle next=wake", seen)
+        assert "running" not in (status := hub_status(hub))  # the DRIVER column shows the state
+        assert status[SEAT]["driver"] == "armed"
+        ask(pair)
+        end = read_until(proc, "AGORA_DRIVE event=turn_end", seen)
+        assert "status=ok stage=hub reason=answered turn=1" in end
+        read_until(proc, "AGORA_DRIVE state=armed reason=idle", seen)
+        assert owed(pair) == 0
+        ask(pair, "one more")
+        assert "reason=answered turn=2" in read_until(proc, "AGORA_DRIVE event=turn_end", seen)
+    finally:
+        code = stop(proc, seen)
+    assert code == 0 and seen[-1] == "AGORA_DRIVE state=stopped reason=signal"
+    log = drive_file(hub.home, SEAT, "turns.jsonl")
+    assert oct(log.stat().st_mode & 0o777) == "0o600"
+    assert [json.loads(line)["turn"] for line in log.read_text().splitlines()] == [1, 2]
+    assert not drive_file(hub.home, SEAT, "pid").exists()
+
+
+def hub_status(hub) -> dict:
+    out = subprocess.run([agora(), "status", "--home", str(hub.home), "--json"], capture_output=True, text=True,
+                         check=True).stdout
+    return {a["id"]: a for a in json.loads(out)["agents"]}
+
+
+def test_while_a_driver_lives_it_owns_the_seats_reception(hub, pair, plan, tmp_path):
+    plan("answer")
+    proc = start_driver(hub, tmp_path)
+    seen: list[str] = []
+    try:
+        read_until(proc, "AGORA_DRIVE state=armed", seen)
+        listen = subprocess.run([agora(), "listen", "--home", str(hub.home), "--as", SEAT, "--once"],
+                                capture_output=True, text=True, timeout=30)
+        assert listen.stdout.strip() == "AGORA_LISTEN ended reason=driver-owns-reception"
+        second = start_driver(hub, tmp_path, "--force")
+        out, err = second.communicate(timeout=30)
+        assert second.returncode == 1 and out.strip() == "AGORA_DRIVE state=stopped reason=already-driven"
+        assert "one driver per seat" in err
+    finally:
+        stop(proc, seen)
+
+
+def test_a_fresh_interactive_listener_refuses_the_driver_unless_forced(hub, pair, plan, tmp_path):
+    plan("answer")
+    listener = subprocess.Popen(["sleep", "60"])
+    try:
+        os.chdir(tmp_path)
+        pidfile = listen_file(hub.home, SEAT, "pid")
+        pidfile.write_text(f"{listener.pid}\nheartbeat=300\n")
+        refused = start_driver(hub, tmp_path)
+        out, err = refused.communicate(timeout=30)
+        assert (refused.returncode, out.strip()) == (1, "AGORA_DRIVE state=stopped reason=listener-armed")
+        assert "--force" in err and not drive_file(hub.home, SEAT, "pid").exists()
+        forced = start_driver(hub, tmp_path, "--force")
+        seen: list[str] = []
+        read_until(forced, "AGORA_DRIVE state=armed", seen)
+        assert stop(forced, seen) == 0
+    finally:
+        listener.kill()
+        listener.wait()
+
+
+def test_a_harness_that_cannot_run_is_refused_at_arm_not_at_the_first_wake(hub, pair, plan, tmp_path):
+    proc = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+                           "--command", "/nonexistent/harness --flag"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=30)
+    assert (proc.returncode, proc.stdout.strip()) == (1, "AGORA_DRIVE state=stopped reason=config")
+    assert "/nonexistent/harness" in proc.stderr and "not found" in proc.stderr
+
+
+def test_sigterm_mid_turn_ends_the_tree_and_the_wake_is_still_owed_at_the_next_start(hub, pair, plan, tmp_path):
+    plan("hang", "answer")
+    proc = start_driver(hub, tmp_path)
+    seen: list[str] = []
+    read_until(proc, "AGORA_DRIVE state=armed", seen)
+    ask(pair)
+    read_until(proc, "AGORA_DRIVE state=turn", seen)
+    assert stop(proc, seen) == 0
+    assert any("event=turn_end status=stopped" in line for line in seen), seen
+    assert owed(pair) == 1
+    again = start_driver(hub, tmp_path)
+    more: list[str] = []
+    try:
+        assert "reason=answered" in read_until(again, "AGORA_DRIVE event=turn_end", more)
+    finally:
+        stop(again, more)
+    assert owed(pair) == 0
+
+
+def test_release_clears_a_quarantine_a_running_driver_holds(hub, pair, plan, tmp_path):
+    turns = plan("leave", "answer")
+    proc = start_driver(hub, tmp_path)
+    seen: list[str] = []
+    try:
+        read_until(proc, "AGORA_DRIVE state=armed", seen)
+        ask(pair)
+        read_until(proc, "AGORA_DRIVE state=quarantined reason=debt-left", seen)
+        wait_for(lambda: hub_status(hub)[SEAT]["driver"] == "quarantined", what="status shows the quarantine")
+        released = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--release"],
+                                  capture_output=True, text=True, timeout=30)
+        assert released.returncode == 0 and "told the driver" in released.stdout
+        assert "reason=answered" in read_until(proc, "AGORA_DRIVE event=turn_end", seen)
+    finally:
+        stop(proc, seen)
+    assert len(turns()) == 2 and owed(pair) == 0
