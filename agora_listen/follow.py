@@ -77,9 +77,7 @@ class Follower:
         """
         lines, self.pending = self.pending, []
         if self.fd is None:
-            lines += self._first_generation()
-            if self._open(self.path):
-                self.fileless = False
+            lines += self._open_first()
         if self.fd is not None:
             lines += self._read_lines()
             current = _inode(self.path)
@@ -90,14 +88,27 @@ class Follower:
                 lines += self._read_lines()
         return lines
 
-    def _first_generation(self) -> list[dict]:
-        """Armed with no file: the lines of a `.1` that appeared since (read once; a later gap
-        between its last id and the file's first counts as missed, as after any rotation)."""
-        if not self.fileless or not self._open(self.rotated):
+    def _open_first(self) -> list[dict]:
+        """Open the file under the name, to read from its start. Armed with no file, first read whole a
+        `.1` made since: the first file, filled and rotated before this read (read once; a later gap
+        between its last id and the next file's first counts as missed, as after any rotation).
+
+        The name is opened before `.1` is looked at. In the other order the first file could rotate
+        between the two looks (no `.1` yet, then the second file under the name): its lines were lost.
+        A `.1` that is the file just opened rotated after the open: it is read on through the descriptor.
+        """
+        current = self.inode if self._open(self.path) else None
+        if not self.fileless:
             return []
-        self.fileless = False
-        lines = self._read_lines()
-        self._close()
+        lines = []
+        if _inode(self.rotated) not in (None, current):
+            if self._open(self.rotated):  # this closes the file under the name: it is opened again below
+                self.fileless = False
+                lines = self._read_lines()
+                self._close()
+            current = self.inode if self._open(self.path) else None
+        if current is not None:
+            self.fileless = False
         return lines
 
     def offset(self) -> dict:
