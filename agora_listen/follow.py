@@ -39,7 +39,10 @@ class Follower:
     # --- arming ---------------------------------------------------------------
 
     def arm(self, offset) -> None:
-        """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start)."""
+        """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start).
+
+        A dict whose inode is None was saved by a follower that had no file yet: this one has none either.
+        """
         if offset is None:
             if self._open(self.path):
                 self.pos = os.fstat(self.fd).st_size
@@ -51,6 +54,9 @@ class Follower:
             self.fileless = not self._open(self.path)
             return
         self.last_id = offset["id"]
+        if offset["inode"] is None:  # saved with no file yet: all the name holds came since, a `.1` too (read_new)
+            self.fileless = True
+            return
         if _inode(self.path) == offset["inode"]:
             self._open(self.path)
             self.pos = offset["pos"] if offset["pos"] <= os.fstat(self.fd).st_size else 0
