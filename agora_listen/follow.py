@@ -39,7 +39,10 @@ class Follower:
     # --- arming ---------------------------------------------------------------
 
     def arm(self, offset) -> None:
-        """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start)."""
+        """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start).
+
+        A dict whose inode is None was saved by a follower that had no file yet: this one has none either.
+        """
         if offset is None:
             if self._open(self.path):
                 self.pos = os.fstat(self.fd).st_size
@@ -51,6 +54,9 @@ class Follower:
             self.fileless = not self._open(self.path)
             return
         self.last_id = offset["id"]
+        if offset["inode"] is None:  # saved with no file yet: all the name holds came since, a `.1` too (read_new)
+            self.fileless = True
+            return
         if _inode(self.path) == offset["inode"]:
             self._open(self.path)
             self.pos = offset["pos"] if offset["pos"] <= os.fstat(self.fd).st_size else 0
@@ -77,9 +83,7 @@ class Follower:
         """
         lines, self.pending = self.pending, []
         if self.fd is None:
-            lines += self._first_generation()
-            if self._open(self.path):
-                self.fileless = False
+            lines += self._open_first()
         if self.fd is not None:
             lines += self._read_lines()
             current = _inode(self.path)
@@ -90,14 +94,27 @@ class Follower:
                 lines += self._read_lines()
         return lines
 
-    def _first_generation(self) -> list[dict]:
-        """Armed with no file: the lines of a `.1` that appeared since (read once; a later gap
-        between its last id and the file's first counts as missed, as after any rotation)."""
-        if not self.fileless or not self._open(self.rotated):
+    def _open_first(self) -> list[dict]:
+        """Open the file under the name, to read from its start. Armed with no file, first read whole a
+        `.1` made since: the first file, filled and rotated before this read (read once; a later gap
+        between its last id and the next file's first counts as missed, as after any rotation).
+
+        The name is opened before `.1` is looked at. In the other order the first file could rotate
+        between the two looks (no `.1` yet, then the second file under the name): its lines were lost.
+        A `.1` that is the file just opened rotated after the open: it is read on through the descriptor.
+        """
+        current = self.inode if self._open(self.path) else None
+        if not self.fileless:
             return []
-        self.fileless = False
-        lines = self._read_lines()
-        self._close()
+        lines = []
+        if _inode(self.rotated) not in (None, current):
+            if self._open(self.rotated):  # this closes the file under the name: it is opened again below
+                self.fileless = False
+                lines = self._read_lines()
+                self._close()
+            current = self.inode if self._open(self.path) else None
+        if current is not None:
+            self.fileless = False
         return lines
 
     def offset(self) -> dict:

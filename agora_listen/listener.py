@@ -225,10 +225,15 @@ def _offset(seat: Seat):
     saved = seat.load("offset")
     if saved is None or saved == CORRUPT:
         return saved
-    valid = isinstance(saved, dict) and all(
-        isinstance(saved.get(k), int) and not isinstance(saved.get(k), bool) and saved[k] >= 0
-        for k in ("inode", "pos", "id"))
+    # A null inode is the place of a follower whose seat had no file yet (Follower.arm): read as corrupt,
+    # it would re-read only the file under the name, and miss a first file rotated to `.1` meanwhile.
+    valid = isinstance(saved, dict) and _count(saved.get("pos")) and _count(saved.get("id")) and (
+        _count(saved.get("inode")) or "inode" in saved and saved["inode"] is None)
     return saved if valid else CORRUPT  # a corrupt offset re-reads the file: more wakes, never deafness
+
+
+def _count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Signals, harness: Harness,

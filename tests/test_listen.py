@@ -156,6 +156,25 @@ def test_a_first_file_that_rotates_before_the_first_read_rings_whole(home):
         hub.stop()
 
 
+def test_a_first_file_that_rotates_between_two_once_runs_rings_whole(home):
+    # A run armed before the seat had a notify file saves that it had none; the next run finds the first file
+    # rotated to .1 and rings it too. That saved place ({"inode": null}) used to read back as corrupt, which
+    # re-reads only the file under the name: the lines in .1 were neither rung nor counted as missed.
+    hub = Hub(home, "--notify-rotate-mb", "0.001").start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0
+            assert not (home / "runtime-inbox.log").exists()
+            for i in range(8):  # about five lines a file: the first file's lines are all in .1
+                send(s["memory"], "commons", f"m{i}", "y" * 60)
+            assert json.loads((home / "runtime-inbox.log.1").read_text().splitlines()[0])["id"] == 1
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
+            wake = fields(lines[1])
+            assert code == 2 and (wake["n"], wake.get("missed")) == ("8", None)
+    finally:
+        hub.stop()
+
+
 def test_persistent_listener_takes_the_lock_and_a_second_is_already_armed(hub, pair):
     first = Listener(hub, "--as", "runtime")
     first.next_line()
