@@ -209,9 +209,10 @@ class Driver:
     def preflight(self) -> str | None:
         """Before any wake: why this harness cannot run a turn here, in its own words; None when it can."""
         if self.program() is None:
-            what = self.options.command[0] if self.options.harness == "command" and self.options.command else (
-                self.options.executable or self.harness.executable)
-            return f"the {self.options.harness} harness's program {what!r} is not found (PATH, or --harness-path)"
+            if self.options.harness == "command":
+                return f"the program {self.options.command[0]!r} of --command is not found or not executable"
+            name = self.options.executable or self.harness.executable
+            return f"the {self.options.harness} harness's program {name!r} is not found (install it, or --harness-path)"
         turn = Turn("", self.options.workspace, None, self.options.model, self.options.args, self.options.command)
         return self.harness.preflight(self.program(), turn, self._environment(turn))
 
