@@ -8,7 +8,7 @@ the next inbox check and never ring), plus debts that escalated (their ask may h
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from agorad.surface import settings
 from agorad.surface.vocab import NEXT_TURN
@@ -29,7 +29,7 @@ class View:
         self.more = more  # the hub listed as many as asked for: there may be more
 
 
-def ask(root: Path, agent: str) -> View:
+def ask(root: str | os.PathLike, agent: str) -> View:
     from agorad.surface import keys
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError
