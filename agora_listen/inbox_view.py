@@ -8,7 +8,7 @@ the next inbox check and never ring), plus debts that escalated (their ask may h
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from agorad.surface import settings
 from agorad.surface.vocab import NEXT_TURN
@@ -29,12 +29,13 @@ class View:
         self.more = more  # the hub listed as many as asked for: there may be more
 
 
-def ask(root: Path, agent: str) -> View:
+def ask(root: str | os.PathLike, agent: str) -> View:
     current, result = check(root, agent, settings.BACKSTOP_HEADLINES)
     return _view(current, result)
 
 
-def check(root: Path, agent: str, limit: int, timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, dict]:
+def check(root: str | os.PathLike, agent: str, limit: int,
+          timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, dict]:
     """The seat's current id (a renamed seat's old id is followed) and the hub's `inbox.check` answer,
     important headlines only, up to `limit` of them and of the debts. Raises Trouble."""
     from agorad.surface import keys

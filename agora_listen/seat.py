@@ -6,19 +6,22 @@ find a file corrupt say so, and the caller fails toward more wakes.
 
 from __future__ import annotations
 
-import fcntl
 import json
 import os
-from pathlib import Path
 
+from agorad.surface import filenames
 from agorad.surface.paths import FILE_MODE, LISTEN_STATE, drive_file, listen_file, write_private
 from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
+
+TYPE_CHECKING = False  # typing's, without importing typing: the stop hook imports this module
+if TYPE_CHECKING:
+    from pathlib import Path
 
 CORRUPT = "corrupt"
 
 
 class Seat:
-    def __init__(self, home: Path, agent: str):
+    def __init__(self, home: str | os.PathLike, agent: str):
         self.home, self.agent = home, agent
         self._lock_fds: list[int] = []
 
@@ -30,12 +33,17 @@ class Seat:
         return drive_file(self.home, self.agent, "pid")
 
     def driver_owns_reception(self) -> bool:
-        return self.driver_pidfile.exists() and pidfile_state(self.driver_pidfile) == LIVE
+        # Named as a string, not by driver_pidfile: the stop hook asks this at every turn's end, and a
+        # Path would load pathlib (filenames.py).
+        pidfile = filenames.drive_file(self.home, self.agent, "pid")
+        return filenames.exists(pidfile) and pidfile_state(pidfile) == LIVE
 
     # --- lock and pidfile ----------------------------------------------------------
 
     def take_lock(self, path: Path | None = None) -> bool:
         """Hold the seat's listener lock; False if a live process holds it (a dead one's is free)."""
+        import fcntl  # here, not at the top: the stop hook imports this module and never locks
+
         fd = os.open(path or self.file("lock"), os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)

@@ -7,7 +7,7 @@ a live driver owns the seat, and (with a line on stderr) when the hub cannot be 
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 
 from agora_listen.harness_replies import Reply, context, quiet
 from agora_listen.inbox_view import Trouble, View, ask
@@ -17,7 +17,7 @@ from agorad.surface import hook_stamps, wiring
 HOOK = "start"
 
 
-def start(harness: str, agent: str, root: Path, payload: dict) -> Reply:
+def start(harness: str, agent: str, root: str | os.PathLike, payload: dict) -> Reply:
     try:
         hook_stamps.mark_fired(root, agent, HOOK)
     except OSError as exc:
@@ -33,7 +33,7 @@ def start(harness: str, agent: str, root: Path, payload: dict) -> Reply:
     return context(harness, summary(root, view))
 
 
-def summary(root: Path, view: View) -> str:
+def summary(root: str | os.PathLike, view: View) -> str:
     exe = wiring.agora_executable()
     important = f"{len(view.important)}{'+' if view.more else ''}"
     return (f"agora: this session acts as seat {view.agent} on your own Agora hub ({root}). "

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -10,6 +11,7 @@ import pytest
 
 from agorad.cli import hook_fast
 from agorad.cli.group import main
+from agorad.surface import hook_stamps
 
 ACCEPTED = [
     ["hook", "stop", "--harness", "claude", "--as", "bob"],
@@ -54,10 +56,41 @@ def test_anything_else_is_left_to_click(argv):
     assert hook_fast.parse(argv) is None
 
 
-def test_the_hook_does_not_import_click():
-    code = ("import sys; sys.argv = ['agora', 'hook', 'stop', '--harness', 'codex', '--as', 'bob', '--home', '/nonexistent'];"
-            "import agorad.cli\n"
-            "try:\n    agorad.cli.run()\nexcept SystemExit:\n    pass\n"
-            "print(sorted(m for m in ('click', 'dataclasses', 'inspect', 'hashlib', 'typing', 'shutil') if m in sys.modules))")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, stdin=subprocess.DEVNULL, timeout=30)
-    assert done.stdout.strip().splitlines()[-1] == "[]", done.stderr
+# What the hook's path must never load, each measured with `python -X importtime` (bench/README.md,
+# "The stop hook"): click (~45 ms), dataclasses through inspect (~16 ms), hashlib (~10 ms), shutil
+# (~6 ms), typing (~5 ms), and pathlib with the chain it brings (urllib.parse, ipaddress, fnmatch: ~4.7 ms).
+HEAVY = ("click", "dataclasses", "inspect", "hashlib", "typing", "shutil", "pathlib", "urllib.parse", "ipaddress",
+         "fnmatch")
+
+# The console script's own call, then which of HEAVY (and of the modules that prove the hook reached a
+# hub) it loaded, as the last line of stdout.
+PROBE = f"""
+import sys
+sys.argv = ["agora", *sys.argv[1:]]
+import agorad.cli
+try:
+    agorad.cli.run()
+except SystemExit as exit:
+    sys.stderr.write(f"exit {{exit.code}}\\n")
+print(sorted(m for m in {HEAVY + ("agorad.surface.client",)!r} if m in sys.modules))
+"""
+
+
+def probe(home, payload: bytes = b"{}") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_KEY", "AGORA_HOME")}
+    return subprocess.run([sys.executable, "-c", PROBE, "hook", "stop", "--harness", "codex", "--as", "bob",
+                           "--home", str(home)], input=payload, capture_output=True, env=env, timeout=30)
+
+
+def test_the_hook_against_no_hub_loads_nothing_heavy():
+    done = probe("/nonexistent")
+    assert "cannot stamp the firing" in done.stderr.decode()
+    assert done.stdout.decode().splitlines()[-1] == "[]", done.stderr
+
+
+def test_the_quiet_hook_against_a_hub_loads_nothing_heavy(hub):
+    hub.add_agent("bob", liveness_mode="async")
+    done = probe(hub.home)
+    assert done.stderr.decode() == "exit 0\n"  # quiet: nothing waits, and the hub answered
+    assert done.stdout.decode().splitlines() == ["['agorad.surface.client']"]  # it asked the hub, and loaded none of HEAVY
+    assert hook_stamps.read(hub.home, "bob", "stop").get("fired")

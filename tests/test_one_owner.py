@@ -1,6 +1,7 @@
 """One owner for each name, vocabulary and default.
 
-Every file under the home is spelled in agorad/surface/paths.py, every
+Every file under the home is spelled in agorad/surface/filenames.py (paths.py
+wraps those names in Paths), every
 vocabulary in agorad/surface/vocab.py, every default in
 agorad/surface/settings.py; the CLI's choices and option defaults and the hub's
 own defaults read them. These tests find a second spelling anywhere in the code.
@@ -23,7 +24,7 @@ from agorad.surface.durations import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
 CODE = [p for top in ("agorad", "agora_listen", "agora_setup", "agora_drive") for p in sorted((ROOT / top).rglob("*.py"))]
-OWNERS = {ROOT / "agorad/surface/paths.py", ROOT / "agorad/surface/vocab.py", ROOT / "agorad/surface/settings.py"}
+OWNERS = {ROOT / "agorad/surface/filenames.py", ROOT / "agorad/surface/vocab.py", ROOT / "agorad/surface/settings.py"}
 
 HOME_FILE = re.compile(
     r"-inbox\.log|^listen-|^drive-|^hook-|\.key$|^agorad\.(sock|pid|lock)$|^agora\.db|\.(offset|backoff|owedsig|stamp)$"
@@ -39,7 +40,7 @@ def literal_pieces(tree: ast.AST):
             yield node.value
 
 
-def test_home_file_names_are_spelled_only_in_paths():
+def test_home_file_names_are_spelled_only_in_filenames():
     found = []
     for path in CODE:
         if path in OWNERS:

@@ -38,7 +38,7 @@ def parse(argv: list[str]) -> tuple[str, str, str, str | None] | None:
 
 def answer(which: str, harness: str, as_id: str, home: str | None) -> int:
     """Run hook `which` and write its reply; the exit status."""
-    from agorad.surface.paths import Home
+    from agorad.surface.filenames import home_root
     from agorad.surface.protocol import is_agent_id
 
     if not is_agent_id(as_id):  # before any file is named after it
@@ -52,7 +52,8 @@ def answer(which: str, harness: str, as_id: str, home: str | None) -> int:
     else:
         from agora_listen.session_start import start as run
     try:
-        reply = run(harness, as_id, Home.resolve(home).root, read_ready())
+        # The root as a string, not Home's Path: nothing on the quiet path loads pathlib (filenames.py).
+        reply = run(harness, as_id, home_root(home), read_ready())
     except Exception as exc:  # a bug or an unforeseen fault must not break the harness's turn
         sys.stderr.write(f"agora hook {which}: failed ({type(exc).__name__}: {exc}); the turn goes on without it\n")
         return 0

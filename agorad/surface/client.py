@@ -26,6 +26,7 @@ import time
 from collections.abc import Iterator  # not typing: it costs the hook 5 ms to import
 
 from agorad.surface.errors import Unavailable, from_wire
+from agorad.surface.filenames import SOCKET_NAME, pathlib_form
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
 
@@ -47,12 +48,18 @@ class Client:
         self._buffer = bytearray()  # bytes received past the last whole line
         self._next_id = 0
 
+    @property
+    def _socket_path(self) -> str:
+        # str(self.home.socket), spelled without making a Path: the stop hook connects at every turn's
+        # end, and a Path would load pathlib (filenames.py).
+        return pathlib_form(os.path.join(self.home.root_text, SOCKET_NAME))
+
     def _start_command(self) -> str:
         """`agora up`, naming the home when it is not the one `agora up` would pick by itself."""
-        return "agora up" if self.home == Home.resolve() else f"agora up --home {self.home.root}"
+        return "agora up" if self.home == Home.resolve() else f"agora up --home {self.home.root_text}"
 
     def connect(self) -> "Client":
-        path = str(self.home.socket)
+        path = self._socket_path
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
@@ -89,7 +96,7 @@ class Client:
             return self._await_reply(request_id)
         except (BrokenPipeError, ConnectionResetError, socket.timeout) as exc:
             self.close()
-            raise Unavailable(f"the hub at {self.home.socket} went away during {method}: {exc}") from None
+            raise Unavailable(f"the hub at {self._socket_path} went away during {method}: {exc}") from None
 
     def hello(self, agent: str, key: str, interval: float | str | None = None) -> dict:
         """Act as `agent` on this connection from now on; `interval`: declare its expected
@@ -109,7 +116,7 @@ class Client:
         if self._pushed:
             return self._pushed.popleft()
         if self._sock is None:
-            raise Unavailable(f"the connection to {self.home.socket} is closed; connect and call inbox.subscribe "
+            raise Unavailable(f"the connection to {self._socket_path} is closed; connect and call inbox.subscribe "
                               "again to receive pushes")
         deadline = math.inf if timeout is None else time.monotonic() + timeout
         try:
@@ -123,7 +130,7 @@ class Client:
                 # A reply no call awaits (its call gave up): not a push, and no one else's to return.
         except (ConnectionResetError, socket.timeout) as exc:
             self.close()
-            raise Unavailable(f"the hub at {self.home.socket} went away: {exc}") from None
+            raise Unavailable(f"the hub at {self._socket_path} went away: {exc}") from None
 
     def notifications(self, timeout: float | None = None) -> Iterator[dict]:
         """Each push as it comes, until none comes within `timeout` seconds (None: until the connection ends).
@@ -166,7 +173,7 @@ class Client:
             chunk = self._sock.recv(_RECV)
             if not chunk:  # EOF, or the hub died in the middle of a line
                 self.close()
-                raise Unavailable(f"the hub at {self.home.socket} closed the connection")
+                raise Unavailable(f"the hub at {self._socket_path} closed the connection")
             self._buffer += chunk
 
     def _readable(self, deadline: float) -> bool:
@@ -178,8 +185,8 @@ class Client:
             message = json.loads(line)
         except ValueError:
             self.close()
-            raise Unavailable(f"the hub at {self.home.socket} sent a reply that is not JSON") from None
+            raise Unavailable(f"the hub at {self._socket_path} sent a reply that is not JSON") from None
         if not isinstance(message, dict):
             self.close()
-            raise Unavailable(f"the hub at {self.home.socket} sent a reply that is not a JSON object")
+            raise Unavailable(f"the hub at {self._socket_path} sent a reply that is not a JSON object")
         return message

@@ -6,24 +6,26 @@
 the hook last ran; `backoff` and `arming` the stop-hook backstop's re-prompt schedules (the mail,
 and Cursor's background listener), each {"window": s, "next": hub time, "marks": [...]} or null (agora_listen/backoff.py).
 A missing or corrupt stamp reads as {} (never wired, never fired, nothing owed to a schedule), so
-a damaged file errs toward re-prompting. Writes are atomic and 0600 (paths.write_private).
+a damaged file errs toward re-prompting. Writes are atomic and 0600 (filenames.write_private).
+Files are named as strings (filenames.py): the stop hook reads and writes a stamp at every turn's end.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import time
-from pathlib import Path
 
-from agorad.surface.paths import hook_stamp, write_private
+from agorad.surface.filenames import hook_stamp, write_private
 
 FIELDS = ("wired", "fired", "backoff", "arming")
 
 
-def read(root: Path, agent: str, hook: str) -> dict:
+def read(root: str | os.PathLike, agent: str, hook: str) -> dict:
     """The stamp's known fields; {} when missing or corrupt."""
     try:
-        data = json.loads(hook_stamp(root, agent, hook).read_text())
+        with open(hook_stamp(root, agent, hook)) as file:
+            data = json.loads(file.read())
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):
@@ -37,13 +39,13 @@ def _valid(field: str, value) -> bool:
     return isinstance(value, dict)
 
 
-def write(root: Path, agent: str, hook: str, stamp: dict) -> None:
+def write(root: str | os.PathLike, agent: str, hook: str, stamp: dict) -> None:
     # No fsync: a stamp lost to a machine crash only shows an older firing or re-prompts once more,
     # and the hook runs at every turn's end, where a disk flush would be most of its time.
     write_private(hook_stamp(root, agent, hook), json.dumps({k: stamp.get(k) for k in FIELDS}), sync=False)
 
 
-def mark_fired(root: Path, agent: str, hook: str, at: float | None = None) -> dict:
+def mark_fired(root: str | os.PathLike, agent: str, hook: str, at: float | None = None) -> dict:
     """Stamp a firing now (wall clock) and return the stamp as it now stands."""
     stamp = read(root, agent, hook)
     stamp["fired"] = time.time() if at is None else at
@@ -51,13 +53,16 @@ def mark_fired(root: Path, agent: str, hook: str, at: float | None = None) -> di
     return stamp
 
 
-def mark_wired(root: Path, agent: str, hook: str) -> None:
+def mark_wired(root: str | os.PathLike, agent: str, hook: str) -> None:
     """`agora setup` wired this hook for the seat: `agora status` shows NEVER FIRED until it runs."""
     stamp = read(root, agent, hook)
     stamp["wired"] = time.time()
     write(root, agent, hook, stamp)
 
 
-def forget(root: Path, agent: str, hook: str) -> None:
+def forget(root: str | os.PathLike, agent: str, hook: str) -> None:
     """`agora setup --remove`: the hook is no longer wired, and its stamp goes."""
-    hook_stamp(root, agent, hook).unlink(missing_ok=True)
+    try:
+        os.unlink(hook_stamp(root, agent, hook))
+    except FileNotFoundError:
+        pass

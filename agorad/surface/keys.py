@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from agorad.surface.filenames import key_file
 from agorad.surface.paths import Home, write_private
 
 KEY_PREFIX = "agk_"
@@ -58,7 +59,8 @@ def read_key(home: Home, agent_id: str) -> str | None:
     env = os.environ.get("AGORA_KEY")
     if env:
         return env.strip()
-    try:
-        return home.key_file(agent_id).read_text().strip()
+    try:  # named as a string (filenames.py): the stop hook reads its key at every turn's end
+        with open(key_file(home.root_text, agent_id)) as file:
+            return file.read().strip()
     except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
         return None

@@ -1,42 +1,37 @@
-"""AGORA_HOME and every file name under it: the one place each is spelled (agora-files(5)).
+"""AGORA_HOME and every file under it as pathlib Paths, and `Home`, which names them for one home.
 
-Kept free of heavy imports: `agora listen --once` resolves paths in a loop.
+Each name is spelled once, as a string, in filenames.py; this module wraps them in Paths for the
+code that wants Paths. Importing it costs no pathlib (which loads on the first Path made): the stop
+hook resolves a Home and names its socket and key file through it at every turn's end, and
+pathlib's import chain was ~4.7 ms of that hook's start-up (filenames.py says more).
 """
 
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
+from agorad.surface import filenames
+from agorad.surface.filenames import (  # re-exported: the rest of the code names them as paths.X
+    DB_NAME, DEFAULT_HOME, DRIVE_FILES, DRIVE_STATE, FILE_MODE, HOME_MODE, KEYS_DIR_NAME, LISTEN_FILES, LISTEN_STATE,
+    LOCKFILE_NAME, PIDFILE_NAME, ROTATED_SUFFIX, SEAT_DIR_NAME, SEAT_RECORD_NAME, SETUP_LOCK_NAME,
+    SOCKET_NAME, write_private,
+)
 from agorad.surface.vocab import HOOKS
 
-HOME_MODE = 0o700
-FILE_MODE = 0o600
+TYPE_CHECKING = False  # typing's, without importing typing (~5 ms of the hook's start-up)
+if TYPE_CHECKING:
+    from pathlib import Path
 
-DB_NAME = "agora.db"
-SOCKET_NAME = "agorad.sock"
-PIDFILE_NAME = "agorad.pid"
-LOCKFILE_NAME = "agorad.lock"
-KEYS_DIR_NAME = "keys"
-SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
-ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
 
-# In a workspace (not the home): the seat record `agora setup` writes (agora-setup(1)).
-SEAT_DIR_NAME = ".agora"
-SEAT_RECORD_NAME = "seat.toml"
+def _path(text: str) -> Path:
+    from pathlib import Path  # on first use only: see the module's docstring
 
-# A seat's files: `listen-<id>.<what>` for its listener, `drive-<id>.<what>` for its driver.
-LISTEN_FILES = ("lock", "pid", "offset", "backoff", "owedsig")
-DRIVE_FILES = ("lock", "pid", "state", "turns.jsonl", "failures.jsonl")
-# What a seat keeps between processes: it follows a rename and goes with a removal. A live
-# listener's lock and pidfile are its own, and it removes them itself when it ends.
-LISTEN_STATE = ("offset", "backoff", "owedsig")
-DRIVE_STATE = ("state", "turns.jsonl", "failures.jsonl")
+    return Path(text)
 
 
 def notify_file(directory: Path, agent_id: str) -> Path:
     """The seat's notify stream; `directory` is the hub's notify directory (the home by default)."""
-    return Path(directory) / f"{agent_id}-inbox.log"
+    return _path(filenames.notify_file(directory, agent_id))
 
 
 def rotated(path: Path) -> Path:
@@ -45,20 +40,16 @@ def rotated(path: Path) -> Path:
 
 
 def listen_file(root: Path, agent_id: str, what: str) -> Path:
-    if what not in LISTEN_FILES:
-        raise ValueError(f"no listener file {what!r}")
-    return Path(root) / f"listen-{agent_id}.{what}"
+    return _path(filenames.listen_file(root, agent_id, what))
 
 
 def drive_file(root: Path, agent_id: str, what: str) -> Path:
-    if what not in DRIVE_FILES:
-        raise ValueError(f"no driver file {what!r}")
-    return Path(root) / f"drive-{agent_id}.{what}"
+    return _path(filenames.drive_file(root, agent_id, what))
 
 
 def hook_stamp(root: Path, agent_id: str, hook: str) -> Path:
     """When a harness hook was wired and last fired for the seat, and the backstop's backoff (hook_stamps.py)."""
-    return Path(root) / f"hook-{agent_id}.{hook}.stamp"
+    return _path(filenames.hook_stamp(root, agent_id, hook))
 
 
 def seat_state_files(root: Path, agent_id: str) -> list[Path]:
@@ -71,43 +62,51 @@ def seat_state_files(root: Path, agent_id: str) -> list[Path]:
 
 def seat_record(workspace: Path) -> Path:
     """Where a workspace's seat record lives: <workspace>/.agora/seat.toml."""
-    return Path(workspace) / SEAT_DIR_NAME / SEAT_RECORD_NAME
+    return _path(filenames.seat_record(workspace))
 
 
 def default_home() -> Path:
     """The home from $AGORA_HOME, else ~/.agora."""
-    env = os.environ.get("AGORA_HOME")
-    return Path(env).expanduser() if env else Path.home() / ".agora"
+    return _path(os.environ.get("AGORA_HOME") or DEFAULT_HOME).expanduser()
 
 
 class Home:
     """Names every file the project keeps under one home directory.
 
     A plain value class rather than a frozen dataclass: `dataclasses` imports `inspect`, which was
-    a quarter of the stop hook's start-up (bench/hook.py), and every hook resolves a Home.
+    a quarter of the stop hook's start-up (bench/hook.py), and every hook resolves a Home. It keeps
+    its directory as text (`root_text`, as pathlib spells it) and makes `root` a Path when first
+    asked, so the hook, which names only its socket and key file (filenames.py), loads no pathlib.
     """
 
-    __slots__ = ("root",)
+    __slots__ = ("root_text", "_root")
 
-    def __init__(self, root: Path):
-        object.__setattr__(self, "root", root)
+    def __init__(self, root: str | os.PathLike):
+        object.__setattr__(self, "root_text", filenames.pathlib_form(os.fspath(root)))
+        object.__setattr__(self, "_root", None)
 
     def __setattr__(self, name, value):
         raise AttributeError(f"Home is immutable: cannot set {name}")
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Home) and other.root == self.root
+        return isinstance(other, Home) and other.root_text == self.root_text
 
     def __hash__(self) -> int:
-        return hash(self.root)
+        return hash(self.root_text)
 
     def __repr__(self) -> str:
         return f"Home(root={self.root!r})"
 
     @classmethod
     def resolve(cls, home: str | os.PathLike | None = None) -> "Home":
-        path = Path(home).expanduser() if home else default_home()
-        return cls(path.absolute())
+        """`home`, else $AGORA_HOME, else ~/.agora; absolute, a leading ~ expanded."""
+        return cls(filenames.home_root(home))
+
+    @property
+    def root(self) -> Path:
+        if self._root is None:
+            object.__setattr__(self, "_root", _path(self.root_text))
+        return self._root
 
     @property
     def db(self) -> Path:
@@ -139,7 +138,7 @@ class Home:
         return self.root / KEYS_DIR_NAME
 
     def key_file(self, agent_id: str) -> Path:
-        return self.keys_dir / f"{agent_id}.key"
+        return _path(filenames.key_file(self.root_text, agent_id))
 
     def ensure(self) -> None:
         """Create the home and keys directory 0700, tightening them if they exist."""
@@ -149,16 +148,3 @@ class Home:
                 os.chmod(directory, HOME_MODE)
             except OSError as exc:
                 raise OSError(f"creating the directory {directory}: {exc.strerror}") from exc
-
-
-def write_private(path: Path, text: str, sync: bool = True) -> None:
-    """Write `text` to `path` atomically (temp file, fsync unless told not to, rename), mode 0600."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        os.write(fd, text.encode())
-        if sync:
-            os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)

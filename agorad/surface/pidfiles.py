@@ -1,28 +1,29 @@
 """Pidfiles: decimal pid on the first line, `key=value` facts after it (agora-files(5) "PIDFILES").
 
 A pidfile is live when its pid names a running process; a listener's is also
-stale when it was not touched for twice its heartbeat.
+stale when it was not touched for twice its heartbeat. Paths may be str or Path: the stop hook
+checks the seat's driver pidfile at every turn's end, by a name made without pathlib (filenames.py).
 """
 
 from __future__ import annotations
 
 import os
 import time
-from pathlib import Path
 
-from agorad.surface.paths import write_private
+from agorad.surface.filenames import exists, write_private
 
 LIVE, STALE = "live", "stale"
 
 
-def write_pidfile(path: Path, **facts) -> None:
+def write_pidfile(path: str | os.PathLike, **facts) -> None:
     write_private(path, f"{os.getpid()}\n" + "".join(f"{k}={v}\n" for k, v in facts.items()))
 
 
-def read_pidfile(path: Path) -> tuple[int, dict] | None:
+def read_pidfile(path: str | os.PathLike) -> tuple[int, dict] | None:
     """(pid, facts), or None when the file is missing or does not start with a pid."""
     try:
-        first, *rest = path.read_text().splitlines()
+        with open(path) as file:
+            first, *rest = file.read().splitlines()
         pid = int(first)
     except (OSError, ValueError):
         return None
@@ -41,17 +42,17 @@ def process_alive(pid: int) -> bool:
         return psutil.pid_exists(pid)
 
 
-def pidfile_state(path: Path) -> str | None:
+def pidfile_state(path: str | os.PathLike) -> str | None:
     """LIVE, STALE, or None when there is no pidfile."""
     found = read_pidfile(path)
     if found is None:
-        return STALE if path.exists() else None
+        return STALE if exists(path) else None
     pid, facts = found
     if not process_alive(pid):
         return STALE
     heartbeat = _float(facts.get("heartbeat"))
     try:
-        silent = time.time() - path.stat().st_mtime
+        silent = time.time() - os.stat(path).st_mtime
     except FileNotFoundError:
         return None  # removed while we looked
     if heartbeat and silent > 2 * heartbeat:
@@ -59,10 +60,13 @@ def pidfile_state(path: Path) -> str | None:
     return LIVE
 
 
-def remove_if_ours(path: Path) -> None:
+def remove_if_ours(path: str | os.PathLike) -> None:
     found = read_pidfile(path)
     if found and found[0] == os.getpid():
-        path.unlink(missing_ok=True)
+        try:
+            os.unlink(path)
+        except FileNotFoundError:
+            pass
 
 
 def _float(text) -> float | None:

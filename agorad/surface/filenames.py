@@ -1,0 +1,132 @@
+"""The files under AGORA_HOME named as plain strings: the one place each name is spelled (agora-files(5)).
+
+paths.py gives the same names as pathlib Paths, and `Home`; this module is what they are built
+from, and what the stop hook uses directly. It imports no pathlib on purpose: `agora hook stop`
+runs at every turn's end of every wired session, and pathlib's import chain (urllib.parse,
+ipaddress, fnmatch) was ~4.7 ms of the ~10 ms the hook's own modules added to a bare interpreter's
+start-up (bench/README.md, "The stop hook"). Every function here takes a str or a PathLike.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+
+HOME_MODE = 0o700
+FILE_MODE = 0o600
+
+DB_NAME = "agora.db"
+SOCKET_NAME = "agorad.sock"
+PIDFILE_NAME = "agorad.pid"
+LOCKFILE_NAME = "agorad.lock"
+KEYS_DIR_NAME = "keys"
+SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
+ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
+DEFAULT_HOME = "~/.agora"  # without $AGORA_HOME
+
+# In a workspace (not the home): the seat record `agora setup` writes (agora-setup(1)).
+SEAT_DIR_NAME = ".agora"
+SEAT_RECORD_NAME = "seat.toml"
+
+# A seat's files: `listen-<id>.<what>` for its listener, `drive-<id>.<what>` for its driver.
+LISTEN_FILES = ("lock", "pid", "offset", "backoff", "owedsig")
+DRIVE_FILES = ("lock", "pid", "state", "turns.jsonl", "failures.jsonl")
+# What a seat keeps between processes: it follows a rename and goes with a removal. A live
+# listener's lock and pidfile are its own, and it removes them itself when it ends.
+LISTEN_STATE = ("offset", "backoff", "owedsig")
+DRIVE_STATE = ("state", "turns.jsonl", "failures.jsonl")
+
+
+def notify_file(directory: str | os.PathLike, agent_id: str) -> str:
+    """The seat's notify stream; `directory` is the hub's notify directory (the home by default)."""
+    return os.path.join(directory, f"{agent_id}-inbox.log")
+
+
+def seat_record(workspace: str | os.PathLike) -> str:
+    """Where a workspace's seat record lives: <workspace>/.agora/seat.toml."""
+    return os.path.join(workspace, SEAT_DIR_NAME, SEAT_RECORD_NAME)
+
+
+def listen_file(root: str | os.PathLike, agent_id: str, what: str) -> str:
+    if what not in LISTEN_FILES:
+        raise ValueError(f"no listener file {what!r}")
+    return os.path.join(root, f"listen-{agent_id}.{what}")
+
+
+def drive_file(root: str | os.PathLike, agent_id: str, what: str) -> str:
+    if what not in DRIVE_FILES:
+        raise ValueError(f"no driver file {what!r}")
+    return os.path.join(root, f"drive-{agent_id}.{what}")
+
+
+def hook_stamp(root: str | os.PathLike, agent_id: str, hook: str) -> str:
+    """When a harness hook was wired and last fired for the seat, and the backstop's backoff (hook_stamps.py)."""
+    return os.path.join(root, f"hook-{agent_id}.{hook}.stamp")
+
+
+def key_file(root: str | os.PathLike, agent_id: str) -> str:
+    return os.path.join(root, KEYS_DIR_NAME, f"{agent_id}.key")
+
+
+def home_root(home: str | os.PathLike | None = None) -> str:
+    """The home directory, absolute: `home`, else $AGORA_HOME, else ~/.agora, a leading ~ expanded.
+
+    Spelled exactly as pathlib spells `Path(home).expanduser().absolute()` (`..` kept, not resolved),
+    so a root named here prints and compares as paths.Home's does (tests/test_paths.py holds the two
+    to each other).
+    """
+    text = os.fspath(home) if home else os.environ.get("AGORA_HOME") or DEFAULT_HOME
+    text = pathlib_form(_expanduser(pathlib_form(text)))
+    return text if text.startswith("/") else pathlib_form(os.path.join(os.getcwd(), text))
+
+
+def pathlib_form(text: str) -> str:
+    """`text` as pathlib spells it on POSIX: repeated and trailing slashes and `.` parts dropped, `..`
+    kept, exactly two leading slashes kept (POSIX leaves their meaning to the system), '' as '.'."""
+    body = text.lstrip("/")
+    slashes = len(text) - len(body)
+    root = "//" if slashes == 2 else "/" if slashes else ""
+    return root + "/".join(part for part in body.split("/") if part and part != ".") or "."
+
+
+def _expanduser(text: str) -> str:
+    # pathlib's rule, not os.path's: a home it cannot find is an error, not a path left with its ~.
+    if not text.startswith("~"):
+        return text
+    first, slash, rest = text.partition("/")
+    home = os.path.expanduser(first)
+    if home.startswith("~"):
+        raise RuntimeError("Could not determine home directory.")
+    return home + slash + rest
+
+
+def write_private(path: str | os.PathLike, text: str, sync: bool = True) -> None:
+    """Write `text` to `path` atomically (temp file, fsync unless told not to, rename), mode 0600."""
+    directory, name = os.path.split(path)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
+    try:
+        os.write(fd, text.encode())
+        if sync:
+            os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+# Path.exists's rule, which os.path.exists does not follow: only a missing file (or a missing, looping
+# or non-directory step on the way) is False; any other error (a directory not searchable) raises.
+_ABSENT = (errno.ENOENT, errno.ENOTDIR, errno.EBADF, errno.ELOOP)
+
+
+def exists(path: str | os.PathLike) -> bool:
+    """`Path(path).exists()`, without pathlib."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if exc.errno not in _ABSENT:
+            raise
+        return False
+    except ValueError:  # a NUL in the name
+        return False
+    return True
