@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from agora_drive.obligations import Obligations
 from agora_drive.supervise import Finished
 from agora_setup.harnesses.turns import Outcome
+from agorad.surface.vocab import TURN_STATUSES
 
-OK, FAILED, DEBT_LEFT, STOPPED = "ok", "failed", "debt-left", "stopped"  # vocab.TURN_STATUSES
+OK, FAILED, DEBT_LEFT, STOPPED = TURN_STATUSES
 
 
 @dataclass(frozen=True)
