@@ -69,7 +69,8 @@ PROVIDER_ERRORS = ("rate_limit", "server_error", "overloaded")
 def allowed_tools(agora: str) -> list[str]:
     """What a driven turn may call without a prompt nobody answers (in -p an unpermitted call is denied).
 
-    `mcp__agora` allows every tool of the seat's MCP server (DESIGN "Harnesses"). `Bash(<agora> *)`
+    `mcp__agora` allows every tool of the seat's MCP server (README "MCP"; measured: `check_inbox` ran
+    with no denial). `Bash(<agora> *)`
     allows the shell to run the absolute agora executable with any arguments and nothing else:
     measured with 2.1.197, `agora inbox ...` runs, while `touch x` and `agora inbox ...; touch y` are
     denied (the permission docs, code.claude.com/docs/en/permissions: a prefix rule never covers a
@@ -120,7 +121,7 @@ def _names_agora_server(text: str) -> bool:
     try:
         return MCP_NAME in (json.loads(text).get("mcpServers") or {})
     except (ValueError, AttributeError):
-        return False  # Claude ignores an invalid .mcp.json silently (DESIGN "Harnesses"): no server to serve
+        return False  # Claude ignores an invalid .mcp.json silently (measured): no server to serve
 
 
 class ClaudeReader:

@@ -70,8 +70,9 @@ def owned_flags(args: tuple[str, ...], owned: tuple[str, ...], harness: str) -> 
 def mcp_unserved(entry_in: Path, has_agora_entry) -> str | None:
     """When `entry_in` (a harness's MCP config) names agora's server but `agora mcp` cannot start here.
 
-    A harness skips a server that fails to start without a word to the model (measured with
-    Claude Code, DESIGN "Harnesses"), so the seat would run its turns without its mailbox tools."""
+    A harness runs on without a server that does not start, silently (common.mcp_installed; measured
+    with Claude Code: a server not up in time leaves its tools out of the request), so the seat would
+    run its turns without its mailbox tools."""
     try:
         text = entry_in.read_text()
     except OSError:
