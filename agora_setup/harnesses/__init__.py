@@ -1,7 +1,9 @@
 """Everything Agora knows about each harness, one module per harness: what `agora setup` writes for
-it (`targets`, `SIGNS`) and, for those `agora drive` runs, how a turn is started and read.
+it (`targets`, `SIGNS`) and, for those `agora drive` runs, how a turn is started and read (`DRIVE`,
+agora_setup.harnesses.turns).
 
-Adding a harness is adding one module here and naming it in HARNESSES (agorad.surface.vocab).
+Adding a harness is adding one module here and naming it in HARNESSES (agorad.surface.vocab), and in
+DRIVE_HARNESSES when it can be driven; `command` is drive-only, so setup never lists it.
 The facts each module rests on were measured with the real CLIs (README "Harness tests",
 tests/harness/).
 """
@@ -14,10 +16,10 @@ from pathlib import Path
 from agora_setup import rules
 from agora_setup.harnesses.common import BACKSTOP_TIMEOUT, MCP_NAME, SHARED_RULES, Seat, mcp_installed
 from agora_setup.targets import MarkedBlock, Target
-from agorad.surface.vocab import HARNESSES
+from agorad.surface.vocab import DRIVE_HARNESSES, HARNESSES
 
 __all__ = ["BACKSTOP_TIMEOUT", "MCP_NAME", "SHARED_RULES", "Seat", "mcp_installed", "module", "targets",
-           "detected", "supported"]
+           "detected", "supported", "drivable"]
 
 
 def module(name: str):
@@ -46,3 +48,10 @@ def detected(workspace: Path) -> list[str]:
 
 def supported() -> tuple[str, ...]:
     return HARNESSES
+
+
+def drivable(name: str):
+    """The DRIVE object `agora drive` runs harness `name` by (agora_setup.harnesses.turns)."""
+    if name not in DRIVE_HARNESSES:
+        raise ValueError(f"unknown harness {name!r} for agora drive; one of {', '.join(DRIVE_HARNESSES)}")
+    return importlib.import_module(f"agora_setup.harnesses.{name}").DRIVE

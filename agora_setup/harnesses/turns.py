@@ -3,12 +3,19 @@ and a reader of that turn's event stream that says how the turn went.
 
 A harness module that can be driven exposes `DRIVE`, an object with:
 
-    executable                  the program's name, looked up on PATH unless the user names a path
+    executable                  the program's name, looked up on PATH unless the user names a path;
+                                None when the turn names its program (the `command` harness)
     argv(exe, turn) -> list     the whole command line of one turn (a new session, or a resume)
     reader() -> Reader          a fresh reader for one turn's output
     preflight(exe, turn, env)   at arm, before any wake: None when the harness would run this turn's
                                 command line, else its own words for why not (unknown flag, missing
                                 runtime); it must not spend a model request
+    environment(turn) -> dict   optional: variables the turn's process gets on top of the driver's
+                                environment (the `command` harness passes the prompt this way, since
+                                a user's program takes no prompt argument); `environment()` below
+                                reads it, {} when a harness has none
+
+The turn runs with the workspace as its working directory and /dev/null as its stdin.
 
 Exit status 0 is not success: a harness can exit 0 having done nothing (an error event, no
 terminal event). The reader's Outcome is what the driver judges a turn by.
@@ -52,3 +59,9 @@ class Reader(Protocol):
 
     def finish(self, status: int | None, stderr: str) -> Outcome:
         """After the turn: its exit status (None when killed) and the tail of its stderr."""
+
+
+def environment(drive, turn: Turn) -> dict[str, str]:
+    """What `drive` adds to a turn's environment: its `environment(turn)`, or nothing."""
+    extra = getattr(drive, "environment", None)
+    return dict(extra(turn)) if extra is not None else {}

@@ -7,10 +7,13 @@ request, `{"text": "..."}` (end the turn with this text) or
 arrives in the next request) or `{"tool": "<name>", "input": {...}}` (call
 the offered tool named <name>, or ending in `__<name>` as MCP tools do:
 Claude's `mcp__agora__check_inbox`, a tool `check_inbox` in Codex's namespace
-`mcp__agora`; its result arrives in the next request). A wanted tool the
-request does not offer is answered with text naming what it offers, so a
-test's assertion on the next request shows it. An empty script answers
-`{"text": "done"}`.
+`mcp__agora`; its result arrives in the next request) or
+`{"status": 429, "body": {...}}` (answer the request with that HTTP status and
+JSON body instead of a reply, as a provider does when it is rate-limited,
+overloaded or refuses a prompt; without `body`, a generic error object). A
+wanted tool the request does not offer is answered with text naming what it
+offers, so a test's assertion on the next request shows it. An empty script
+answers `{"text": "done"}`.
 Each wire protocol is a module in tests/harness/protocols/ exposing
 `matches(method, path)`, `user_text(body)`, `respond(reply, body)` and,
 optionally, `is_side_request(body)` (a request the harness makes for itself,
@@ -126,6 +129,14 @@ class ScriptedModel:
             self._changed.notify_all()
 
 
+def _failure(reply: dict):
+    """An HTTP error answer, protocol-neutral: the test gives the body its harness's provider would send."""
+    status = int(reply["status"])
+    body = reply.get("body") or {"error": {"type": "scripted_error", "message": f"scripted HTTP {status}"}}
+    payload = json.dumps(body).encode()
+    return status, {"Content-Type": "application/json", "Content-Length": str(len(payload))}, [payload]
+
+
 def _handler(model: ScriptedModel):
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -155,7 +166,7 @@ def _handler(model: ScriptedModel):
             side = getattr(adapter, "is_side_request", lambda body: False)(body)
             seen = Seen(at, protocol, self.path, body, adapter.user_text(body), side)
             reply = model._record(seen)
-            status, headers, chunks = adapter.respond(reply, body)
+            status, headers, chunks = _failure(reply) if "status" in reply else adapter.respond(reply, body)
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
