@@ -62,7 +62,7 @@ def _harness_failure(finished: Finished, outcome: Outcome) -> Verdict | None:
         return Verdict(FAILED, "stream", "context-full", _words(outcome, finished))
     if outcome.completed and not outcome.error:
         return None
-    if outcome.error:
+    if outcome.terminal:  # the harness ended the turn and said it failed
         return Verdict(FAILED, "stream", "harness-error", _words(outcome, finished))
     if finished.status not in (0, None) or finished.signal:
         return Verdict(FAILED, "run", "crashed", _words(outcome, finished))

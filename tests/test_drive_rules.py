@@ -74,7 +74,9 @@ def finished(**kw) -> Finished:
     (finished(status=None, signal=9, timed_out=True), Outcome(tool_calls=4), BEFORE, ("debt-left", "debt-left")),
     (finished(status=1), Outcome(error="429 rate limited", provider=True), BEFORE, ("failed", "provider")),
     (finished(), Outcome(), BEFORE, ("failed", "no-terminal")),  # exit 0 is not success
-    (finished(), Outcome(completed=True, error="bad", tool_calls=0), BEFORE, ("failed", "harness-error")),
+    (finished(status=1), Outcome(terminal=True, error="No conversation found"), BEFORE, ("failed", "harness-error")),
+    (finished(status=1), Outcome(error="ended without its terminal event"), BEFORE, ("failed", "crashed")),
+    (finished(), Outcome(error="ended without its terminal event"), BEFORE, ("failed", "no-terminal")),
     (finished(stopped=True, status=None), Outcome(), None, ("stopped", "signal")),
 ])
 def test_a_turn_is_judged_by_its_stream_and_the_hub_never_by_its_exit_status(run, outcome, after, want):

@@ -158,7 +158,7 @@ class ClaudeReader:
             self._provider_kind = event["error"]
 
     def _result(self, event: dict) -> None:
-        self._terminal = True
+        self._terminal = self.outcome.terminal = True
         outcome = self.outcome
         if event.get("session_id"):
             outcome.session = str(event["session_id"])  # a result names the session it ran in

@@ -172,10 +172,10 @@ class CodexReader:
         elif kind in ("item.started", "item.completed") and isinstance(event.get("item"), dict):
             self._item(event["item"])
         elif kind == "turn.completed":
-            self._terminal = True
+            self._terminal = self.outcome.terminal = True
             self.outcome.completed = True
         elif kind == "turn.failed":
-            self._terminal = True
+            self._terminal = self.outcome.terminal = True
             self.outcome.completed = False
             error = event.get("error")
             self._failed(str((error.get("message") if isinstance(error, dict) else error) or "the turn failed"))

@@ -77,6 +77,7 @@ class CommandReader:
         if event is None or event.get("agora_drive") != RESULT_TAG:
             return
         outcome = self.outcome
+        outcome.terminal = True  # the program's own result line: its words decide, not its exit status
         if isinstance(event.get("session"), str) and event["session"]:
             outcome.session = event["session"]
         if isinstance(event.get("tool_calls"), int) and event["tool_calls"] >= 0:

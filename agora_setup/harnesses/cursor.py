@@ -127,7 +127,7 @@ class CursorReader:
             self._result(event)
 
     def _result(self, event: dict) -> None:
-        self._terminal = True
+        self._terminal = self.outcome.terminal = True
         if event.get("session_id"):
             self.outcome.session = str(event["session_id"])
         failed = bool(event.get("is_error")) or event.get("subtype") != "success"

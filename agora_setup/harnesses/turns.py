@@ -43,6 +43,7 @@ class Turn:
 class Outcome:
     """What a turn's own output said about it."""
     completed: bool = False  # the harness's terminal event arrived and says the turn finished
+    terminal: bool = False  # the terminal event arrived, whatever it said (no terminal event: a crash or a cut)
     error: str | None = None  # the harness's own words, when it said the turn failed
     provider: bool = False  # the failure was the model provider's (429, 5xx, overloaded): worth a retry later
     context_full: bool = False  # the harness said the session's context is too large: start a new one
