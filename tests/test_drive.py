@@ -333,3 +333,39 @@ def test_release_clears_a_quarantine_a_running_driver_holds(hub, pair, plan, tmp
     finally:
         stop(proc, seen)
     assert len(turns()) == 2 and owed(pair) == 0
+
+
+# --- each harness adapter through the loop (the scripted harness, tests/drive/fake_harness.py) ----
+
+@pytest.mark.parametrize("role", ["claude", "codex", "cursor"])
+def test_each_adapter_resumes_its_session_backs_off_and_rotates_when_the_context_is_full(
+        hub, pair, tmp_path, monkeypatch, role):
+    from tests.test_drive_adapters import Fake
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fake = Fake(tmp_path / "fake", workspace)
+    for name in ("PATH", "AGORA_FAKE_SCRIPT", "AGORA_FAKE_LOG", "AGORA_FAKE_AGORA"):
+        if name in fake.env:
+            monkeypatch.setenv(name, fake.env[name])
+    fake.play("answer", "429", "answer", "context-full", "answer")
+    clock = Clock()
+    options = Options(agent=SEAT, home=hub.home, notify_dir=hub.home, harness=role, workspace=workspace,
+                      executable=fake.exe[role], turn_limit=30.0, grace=1.0)
+    drive = Driver(options, clock=clock)
+    assert drive.preflight() is None
+    ask(pair)
+    assert drive.step().verdict.reason == "answered"
+    ask(pair, "second")
+    assert drive.step().verdict.reason == "provider"
+    backoff = drive.step()
+    assert backoff.state == "backoff" and backoff.next_at - clock.now == settings.DRIVE_BACKOFF_FIRST
+    clock.now = backoff.next_at
+    assert drive.step().verdict.reason == "answered"
+    ask(pair, "third")
+    assert drive.step().verdict.reason == "context-full"
+    assert drive.step().verdict.reason == "answered"  # at once, in a new session: a fresh context may fit
+    sessions = [turn["resumed"] for turn in fake.turns()]
+    first = sessions[1]
+    assert sessions == [None, first, first, first, None] and first
+    assert owed(pair) == 0
