@@ -10,7 +10,6 @@ adapter rests on was measured with Claude Code 2.1.197 against the scripted mode
 
 from __future__ import annotations
 
-import json
 
 from agora_setup import rules
 from agora_setup.harnesses import events, preflight as checks
@@ -104,7 +103,7 @@ class ClaudeDrive:
         --verbose check, before hooks, MCP servers or a model request (measured, 2.1.197). A turn that
         resumes a session Claude does not have is refused here too ("No conversation found ...")."""
         refused = checks.owned_flags(turn.args, OWNED, "claude") or checks.mcp_unserved(
-            turn.workspace / ".mcp.json", _names_agora_server)
+            turn.workspace / ".mcp.json")
         if refused:
             return refused
         argv = self.argv(exe, turn)
@@ -116,12 +115,6 @@ class ClaudeDrive:
             return None
         return f"claude refused the turn's command line: {events.error_line(probe.said) or f'exit {probe.status}'}"
 
-
-def _names_agora_server(text: str) -> bool:
-    try:
-        return MCP_NAME in (json.loads(text).get("mcpServers") or {})
-    except (ValueError, AttributeError):
-        return False  # Claude ignores an invalid .mcp.json silently (measured): no server to serve
 
 
 class ClaudeReader:

@@ -11,7 +11,6 @@ until someone records a real failing stream.
 
 from __future__ import annotations
 
-import json
 import re
 
 from agora_setup import rules
@@ -81,7 +80,7 @@ class CursorDrive:
         with no copy of the CLI here, how it treats an unknown flag was never measured, but its help
         lists its options (parameters page), so a flag missing from it is one this version lacks."""
         refused = checks.owned_flags(turn.args, OWNED, "cursor") or checks.mcp_unserved(
-            turn.workspace / ".cursor" / "mcp.json", _names_agora_server)
+            turn.workspace / ".cursor" / "mcp.json")
         if refused:
             return refused
         probe = checks.run([exe, "--help"], turn.workspace, env)
@@ -95,12 +94,6 @@ class CursorDrive:
             return f"{exe} does not list {', '.join(unknown)} in its --help: too old for agora drive, or renamed"
         return None
 
-
-def _names_agora_server(text: str) -> bool:
-    try:
-        return MCP_NAME in (json.loads(text).get("mcpServers") or {})
-    except (ValueError, AttributeError):
-        return False
 
 
 class CursorReader:

@@ -67,7 +67,18 @@ def owned_flags(args: tuple[str, ...], owned: tuple[str, ...], harness: str) -> 
            "leave it out of --harness-arg"
 
 
-def mcp_unserved(entry_in: Path, has_agora_entry) -> str | None:
+def names_agora_server(text: str) -> bool:
+    """Whether a JSON MCP config (Claude's .mcp.json, Cursor's .cursor/mcp.json) names agora's server.
+    An invalid one names none: Claude ignores it silently (measured), so there is no server to serve."""
+    import json
+
+    try:
+        return MCP_NAME in (json.loads(text).get("mcpServers") or {})
+    except (ValueError, AttributeError):
+        return False
+
+
+def mcp_unserved(entry_in: Path, has_agora_entry=names_agora_server) -> str | None:
     """When `entry_in` (a harness's MCP config) names agora's server but `agora mcp` cannot start here.
 
     A harness runs on without a server that does not start, silently (common.mcp_installed; measured
