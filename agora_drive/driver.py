@@ -128,6 +128,12 @@ class Driver:
         after = None if finished.stopped else self._sweep_quietly()
         verdict = judge(finished, outcome, before, after)
         self._record(verdict, outcome, finished, resumed, after)
+        if self.options.turn_log:  # the flight recorder closes each turn with how it ended
+            journal.append(drive_file(self.options.home, self.options.agent, "turns.jsonl"), {
+                "turn": self.turns_run, "ts": round(time.time(), 3), "end": {
+                    "status": verdict.status, "stage": verdict.stage, "reason": verdict.reason,
+                    "exit": finished.status, "signal": finished.signal, "duration": round(finished.duration, 3),
+                    "tool_calls": outcome.tool_calls, "session": outcome.session}}, settings.DRIVE_TURN_LOG_BYTES)
         lines.emit(event="turn_end", status=verdict.status, stage=verdict.stage, reason=verdict.reason,
                    turn=self.turns_run, duration=round(finished.duration, 1), tools=outcome.tool_calls,
                    exit=finished.status if finished.status is not None else "-")

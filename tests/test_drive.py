@@ -242,7 +242,10 @@ def test_a_dm_wakes_the_driver_whose_turn_answers_and_it_rearms(hub, pair, plan,
     assert code == 0 and seen[-1] == "AGORA_DRIVE state=stopped reason=signal"
     log = drive_file(hub.home, SEAT, "turns.jsonl")
     assert oct(log.stat().st_mode & 0o777) == "0o600"
-    assert [json.loads(line)["turn"] for line in log.read_text().splitlines()] == [1, 2]
+    records = [json.loads(line) for line in log.read_text().splitlines()]
+    assert [(r["turn"], "end" in r) for r in records] == [(1, False), (1, True), (2, False), (2, True)]
+    assert json.loads(records[0]["line"])["type"] == "started"  # the turn's own output, line by line
+    assert records[1]["end"]["reason"] == "answered" and records[1]["end"]["exit"] == 0
     assert not drive_file(hub.home, SEAT, "pid").exists()
 
 
