@@ -91,6 +91,10 @@ class Driver:
         except Trouble as trouble:
             lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
             return Pass("armed", "hub-unreachable", now + HUB_RETRY)
+        if found.agent != self.options.agent:  # renamed: its notify file and state moved to the new id
+            lines.say(f"seat {self.options.agent} was renamed to {found.agent}; its files moved with it: run "
+                      f"`agora drive --as {found.agent}` (or `agora setup {found.agent}` to rewrite the seat record)")
+            return Pass("stopped", "renamed")
         if not found:
             return self._settle(Pass("armed", "idle"))
         if found.signature == self.state.quarantined:
@@ -276,6 +280,8 @@ def _loop(driver: Driver, owner: Ownership, doorbell, signals, signal_event: str
         decided = driver.step()
         if signals.stopping:
             return _ended("signal", EXIT_OK)
+        if decided.state == "stopped":
+            return _ended(decided.reason, EXIT_FAILED)
         _show(driver, owner, decided)
         if options.once and decided.state != "armed":
             return _once_status(decided)

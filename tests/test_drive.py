@@ -385,3 +385,10 @@ def test_hostile_message_text_reaches_neither_the_drivers_lines_nor_the_turns_pr
         assert planted not in out and planted not in err
     given, = turns()
     assert "pwned" not in given["prompt"] and "ignore your rules" not in given["prompt"]
+
+
+def test_a_seat_renamed_under_its_driver_stops_it_with_the_new_id(hub, pair, plan, tmp_path):
+    plan("answer")
+    drive = driver(hub, tmp_path)
+    hub.call("agents.rename", old=SEAT, new="steward2", reason="reorg")
+    assert (drive.step().state, drive.step().reason) == ("stopped", "renamed")
