@@ -29,9 +29,11 @@ from tests.harness.install import binary
 # What Anthropic's API answers when rate-limited (tests/drive/record_streams.py records the same).
 RATE_LIMITED = {"type": "error", "error": {"type": "rate_limit_error",
                                            "message": "This request would exceed your rate limit."}}
-# Claude Code retries a 429 or 5xx itself, waiting between tries, before its turn fails: the turns that
-# must fail fast get CLAUDE_CODE_MAX_RETRIES=0 (measured with 2.1.197: one model request, then a
-# `result` with is_error and api_error_status 429, exit 1, about 1 s).
+# Claude Code retries a 429 or 5xx itself before its turn fails (measured with 2.1.197, a model answering
+# 429 to everything: 10 retries, `system/api_retry` events, 11 requests over 180 s, then exit 1; inside the
+# driver's 900 s --turn-limit, so such a turn is still judged `provider`). The turns that must fail fast
+# get CLAUDE_CODE_MAX_RETRIES=0 (measured: one model request, a `result` with is_error and
+# api_error_status 429, exit 1, about 2 s).
 NO_RETRIES = {"CLAUDE_CODE_MAX_RETRIES": "0"}
 TURN_TIMEOUT = 60.0
 
