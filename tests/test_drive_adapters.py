@@ -405,6 +405,14 @@ def test_preflight_against_the_fake(role, fake):
     assert fake.turns() == []
 
 
+def test_claude_preflight_probes_with_a_prompt_when_the_drivers_turn_has_none(fake):
+    """The driver's preflight turn has an empty prompt; `claude -p -- ""` refuses it before the --verbose
+    check (2.1.197, measured in tests/harness/test_drive.py), so the probe carries one of its own."""
+    fake.play()
+    assert claude.DRIVE.preflight(fake.exe["claude"], Turn("", fake.workspace), fake.env) is None
+    assert fake.turns() == []
+
+
 def test_preflight_refuses_an_mcp_entry_nobody_can_serve(fake, monkeypatch):
     (fake.workspace / ".mcp.json").write_text(json.dumps({"mcpServers": {"agora": {"command": "agora"}}}))
     monkeypatch.setattr("agora_setup.harnesses.preflight.mcp_installed", lambda: False)

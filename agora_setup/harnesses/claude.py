@@ -10,6 +10,7 @@ adapter rests on was measured with Claude Code 2.1.197 against the scripted mode
 
 from __future__ import annotations
 
+import dataclasses
 
 from agora_setup import rules
 from agora_setup.harnesses import events, preflight as checks
@@ -57,6 +58,11 @@ VERBOSE_REQUIRED = "requires --verbose"
 # Claude's own words when a prompt overflows the context window (the binary's constant "Prompt is too
 # long"; measured: a 400 "prompt is too long" answer gives the result text "Prompt is too long · ...").
 CONTEXT_FULL = "Prompt is too long"
+# The prompt a preflight's probe carries when the driver's preflight turn has none: with an empty prompt
+# `claude -p` stops first with "Error: Input must be provided either through stdin or as a prompt argument
+# when using --print" and never reaches the --verbose check (2.1.197, measured by tests/harness/test_drive.py,
+# whose `agora drive --harness claude` was refused at arm by it). The probe never reaches the model.
+PROBE_PROMPT = "[agora drive] preflight"
 # What a result's `errors` says when --resume names a session Claude does not have (measured: exit 1, a
 # result of subtype error_during_execution and no model request).
 SESSION_GONE = "No conversation found"
@@ -106,7 +112,7 @@ class ClaudeDrive:
             turn.workspace / ".mcp.json")
         if refused:
             return refused
-        argv = self.argv(exe, turn)
+        argv = self.argv(exe, dataclasses.replace(turn, prompt=turn.prompt or PROBE_PROMPT))
         argv.remove("--verbose")  # the first: the adapter's own, before `--` and the prompt
         probe = checks.run(argv, turn.workspace, env)
         if isinstance(probe, str):

@@ -141,6 +141,9 @@ def parse_claude(argv: list[str]) -> tuple[str, str | None]:
         raise Misuse("claude was not run in print mode (-p)")
     if options.get("--output-format") != ["stream-json"]:
         raise Misuse(f"claude's --output-format is {options.get('--output-format')}, not stream-json")
+    if prompt is not None and not "".join(prompt).strip() and not positional:  # before --verbose (measured, 2.1.197)
+        raise Answered(1, stderr="Error: Input must be provided either through stdin or as a prompt argument "
+                                 "when using --print\n")
     if "--verbose" not in options:  # the real message, before any hook or model request (measured, 2.1.197)
         raise Answered(1, stderr="Error: When using --print, --output-format=stream-json requires --verbose\n")
     allowed = options.get("--allowedTools", [])

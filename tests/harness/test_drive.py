@@ -1,0 +1,166 @@
+"""`agora drive` with the real Claude Code and Codex CLIs against the scripted model, offline.
+
+The driver's loop is tested pass by pass with a scripted program in tests/test_drive.py; here
+its turns are the real harnesses, run by the adapters' own command lines
+(agora_setup/harnesses/claude.py and codex.py, DRIVE), in workspaces wired by `agora setup`:
+- the `agora drive` process wakes on an ask DM, runs ONE turn whose model answers through the
+  harness's shell (Claude) or the wired `agora mcp` tools (Codex), judges it answered from the
+  stream and the hub, re-arms, and ends on SIGTERM;
+- in this process (Driver.step with a controllable clock): turns failing on the provider back off
+  60, 120, 240 s holding the wake, and the next turn answers once the model recovers; a held wake
+  survives a restart of the driver.
+
+Test-side, not wiring: each harness's private environment (tests/harness/claude.py and codex.py:
+its own HOME, config and the scripted model). Codex reads the workspace's .codex/ (agora's MCP
+server) only for a trusted project, and the adapter's preflight refuses an untrusted one: the
+private CODEX_HOME trusts the workspace (codex.config), as a user does once in Codex.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from tests.harness import drive, latency
+from tests.harness.drive import DriverProcess, ask, owed, unread
+from tests.harness.install import binary
+
+# What Anthropic's API answers when rate-limited (tests/drive/record_streams.py records the same).
+RATE_LIMITED = {"type": "error", "error": {"type": "rate_limit_error",
+                                           "message": "This request would exceed your rate limit."}}
+# Claude Code retries a 429 or 5xx itself before its turn fails (measured with 2.1.197, a model answering
+# 429 to everything: 10 retries, `system/api_retry` events, 11 requests over 180 s, then exit 1; inside the
+# driver's 900 s --turn-limit, so such a turn is still judged `provider`). The turns that must fail fast
+# get CLAUDE_CODE_MAX_RETRIES=0 (measured: one model request, a `result` with is_error and
+# api_error_status 429, exit 1, about 2 s).
+NO_RETRIES = {"CLAUDE_CODE_MAX_RETRIES": "0"}
+TURN_TIMEOUT = 60.0
+
+
+def _answered(seat, ref: str) -> None:
+    """The hub's side: the debt discharged, the ask acked, the reply in PEER's DM."""
+    hub, agent = seat.hub, seat.agent
+    assert owed(hub, agent) == 0, f"seat {agent} still owes a reply to {ref}"
+    assert unread(hub, agent) == [], f"{ref} is still unread after the turn"
+    assert drive.ANSWER in drive.dm_titles(hub), f"no reply in {drive.PEER}'s DM: {drive.dm_titles(hub)}"
+
+
+def _drive_process(seat, model, harness: str, answer) -> None:
+    """`agora drive` in the wired workspace: armed, woken by an ask, one answering turn, armed, SIGTERM."""
+    hub, agent = seat.hub, seat.agent
+    began = time.monotonic()
+    driver = DriverProcess(seat.workspace, drive.process_env(seat.env), "--harness", harness,
+                           "--harness-path", str(binary(harness)), "--debounce", "0")
+    try:
+        driver.until("AGORA_DRIVE state=armed reason=idle next=wake", TURN_TIMEOUT)
+        armed = time.monotonic()
+        # The first reply needs no ref; the rest are scripted as soon as the ask has one, long before
+        # the turn's second request (the harness starts, asks the model, runs the tool first).
+        model.script(answer("REF")[0])
+        sent = time.monotonic()
+        ref = ask(hub, agent)
+        model.script(*answer(ref)[1:])
+        assert driver.until("AGORA_DRIVE state=turn", TURN_TIMEOUT).startswith(
+            "AGORA_DRIVE state=turn reason=obliged turn=1 owed=1 refs=1 session=new")
+        end = driver.until("AGORA_DRIVE event=turn_end", TURN_TIMEOUT)
+        assert " status=ok stage=hub reason=answered turn=1 " in end, f"{end}\nstderr: {driver.stderr()[-3000:]}"
+        assert " tools=3 " in end, end  # the stream's tool calls: inbox, reply, ack
+        ended = time.monotonic()
+        driver.until("AGORA_DRIVE state=armed reason=idle next=wake", TURN_TIMEOUT)
+        _answered(seat, ref)
+        prompts = drive.driven_prompts(model)
+        assert prompts and f"seat {agent}" in prompts[0] and ref in prompts[0], (
+            f"the model never got the driver's prompt: {[s.user_text[-300:] for s in model.main_requests()[:2]]}")
+        if answer is drive.mcp_answer:  # agora mcp's own answers came back: the MCP path, not the shell
+            assert any(f"acked {ref}" in s.user_text for s in model.main_requests()), (
+                [s.user_text[-300:] for s in model.main_requests()])
+    except BaseException:
+        driver.kill()
+        raise
+    assert driver.stop() == 0, driver.stderr()[-2000:]
+    assert driver.lines[-1] == "AGORA_DRIVE state=stopped reason=signal", driver.lines
+    latency.record(f"agora drive ({harness}): start -> armed", [armed - began])
+    latency.record(f"agora drive ({harness}): ask sent -> turn_end answered", [ended - sent],
+                   "one real turn: harness start, four model requests, three tool calls, the hub's sweep")
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_driver_answers_an_ask_dm_in_one_real_turn_then_rearms(claude_seat, model):
+    """The `agora drive` process with the real `claude -p`: the model answers through its Bash tool,
+    running the seat's `agora inbox`, `agora send --reply-to` and `agora ack` as the prompt names them."""
+    _drive_process(claude_seat, model, "claude",
+                   lambda ref: drive.shell_answer(claude_seat.agent, claude_seat.home, ref))
+
+
+@pytest.mark.harness("codex")
+@pytest.mark.timeout(150)
+def test_codex_driver_answers_an_ask_dm_through_the_wired_mcp_tools(codex_seat, model):
+    """The `agora drive` process with the real `codex exec --json`: the model answers through the wired
+    `agora mcp` server (check_inbox, send_message with reply_to, ack_inbox). The private CODEX_HOME trusts
+    the workspace (tests/harness/codex.py): without it Codex ignores .codex/ and the preflight refuses."""
+    _drive_process(codex_seat, model, "codex", drive.mcp_answer)
+
+
+def _claude_env(seat, monkeypatch) -> None:
+    """The in-process driver hands the harness os.environ (scrubbed) plus the adapter's: the private
+    environment goes there, and the turns fail fast on a provider error."""
+    for name, value in {**seat.env, **NO_RETRIES}.items():
+        monkeypatch.setenv(name, value)
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(180)
+def test_claude_turns_failing_on_429_back_off_holding_the_wake_and_the_recovered_model_answers(
+        claude_seat, model, monkeypatch):
+    hub, agent = claude_seat.hub, claude_seat.agent
+    _claude_env(claude_seat, monkeypatch)
+    ref = ask(hub, agent)
+    model.script(*[{"status": 429, "body": RATE_LIMITED}] * 3, *drive.shell_answer(agent, hub.home, ref))
+    clock = drive.Clock()
+    waits, took = [], []
+    with drive.owning(claude_seat):
+        driver = drive.in_process(claude_seat, clock)
+        for n in range(3):
+            began = time.monotonic()
+            done = driver.step()
+            took.append(time.monotonic() - began)
+            assert (done.state, done.verdict.status, done.verdict.reason) == ("turn", "failed", "provider"), (
+                done.verdict)
+            held = driver.step()
+            assert held.state == "backoff" and held.reason == f"streak-{n + 1}", held
+            assert owed(hub, agent) == 1, "the wake was dropped, not held"
+            waits.append(held.next_at - clock.now)
+            clock.now = held.next_at
+        assert waits == [60.0, 120.0, 240.0]
+        done = driver.step()
+    assert (done.verdict.status, done.verdict.reason) == ("ok", "answered"), done.verdict
+    assert driver.state.streak == 0 and driver.state.retry_at is None
+    _answered(claude_seat, ref)
+    # One model request per failed turn (no retry inside the turn), four for the answering one.
+    assert len(model.main_requests()) == 3 + 4, [s.user_text[-200:] for s in model.main_requests()]
+    assert drive.driven_prompts(model), "the model never got the driver's prompt"
+    latency.record("agora drive (claude): a turn failing on 429 with no retries", took)
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_wake_held_by_a_failed_turn_is_answered_after_the_driver_restarts(claude_seat, model, monkeypatch):
+    hub, agent = claude_seat.hub, claude_seat.agent
+    _claude_env(claude_seat, monkeypatch)
+    ref = ask(hub, agent)
+    model.script({"status": 429, "body": RATE_LIMITED}, *drive.shell_answer(agent, hub.home, ref))
+    clock = drive.Clock()
+    with drive.owning(claude_seat):
+        done = drive.in_process(claude_seat, clock).step()
+    assert (done.verdict.status, done.verdict.reason) == ("failed", "provider"), done.verdict
+    with drive.owning(claude_seat):  # a new driver process: its state from drive-<id>.state
+        restarted = drive.in_process(claude_seat, clock)
+        held = restarted.step()
+        assert (held.state, held.next_at - clock.now) == ("backoff", 60.0), held
+        assert owed(hub, agent) == 1
+        clock.now = held.next_at
+        done = restarted.step()
+    assert (done.verdict.status, done.verdict.reason) == ("ok", "answered"), done.verdict
+    _answered(claude_seat, ref)
