@@ -4,7 +4,7 @@ The driver's loop is tested pass by pass with a scripted program in tests/test_d
 its turns are the real harnesses, run by the adapters' own command lines
 (agora_setup/harnesses/claude.py and codex.py, DRIVE), in workspaces wired by `agora setup`:
 - the `agora drive` process wakes on an ask DM, runs ONE turn whose model answers through the
-  harness's shell (Claude) or the wired `agora mcp` tools (Codex), judges it answered from the
+  harness's shell (Claude) or the wired `agora mcp` tools (Claude and Codex), judges it answered from the
   stream and the hub, re-arms, and ends on SIGTERM;
 - in this process (Driver.step with a controllable clock): turns failing on the provider back off
   60, 120, 240 s holding the wake, and the next turn answers once the model recovers; a held wake
@@ -92,6 +92,14 @@ def test_claude_driver_answers_an_ask_dm_in_one_real_turn_then_rearms(claude_sea
     running the seat's `agora inbox`, `agora send --reply-to` and `agora ack` as the prompt names them."""
     _drive_process(claude_seat, model, "claude",
                    lambda ref: drive.shell_answer(claude_seat.agent, claude_seat.home, ref))
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_driver_answers_an_ask_dm_through_the_wired_mcp_tools(claude_seat, model):
+    """The same with Claude through the wired `.mcp.json` server: the adapter's --allowedTools lets a
+    driven turn call `mcp__agora` tools with nobody to approve them (no workspace trust needed)."""
+    _drive_process(claude_seat, model, "claude", drive.mcp_answer)
 
 
 @pytest.mark.harness("codex")
