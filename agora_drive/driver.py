@@ -25,7 +25,7 @@ from agora_drive.obligations import Obligations, Trouble, sweep
 from agora_drive.ownership import Ownership, Refused
 from agora_drive.state import DriveState
 from agora_drive.supervise import Finished, run_turn, scrubbed_environment
-from agora_drive.verdict import DEBT_LEFT, FAILED, OK, STOPPED, Verdict, judge
+from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
 from agorad.surface import settings
@@ -55,6 +55,7 @@ class Options:
     force: bool = False
     once: bool = False
     watcher: str = "auto"
+    notify_dir_confirmed: bool = True  # False: guessed while no hub answered; confirmed once one does
 
 
 @dataclass
@@ -74,6 +75,7 @@ class Driver:
     supervise: Callable[..., Finished] = run_turn
     stop_fd: int | None = None
     announce: Callable[[Pass], None] = lambda decided: None  # run() points it at drive-<id>.pid
+    stopping: Callable[[], bool] = lambda: False  # run() points it at the signal handlers' flag
     state: DriveState = field(init=False)
     turns_run: int = 0
 
@@ -104,6 +106,8 @@ class Driver:
         free_at = self.state.spent(self.state.turns, self.options.budget, now)
         if free_at is not None:
             return Pass("held", "budget", free_at)
+        if self.stopping():  # a stop that came during the sweep must not buy a turn only to kill it
+            return Pass("stopped", "signal")
         return self._turn(found, now)
 
     def _settle(self, decided: Pass) -> Pass:
@@ -133,7 +137,7 @@ class Driver:
         verdict = judge(finished, outcome, before, after)
         self._record(verdict, outcome, finished, resumed, after)
         if self.options.turn_log:  # the flight recorder closes each turn with how it ended
-            journal.append(drive_file(self.options.home, self.options.agent, "turns.jsonl"), {
+            self._log("turns.jsonl", {
                 "turn": self.turns_run, "ts": round(time.time(), 3), "end": {
                     "status": verdict.status, "stage": verdict.stage, "reason": verdict.reason,
                     "exit": finished.status, "signal": finished.signal, "duration": round(finished.duration, 3),
@@ -153,20 +157,28 @@ class Driver:
             delay = self.state.failed(self.clock())
             lines.say(f"the turn never reached the hub ({verdict.reason}); the wake is held {delay:g} s: "
                       f"{verdict.detail or 'no detail'}")
-        elif verdict.status in (OK, DEBT_LEFT):
+        elif verdict.reached_hub and verdict.reason != "unchecked":  # unchecked: nobody knows yet
             self.state.healthy()
-        if verdict.status == DEBT_LEFT and after is not None:
+        if verdict.status == DEBT_LEFT:
             self.state.quarantined = after.signature
             lines.say(f"the turn reached the hub but left what woke it; this wake is quarantined until something "
                       f"changes (new mail, the debt, or `agora drive --release`): {verdict.detail}")
         self.state.save(self.state_path)
         if verdict.status != OK:
-            journal.append(drive_file(self.options.home, self.options.agent, "failures.jsonl"), {
+            self._log("failures.jsonl", {
                 "ts": round(self.clock(), 3), "agent": self.options.agent, "harness": self.options.harness,
                 "status": verdict.status, "stage": verdict.stage, "reason": verdict.reason, "detail": verdict.detail,
                 "exit": finished.status, "signal": finished.signal, "duration": round(finished.duration, 3),
                 "tool_calls": outcome.tool_calls, "streak": self.state.streak,
             }, settings.DRIVE_FAILURES_BYTES)
+
+    def _log(self, name: str, record: dict, limit: int) -> None:
+        """Append to a driver log; a log that cannot be written (a full disk) is said, never fatal: the
+        turn and the state matter more than their record."""
+        try:
+            journal.append(drive_file(self.options.home, self.options.agent, name), record, limit)
+        except OSError as exc:
+            lines.say(f"cannot write drive-{self.options.agent}.{name}: {exc}")
 
     def _sweep_quietly(self) -> Obligations | None:
         try:
@@ -177,13 +189,12 @@ class Driver:
     def _feeder(self, reader) -> Callable[[str], None]:
         if not self.options.turn_log:
             return reader.feed
-        log = drive_file(self.options.home, self.options.agent, "turns.jsonl")
         turn = self.turns_run
 
         def feed(line: str) -> None:
             reader.feed(line)
-            journal.append(log, {"turn": turn, "ts": round(time.time(), 3), "line": line},
-                           settings.DRIVE_TURN_LOG_BYTES)
+            self._log("turns.jsonl", {"turn": turn, "ts": round(time.time(), 3), "line": line},
+                      settings.DRIVE_TURN_LOG_BYTES)
         return feed
 
     # --- the harness's process ------------------------------------------------------------------
@@ -194,7 +205,12 @@ class Driver:
             name = self.options.command[0] if self.options.command else None
         else:
             name = self.options.executable or self.harness.executable
-        return shutil.which(name) if name else None
+        if not name:
+            return None
+        if os.sep in name:  # a path: relative to the workspace, where the turn runs
+            path = os.path.join(self.options.workspace, name)
+            return path if os.path.isfile(path) and os.access(path, os.X_OK) else None
+        return shutil.which(name)
 
     def _argv(self, turn: Turn) -> list[str]:
         return self.harness.argv(self.program() or self.harness.executable, turn)
@@ -239,7 +255,6 @@ class Driver:
 
 def run(options: Options) -> int:
     """Own the seat, check the harness, then pass and wait until stopped. Returns the exit status."""
-    from agora_drive.doorbell import SIGNAL, Doorbell
     from agora_drive.signals import Signals
 
     signals = Signals()
@@ -257,40 +272,79 @@ def run(options: Options) -> int:
             return _ended("no-notify-file", EXIT_FAILED, "the hub writes no notify files (started with "
                           "--notify-dir ''); a driver waits on them: start the hub with notify files")
         options.notify_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-        doorbell = Doorbell(options.notify_dir, options.agent, options.watcher)
-        try:
-            return _loop(driver, owner, doorbell, signals, SIGNAL)
-        finally:
-            doorbell.close()
+        return _loop(driver, owner, signals)
     except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
         return _ended("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")
     finally:
         owner.release()
 
 
-def _loop(driver: Driver, owner: Ownership, doorbell, signals, signal_event: str) -> int:
+def _loop(driver: Driver, owner: Ownership, signals) -> int:
+    from agora_drive.doorbell import Doorbell
+
     options = driver.options
     driver.announce = lambda decided: owner.announce(**driver.facts(decided))  # noqa: E731
+    driver.stopping = lambda: signals.stopping  # noqa: E731
     owner.announce(**driver.facts(Pass("armed", "starting")))
-    while True:
-        if signals.released():
-            driver.state.release()
-            driver.state.save(driver.state_path)
-            lines.say("released: the quarantine and the back-off are cleared")
-        decided = driver.step()
-        if signals.stopping:
-            return _ended("signal", EXIT_OK)
-        if decided.state == "stopped":
-            return _ended(decided.reason, EXIT_FAILED)
-        _show(driver, owner, decided)
-        if options.once and decided.state != "armed":
-            return _once_status(decided)
-        if decided.state == "turn":
-            continue  # re-sweep at once: a turn that answered half buys the next
-        wait = None if decided.next_at is None else time.monotonic() + max(0.0, decided.next_at - driver.clock())
-        if doorbell.wait(wait, options.debounce, [signals.stop_fd, signals.release_fd]) == signal_event \
-                and signals.stopping:
-            return _ended("signal", EXIT_OK)
+    doorbell = Doorbell(options.notify_dir, options.agent, options.watcher)
+    try:
+        while True:
+            if signals.released():
+                driver.state.release()
+                driver.state.save(driver.state_path)
+                lines.say("released: the quarantine and the back-off are cleared")
+            decided = driver.step()
+            if signals.stopping:
+                return _ended("signal", EXIT_OK)
+            if decided.state == "stopped":
+                return _ended(decided.reason, EXIT_FAILED)
+            _show(driver, owner, decided)
+            if options.once and decided.state != "armed":
+                return _once_status(decided)
+            if decided.state == "turn":
+                continue  # re-sweep at once: a turn that answered half buys the next
+            if not options.notify_dir_confirmed and decided.reason != "hub-unreachable":
+                moved = _confirm_notify_dir(options, doorbell)
+                if moved is None:
+                    doorbell = None
+                    return _ended("no-notify-file", EXIT_FAILED, "the hub writes no notify files (started "
+                                  "with --notify-dir ''); a driver waits on them: start the hub with notify files")
+                if moved is not doorbell:  # armed anew at the file's end: sweep again, or what landed
+                    doorbell = moved       # between the last sweep and this arm would wait for a later ring
+                    continue
+            # Without a ring, look again at the decision's time, or after the safety sweep's interval.
+            at = decided.next_at if decided.next_at is not None else driver.clock() + settings.DRIVE_SWEEP
+            doorbell.wait(time.monotonic() + max(0.0, at - driver.clock()), options.debounce,
+                          [signals.stop_fd, signals.release_fd])
+            if signals.stopping:
+                return _ended("signal", EXIT_OK)
+    finally:
+        if doorbell is not None:
+            doorbell.close()
+
+
+def _confirm_notify_dir(options: Options, doorbell):
+    """Armed while no hub answered, the driver guessed the notify directory (the home): once the hub
+    answers, follow the directory it names. Returns the doorbell to wait on, None when there is none."""
+    from agora_drive.doorbell import Doorbell
+    from agora_listen.identity import ask
+    from agorad.surface.errors import AgoraError
+
+    try:
+        answer = ask(options.home, options.agent)
+    except AgoraError:
+        return doorbell
+    if answer is None:
+        return doorbell
+    options.notify_dir_confirmed = True
+    if answer.notify_dir is None:
+        doorbell.close()
+        return None
+    if os.path.realpath(answer.notify_dir) != os.path.realpath(options.notify_dir):
+        doorbell.close()
+        options.notify_dir = answer.notify_dir
+        return Doorbell(options.notify_dir, options.agent, options.watcher)
+    return doorbell
 
 
 def _show(driver: Driver, owner: Ownership, decided: Pass) -> None:
@@ -304,7 +358,7 @@ def _show(driver: Driver, owner: Ownership, decided: Pass) -> None:
 def _once_status(decided: Pass) -> int:
     if decided.verdict is None:
         return EXIT_NO_TURN
-    return EXIT_OK if decided.verdict.status == OK else EXIT_TURN_FAILED
+    return EXIT_OK if decided.verdict.reason in ("answered", "progress") else EXIT_TURN_FAILED
 
 
 def _ended(reason: str, status: int, cause: str | None = None) -> int:

@@ -21,7 +21,8 @@ def emit(**fields) -> None:
 
 def say(text: str) -> None:
     """A line for humans, on stderr, made one line whatever it holds."""
-    sys.stderr.write("agora drive: " + " ".join(str(text).split()) + "\n")
+    printable = "".join(c if c.isprintable() else " " for c in str(text))  # no terminal escapes from a turn
+    sys.stderr.write("agora drive: " + " ".join(printable.split()) + "\n")
     sys.stderr.flush()
 
 

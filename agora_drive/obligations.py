@@ -57,4 +57,14 @@ def from_check(agent: str, result: dict) -> Obligations:
             if IMPORTANT_FLAGS.intersection(message["flags"]) and not waits:
                 marks.append(f"unread:{message['ref']}")
                 refs.append(message["ref"])
+    if _truncated(result):  # what the listing left out can change unseen: the totals stand for it
+        marks.append(f"more:{result['owed_total']}:{result['unread']}")
     return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)), tuple(dict.fromkeys(refs)))
+
+
+def _truncated(result: dict) -> bool:
+    """The hub listed as many debts or headlines as asked for: there may be more it did not list. New
+    mail past the limit must still change the signature, or a quarantine would never lift (a chatty
+    backlog then lifts it too: a turn too many, never a wake too few)."""
+    listed = sum(len(channel["messages"]) for channel in result["channels"])
+    return len(result["owed"]) < result["owed_total"] or listed >= settings.ARM_CHECK_LIMIT

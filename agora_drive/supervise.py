@@ -268,6 +268,13 @@ class _Turn:
         """Stop reading (taking what the pipes already hold), and reap the leader."""
         if failed:
             self.tree.end(signal.SIGKILL)
+        # Whatever is still in the turn's process group is its leftover, found by psutil or not (a child
+        # spawned just before the leader exited): killed while the leader is an unreaped zombie, so the
+        # group id cannot name anyone else yet.
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except (ProcessLookupError, PermissionError):
+            pass
         for fd in list(self.streams):
             self._drain(fd)
         self.lines.flush()

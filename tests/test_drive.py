@@ -392,3 +392,51 @@ def test_a_seat_renamed_under_its_driver_stops_it_with_the_new_id(hub, pair, pla
     drive = driver(hub, tmp_path)
     hub.call("agents.rename", old=SEAT, new="steward2", reason="reorg")
     assert (drive.step().state, drive.step().reason) == ("stopped", "renamed")
+
+
+def test_armed_while_no_hub_answered_it_follows_the_notify_directory_the_hub_names(home, plan, tmp_path):
+    from tests.hubproc import Hub
+
+    turns = plan("answer")
+    elsewhere = home.parent / "notify"
+    first = Hub(home, "--notify-dir", str(elsewhere)).start()
+    first.add_agent(SEAT, liveness_mode="always-on")
+    peer_key = first.add_agent(PEER, liveness_mode="always-on")
+    first.stop()
+    proc = start_driver(first, tmp_path)  # no hub: it guesses the home, and says the hub is not there
+    seen: list[str] = []
+    again = Hub(home, "--notify-dir", str(elsewhere))
+    try:
+        read_until(proc, "AGORA_DRIVE state=armed reason=hub-unreachable", seen)
+        again.start()
+        read_until(proc, "AGORA_DRIVE state=armed reason=idle", seen)  # swept, and moved to the hub's directory
+        with again.client(PEER, peer_key) as peer:
+            send(peer, f"@{SEAT}", "are you there?", ask=True, to=[SEAT])
+        assert "reason=answered" in read_until(proc, "AGORA_DRIVE event=turn_end", seen)
+    finally:
+        stop(proc, seen)
+        again.stop()
+    assert len(turns()) == 1
+
+
+def test_once_exits_by_what_the_pass_decided(hub, pair, plan, tmp_path):
+    plan("answer", "leave")
+    once = [agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+            "--command", f"{sys.executable} {TURN}", "--once"]
+    ask(pair)
+    assert subprocess.run(once, cwd=tmp_path, capture_output=True, timeout=60).returncode == 0  # answered
+    ask(pair, "again?")
+    assert subprocess.run(once, cwd=tmp_path, capture_output=True, timeout=60).returncode == 4  # left the debt
+    held = subprocess.run(once, cwd=tmp_path, capture_output=True, text=True, timeout=60)
+    assert (held.returncode, held.stdout.strip()) == (3, "AGORA_DRIVE state=quarantined reason=debt-left next=wake")
+
+
+def test_release_without_a_driver_clears_the_saved_quarantine(hub, pair, plan, tmp_path):
+    plan("leave")
+    ask(pair)
+    drive = driver(hub, tmp_path)
+    assert drive.step().verdict.status == "debt-left"
+    released = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--release"],
+                              capture_output=True, text=True, timeout=30)
+    assert released.returncode == 0 and "no driver running" in released.stdout
+    assert driver(hub, tmp_path).step().state == "turn"  # the next driver starts clean

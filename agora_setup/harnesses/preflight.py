@@ -41,6 +41,8 @@ def run(argv: list[str], workspace: Path, env: dict | None, timeout: float = PRO
                                 stderr=subprocess.PIPE, text=True, start_new_session=True)
     except OSError as exc:
         return f"cannot run {argv[0]}: {exc.strerror or exc}"
+    except ValueError as exc:  # a NUL byte in an argument the user gave
+        return f"cannot run {argv[0]}: {exc}"
     try:
         out, err = proc.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -54,7 +56,11 @@ def _kill_group(proc: subprocess.Popen) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except ProcessLookupError:
         pass
-    proc.communicate()
+    try:  # a descendant that left the group may still hold the pipes: never wait for it
+        proc.communicate(timeout=1)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
 
 
 def owned_flags(args: tuple[str, ...], owned: tuple[str, ...], harness: str) -> str | None:

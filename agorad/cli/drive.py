@@ -54,7 +54,7 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     from agorad.surface.protocol import is_agent_id
 
     if not is_agent_id(as_id):
-        fail(f"--as {as_id!r} is not a valid agent id")
+        fail(f"--as {as_id!r} is not a valid agent id", 2)
     where = Home.resolve(home)
     if release:
         return _release(where.root, as_id)
@@ -62,15 +62,15 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     harness = _harness(harness, record)
     command = tuple(shlex.split(command_line)) if command_line else ()
     if (harness == "command") != bool(command):
-        fail("--command goes with --harness command, which needs it (the program each turn runs)")
-    agent, notify_dir = _seat(where.root, as_id)
+        fail("--command goes with --harness command, which needs it (the program each turn runs)", 2)
+    agent, notify_dir, confirmed = _seat(where.root, as_id)
     from agora_drive.driver import Options, run
 
     workspace = record.workspace if record is not None and record.agent in (as_id, agent) else Path.cwd()
     options = Options(agent=agent, home=where.root, notify_dir=notify_dir, harness=harness, workspace=workspace,
                       executable=harness_path, model=model, args=tuple(harness_args), command=command, budget=budget,
                       turn_limit=turn_limit, rotate_after=rotate_after, debounce=debounce, turn_log=turn_log,
-                      force=force, once=once, watcher=watcher)
+                      force=force, once=once, watcher=watcher, notify_dir_confirmed=confirmed)
     sys.exit(run(options))
 
 
@@ -88,8 +88,9 @@ def _harness(chosen: str | None, record) -> str:
     fail(f"this workspace wires several harnesses ({', '.join(wired)}): choose one with --harness", 2)
 
 
-def _seat(root: Path, as_id: str) -> tuple[str, Path | None]:
-    """The current id behind `as_id` and the hub's notify directory (the home when no hub answers yet)."""
+def _seat(root: Path, as_id: str) -> tuple[str, Path | None, bool]:
+    """The current id behind `as_id`, the hub's notify directory, and whether the hub said so (when no hub
+    answers yet: the home, a guess the driver confirms once the hub answers)."""
     from agora_listen.identity import ask
     from agorad.surface.errors import NotFound
 
@@ -98,28 +99,37 @@ def _seat(root: Path, as_id: str) -> tuple[str, Path | None]:
     except NotFound as exc:
         fail(exc.message)
     if answer is None:
-        return as_id, root
+        return as_id, root, False
     if answer.redirected:
         r = answer.redirected
         click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    return answer.agent, answer.notify_dir
+    return answer.agent, answer.notify_dir, True
 
 
 def _release(root: Path, agent: str) -> None:
     import os
     import signal
 
-    from agora_drive.ownership import driver_pid
+    from agora_drive.ownership import Ownership, Refused
     from agora_drive.state import DriveState
     from agorad.surface.paths import drive_file
+    from agorad.surface.pidfiles import read_pidfile
 
-    pid = driver_pid(root, agent)
-    if pid is not None:
-        os.kill(pid, signal.SIGUSR1)
-        click.echo(f"told the driver of {agent} (pid {pid}) to clear its quarantine and back-off")
+    owner = Ownership(root, agent)
+    try:
+        owner.take(force=True)  # free: no driver runs, and none starts while we edit
+    except Refused:  # held: a live driver; only its lock says so (a pid alone may have been reused)
+        found = read_pidfile(drive_file(root, agent, "pid"))
+        if found is None:
+            fail(f"the driver of {agent} holds its lock but names no pid; try again in a moment")
+        os.kill(found[0], signal.SIGUSR1)
+        click.echo(f"told the driver of {agent} (pid {found[0]}) to clear its quarantine and back-off")
         return
-    path = drive_file(root, agent, "state")
-    state = DriveState.load(path)
-    state.release()
-    state.save(path)
+    try:
+        path = drive_file(root, agent, "state")
+        state = DriveState.load(path)
+        state.release()
+        state.save(path)
+    finally:
+        owner.release()
     click.echo(f"cleared the quarantine and back-off of {agent} (no driver running; the next one starts clean)")

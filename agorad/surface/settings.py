@@ -76,7 +76,10 @@ DRIVE_CHUNK_BUDGET = 12          # claim work chunks per hour: a separate budget
 DRIVE_BACKOFF_FIRST = 60.0       # a turn that never reached the hub holds its wake this long ...
 DRIVE_BACKOFF_CAP = 900.0        # ... doubling on each failure in a row up to this
 DRIVE_ROTATE_TURNS = 20          # --rotate-after: a new harness session after this many turns
-DRIVE_HEARTBEAT = 60.0           # the driver touches drive-<id>.pid this often (a stale one is a dead driver)
+# While nothing obliges the seat, the driver still sweeps the hub this often without a ring: a seat
+# renamed under it (its notify file moved), a wake the notify file never carried, and the DRIVER
+# column's count of the hour's turns stay in view. One inbox.check per interval.
+DRIVE_SWEEP = 300.0
 DRIVE_TURN_LOG_BYTES = 8 << 20   # drive-<id>.turns.jsonl rotates to .1 above this
 DRIVE_FAILURES_BYTES = 1 << 20   # drive-<id>.failures.jsonl rotates to .1 above this
 DRIVE_STDERR_TAIL = 4096         # bytes of a turn's stderr kept for its failure record
