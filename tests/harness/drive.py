@@ -164,9 +164,10 @@ class Clock:
         return self.now
 
 
-def in_process(seat, clock: Clock, harness: str = "claude") -> Driver:
+def in_process(seat, clock: Clock, harness: str = "claude", args: tuple[str, ...] = ()) -> Driver:
     options = Options(agent=seat.agent, home=seat.home, notify_dir=seat.home, harness=harness,
-                      workspace=seat.workspace, executable=str(binary(harness)), turn_limit=90.0, grace=2.0)
+                      workspace=seat.workspace, executable=str(binary(harness)), turn_limit=90.0, grace=2.0,
+                      args=args)
     return Driver(options, clock=clock)
 
 

@@ -172,3 +172,32 @@ def test_claude_wake_held_by_a_failed_turn_is_answered_after_the_driver_restarts
         done = restarted.step()
     assert (done.verdict.status, done.verdict.reason) == ("ok", "answered"), done.verdict
     _answered(claude_seat, ref)
+
+
+# Codex retries a 429 itself per its provider's request_max_retries and stream_max_retries (its config's
+# model_providers.<id> keys); 0 makes the turn fail at the first answer, as the user's own -c would.
+CODEX_NO_RETRIES = ("-c", "model_providers.scripted.request_max_retries=0",
+                    "-c", "model_providers.scripted.stream_max_retries=0")
+
+
+@pytest.mark.harness("codex")
+@pytest.mark.timeout(150)
+def test_codex_turn_failing_on_429_backs_off_holding_the_wake_and_the_recovered_model_answers(
+        codex_seat, model, monkeypatch):
+    hub, agent = codex_seat.hub, codex_seat.agent
+    for name, value in codex_seat.env.items():
+        monkeypatch.setenv(name, value)
+    ref = ask(hub, agent)
+    model.script({"status": 429, "body": {"error": {"type": "rate_limit_exceeded", "message": "slow down"}}},
+                 *drive.mcp_answer(ref))
+    clock = drive.Clock()
+    with drive.owning(codex_seat):
+        driver = drive.in_process(codex_seat, clock, "codex", CODEX_NO_RETRIES)
+        done = driver.step()
+        assert (done.verdict.status, done.verdict.reason) == ("failed", "provider"), done.verdict
+        held = driver.step()
+        assert (held.state, held.next_at - clock.now) == ("backoff", 60.0) and owed(hub, agent) == 1, held
+        clock.now = held.next_at
+        done = driver.step()
+    assert (done.verdict.status, done.verdict.reason) == ("ok", "answered"), done.verdict
+    _answered(codex_seat, ref)
