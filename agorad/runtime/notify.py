@@ -19,7 +19,7 @@ import apsw
 
 from agorad.surface.fence import one_line, preview
 from agorad.runtime.log import log
-from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost, trim_torn_tail
+from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
 from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface.notifyfile import last_id_in
@@ -119,8 +119,6 @@ class Notifier:
         marks = sql.seat_marks(db)
         surveys = {pk: Survey(self.path(agent_id), self._offset_file(agent_id), newest, floor)
                    for pk, agent_id, newest, floor in marks}
-        for path in {survey.path for survey in surveys.values()}:
-            trim_torn_tail(path)
         ahead = {pk: survey for pk, survey in surveys.items() if survey.ahead}
         if ahead:
             with write(db):

@@ -2,10 +2,16 @@
 
 The hub appends a line only after its delivery's COMMIT returned, but it never
 fsyncs a notify file. At synchronous=FULL a committed delivery is on disk, so
-after a power cut a file can only lack lines (or end in a torn one): the
-torn tail is cut off here and replay (`Notifier.start`) appends the rest
-from the database, byte for byte what was there, so a listener's saved byte
-offset still points where it did. Below FULL (or with a restored database)
+after a power cut a file can only lack lines, or end in a torn one. Replay
+(`Notifier.start`) then ends the torn line with a newline and appends the
+rest from the database, each line byte for byte what it was (a line is a
+function of its stored row). What follows a saved byte offset is then the
+file as it was, shifted later by the torn bytes: a listener resumes at or
+before the first line it never read, re-reading at worst a fragment (skipped)
+and lines it rang. Cutting the torn tail instead would keep the bytes in
+place, but a listener still running (a hub restarted after a short write,
+with no power cut) holds the torn bytes as its partial line and would glue
+them to the next line. Below FULL (or with a restored database)
 the file, or a listener's saved offset, can also name deliveries the database
 lost; the database then hands those ids out again. Two things keep that from
 hiding mail:
@@ -50,30 +56,6 @@ class Survey:
         self.floor = max(shown, floor) if self.ahead else floor
 
 
-def trim_torn_tail(path: Path) -> int:
-    """Cut a last line left without its newline (a cut write); return the bytes removed.
-    Cut, not ended with a newline: the replayed line then lands where the torn one began."""
-    try:
-        fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return 0
-    try:
-        size = os.fstat(fd).st_size
-        end = size
-        while end > 0:
-            chunk = os.pread(fd, min(end, 1 << 16), max(0, end - (1 << 16)))
-            newline = chunk.rfind(b"\n")
-            if newline >= 0:
-                end = end - len(chunk) + newline + 1
-                break
-            end -= len(chunk)
-        if end < size:
-            os.ftruncate(fd, end)
-        return size - end
-    finally:
-        os.close(fd)
-
-
 def rewrite_without_lost(survey: Survey) -> int:
     """Rewrite the files so no line names a delivery above the database's newest id, the file
     under the name always as a new inode (see the module docstring); return the lines dropped."""
@@ -84,7 +66,7 @@ def rewrite_without_lost(survey: Survey) -> int:
         except FileNotFoundError:
             continue
         lines = [line for line in data.split(b"\n") if line]
-        kept = [line for line in lines if (_id(line) or 0) and _id(line) <= survey.newest]
+        kept = [line for line in lines if 0 < (_id(line) or 0) <= survey.newest]
         dropped += len(lines) - len(kept)
         if path == survey.path or len(kept) < len(lines):
             write_private(path, b"".join(line + b"\n" for line in kept).decode("ascii"))
