@@ -2,15 +2,16 @@
 
 For each request line it does the three things a hub's send cannot avoid and
 nothing else: `json.loads` the request, one apsw INSERT in its own
-transaction (BEGIN IMMEDIATE / INSERT / COMMIT) into a WAL database with
-synchronous=NORMAL (the hub's settings), one `os.write` of a line to an
+transaction (BEGIN IMMEDIATE / INSERT / COMMIT) into a WAL database at the
+synchronous level the hub beside it runs (FULL by default, as the hub's
+default; NORMAL for the opt-in), one `os.write` of a line to an
 O_APPEND file (a notify line), then it writes a JSON-RPC reply line. Like the
 hub and the echo server it is an `asyncio.Protocol` on the default event loop.
 No validation, no dispatch, no fan-out, no group commit: one transaction per
 request, so the hub's sends/s divided by its sends/s is the share of the raw
 limit the hub keeps.
 
-Run as a script:  python bench/bare.py SOCKET_PATH DB_PATH NOTIFY_PATH
+Run as a script:  python bench/bare.py SOCKET_PATH DB_PATH NOTIFY_PATH [FULL|NORMAL]
 It stops on SIGTERM or SIGINT and removes its socket.
 
 `insert_rate` is the database half alone: the same transaction in a loop in
@@ -38,10 +39,15 @@ INSERT = "INSERT INTO messages (target, title, body, created_at) VALUES (?, ?, ?
 _APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC
 
 
-def open_db(path: str) -> apsw.Connection:
+LEVELS = ("FULL", "NORMAL")
+
+
+def open_db(path: str, synchronous: str = "FULL") -> apsw.Connection:
+    if synchronous not in LEVELS:
+        raise ValueError(f"synchronous must be one of {LEVELS}")
     db = apsw.Connection(path)
     db.execute("PRAGMA journal_mode=WAL")
-    db.execute("PRAGMA synchronous=NORMAL")
+    db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute(SCHEMA)
     return db
 
@@ -73,8 +79,8 @@ class Bare(echo.Lines):
             (json.dumps({"jsonrpc": "2.0", "id": request.get("id"), "result": {"pk": pk}}) + "\n").encode())
 
 
-async def serve(path: str, db_path: str, notify_path: str) -> None:
-    db = open_db(db_path)
+async def serve(path: str, db_path: str, notify_path: str, synchronous: str = "FULL") -> None:
+    db = open_db(db_path, synchronous)
     fd = os.open(notify_path, _APPEND, 0o600)
     try:
         await echo.serve(path, lambda: Bare(db, fd))
@@ -83,9 +89,9 @@ async def serve(path: str, db_path: str, notify_path: str) -> None:
         db.close()
 
 
-def insert_rate(db_path: str, params: dict, warmup: float, duration: float) -> float:
+def insert_rate(db_path: str, params: dict, warmup: float, duration: float, synchronous: str = "FULL") -> float:
     """Transactions per second of `store(params)` in a loop, after `warmup` seconds of the same."""
-    db = open_db(db_path)
+    db = open_db(db_path, synchronous)
     clock = time.perf_counter
     try:
         deadline = clock() + warmup
@@ -108,8 +114,8 @@ def insert_rate(db_path: str, params: dict, warmup: float, duration: float) -> f
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 3:
-        sys.stderr.write("usage: python bench/bare.py SOCKET_PATH DB_PATH NOTIFY_PATH\n")
+    if len(argv) not in (3, 4):
+        sys.stderr.write("usage: python bench/bare.py SOCKET_PATH DB_PATH NOTIFY_PATH [FULL|NORMAL]\n")
         return 2
     return echo.run(argv[0], serve(*argv))
 

@@ -59,14 +59,26 @@ def _plural(n: int) -> str:
 # --- sends --------------------------------------------------------------------
 
 def sends(work: Path, s) -> list[Figure]:
-    most = max(s.clients)
+    """Each synchronous level in turn: the hub at that level beside the bare loop at the same level.
+    FULL first, the default (agora-up(1) --synchronous); its 8-client row is the durability goal."""
+    figures = []
     with contextlib.ExitStack() as stack:
-        hub = stack.enter_context(Hub(work / "send", work / "send.log")).start()
-        combined = stack.enter_context(Bare(work / "bare.sock", work / "bare.log", work / "bare.db", work / "bare-inbox.log")).start()
         echo = stack.enter_context(Echo(work / "secho.sock", work / "secho.log")).start()
+        for level in bare.LEVELS:
+            figures += _sends_at(work, s, level, echo)
+    return figures
+
+
+def _sends_at(work: Path, s, level: str, echo: Echo) -> list[Figure]:
+    most = max(s.clients)
+    tag = level.lower()
+    with contextlib.ExitStack() as stack:
+        hub = stack.enter_context(Hub(work / f"send-{tag}", work / f"send-{tag}.log", "--synchronous", tag)).start()
+        combined = stack.enter_context(Bare(work / f"bare-{tag}.sock", work / f"bare-{tag}.log", work / f"bare-{tag}.db",
+                                            work / f"bare-{tag}-inbox.log", level)).start()
         seats = hub.add_agents([SINK] + [f"sender-{i}" for i in range(most)], "always-on")
         hellos = [hello_frame(a, k) for a, k in seats[1:]]
-        insert_db = str(work / "insert.db")
+        insert_db = str(work / f"insert-{tag}.db")
 
         def on(server, hellos_=None):
             return lambda n: with_cpu(server, lambda: load.run(str(server.socket_path), n, s.warmup, s.duration, hellos_, SEND_FRAME))
@@ -75,25 +87,26 @@ def sends(work: Path, s) -> list[Figure]:
         for n in s.clients:
             runs = [lambda: on(echo)(n), lambda: on(combined)(n), lambda: on(hub, hellos[:n])(n)]
             if n == 1:
-                runs.append(lambda: bare.insert_rate(insert_db, SEND_PARAMS, s.warmup, s.duration))
-            progress(f"DM sends, {_plural(n)}: {s.rounds} rounds of {s.duration:g} s; echo, bare combined loop, hub"
-                     + (" and the in-process apsw insert loop" if n == 1 else "") + " alternating")
+                runs.append(lambda: bare.insert_rate(insert_db, SEND_PARAMS, s.warmup, s.duration, level))
+            progress(f"DM sends at {level}, {_plural(n)}: {s.rounds} rounds of {s.duration:g} s; echo, bare combined "
+                     "loop, hub" + (" and the in-process apsw insert loop" if n == 1 else "") + " alternating")
             results = alternate(s.rounds, *runs)
             e_rate, _, _, _ = medians(results[0])
             b_rate, b_p50, b_p99, b_cpu = medians(results[1])
             h_rate, h_p50, h_p99, h_cpu = medians(results[2])
+            bare_is = f"bare combined loop, {level}"
             figures += [
-                Figure(f"DM sends/s, {_plural(n)}", "calls/s", h_rate, b_rate, "bare combined loop",
+                Figure(f"DM sends/s at {level}, {_plural(n)}", "calls/s", h_rate, b_rate, bare_is,
                        f">= {SEND_GOAL:.2f}x", h_rate >= SEND_GOAL * b_rate),
-                Figure(f"p50 latency, {_plural(n)}", "ms", h_p50, b_p50, "bare combined loop"),
-                Figure(f"p99 latency, {_plural(n)}", "ms", h_p99, b_p99, "bare combined loop"),
-                Figure(f"server CPU per send, {_plural(n)}", "us", h_cpu, b_cpu, "bare combined loop"),
-                Figure(f"DM sends/s, {_plural(n)}, vs socket alone", "calls/s", h_rate, e_rate, "echo (same frame)"),
+                Figure(f"p50 latency at {level}, {_plural(n)}", "ms", h_p50, b_p50, bare_is),
+                Figure(f"p99 latency at {level}, {_plural(n)}", "ms", h_p99, b_p99, bare_is),
+                Figure(f"server CPU per send at {level}, {_plural(n)}", "us", h_cpu, b_cpu, bare_is),
+                Figure(f"DM sends/s at {level}, {_plural(n)}, vs socket alone", "calls/s", h_rate, e_rate, "echo (same frame)"),
             ]
             if n == 1:
                 i_rate = statistics.median(results[3])
-                figures.append(Figure("DM sends/s, 1 client, vs database alone", "calls/s", h_rate, i_rate,
-                                      "apsw insert+commit loop, in-process"))
+                figures.append(Figure(f"DM sends/s at {level}, 1 client, vs database alone", "calls/s", h_rate, i_rate,
+                                      f"apsw insert+commit loop at {level}, in-process"))
     return figures
 
 

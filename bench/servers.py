@@ -151,17 +151,19 @@ class Echo(Server):
 
 
 class Bare(Server):
-    """`python bench/bare.py SOCKET DB NOTIFY`: the bare combined loop (socket, json, apsw, O_APPEND)."""
+    """`python bench/bare.py SOCKET DB NOTIFY LEVEL`: the bare combined loop (socket, json, apsw, O_APPEND)."""
 
     name = "bare combined server"
 
-    def __init__(self, socket_path: Path, log_path: Path, db_path: Path, notify_path: Path):
+    def __init__(self, socket_path: Path, log_path: Path, db_path: Path, notify_path: Path, synchronous: str = "FULL"):
         super().__init__(socket_path, log_path)
         self.db_path = db_path
         self.notify_path = notify_path
+        self.synchronous = synchronous
 
     def command(self) -> list[str]:
-        return [sys.executable, str(BARE_SCRIPT), str(self.socket_path), str(self.db_path), str(self.notify_path)]
+        return [sys.executable, str(BARE_SCRIPT), str(self.socket_path), str(self.db_path), str(self.notify_path),
+                self.synchronous]
 
     def start(self) -> "Bare":
         self.spawn()

@@ -237,3 +237,72 @@ def test_a_short_write_counts_the_whole_lines_it_did_write(tmp_path):
     state = json.loads(out.stdout)
     assert state == {"written": 2, "behind": True}  # two whole lines landed, the third was torn
     assert (tmp_path / "runtime-inbox.log").read_bytes().count(b"\n") == 2
+
+
+def _saved_offset(home, agent: str, path) -> dict:
+    """A listener's saved place at the end of `path`, as `agora listen --once` leaves it."""
+    offset = {"inode": os.stat(path).st_ino, "pos": path.stat().st_size, "id": lines(path)[-1]["id"]}
+    (home / f"listen-{agent}.offset").write_text(json.dumps(offset))
+    return offset
+
+
+def test_lines_for_deliveries_the_database_lost_are_dropped_and_ids_never_reused(home):
+    """As after a power cut at --synchronous normal: the file (and a listener) saw ids 4 and 5,
+    the database kept 1..3. The file is rewritten as a new inode without them, the next delivery is
+    numbered 6, and the listener re-reads the file rather than resume inside different lines."""
+    from agora_listen.follow import Follower
+
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        for title in ("one", "two", "three"):
+            send(s["memory"], "@runtime", title)
+    first.stop()
+    path = home / "runtime-inbox.log"
+    held = path.read_bytes()
+    lost = [json.dumps({**lines(path)[-1], "id": n, "title": f"lost {n}"}, separators=(",", ":")) for n in (4, 5)]
+    path.write_bytes(held + "".join(line + "\n" for line in lost).encode())
+    offset = _saved_offset(home, "runtime", path)
+    again = Hub(home).start()
+    try:
+        assert path.read_bytes() == held and os.stat(path).st_ino != offset["inode"]
+        assert "notify-reconciled" in again.log()
+        with again.client("memory") as memory:
+            memory.call("messages.send", target="@runtime", title="after", body="")
+        assert [(line["id"], line["title"]) for line in lines(path)][-2:] == [(3, "three"), (6, "after")]
+        follower = Follower(path)
+        follower.arm(offset)
+        assert [line["title"] for line in follower.read_new()] == ["one", "two", "three", "after"]
+        follower.close()
+    finally:
+        again.stop()
+
+
+def test_a_lost_tail_is_replayed_so_a_listener_resumes_from_its_saved_offset(home):
+    """As after a power cut at --synchronous full: the database holds every delivery, the file lost
+    its tail mid-line after a listener had read it all. Replay ends the torn line and writes the same
+    lines again, so the listener, resuming at its saved byte offset, rings the next delivery and
+    nothing is hidden from it."""
+    from agora_listen.follow import Follower
+
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        for title in ("one", "two", "three"):
+            send(s["memory"], "@runtime", title)
+    first.stop()
+    path = home / "runtime-inbox.log"
+    held = path.read_bytes()
+    offset = _saved_offset(home, "runtime", path)
+    torn = held.index(b"\n") + 10
+    os.truncate(path, torn)  # the second line torn
+    again = Hub(home).start()
+    try:
+        assert path.read_bytes() == held[:torn] + b"\n" + held[held.index(b"\n") + 1:]
+        assert os.stat(path).st_ino == offset["inode"]
+        with again.client("memory") as memory:
+            memory.call("messages.send", target="@runtime", title="after", body="")
+        follower = Follower(path)
+        follower.arm(offset)
+        assert [(line["id"], line["title"]) for line in follower.read_new()] == [(4, "after")]
+        follower.close()
+    finally:
+        again.stop()

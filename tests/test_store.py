@@ -22,13 +22,13 @@ def db(tmp_path):
 def test_connection_settings(db, tmp_path):
     assert db.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert db.execute("PRAGMA foreign_keys").fetchone()[0] == 1
-    assert db.execute("PRAGMA synchronous").fetchone()[0] == 1  # NORMAL
+    assert db.execute("PRAGMA synchronous").fetchone()[0] == 2  # FULL: durable through power loss by default
     assert db.execute("PRAGMA temp_store").fetchone()[0] == 2  # MEMORY: no temp file per savepoint journal
     assert stat.S_IMODE(os.stat(tmp_path / "agora.db").st_mode) == 0o600
 
 
-def test_full_synchronous_is_available(tmp_path):
-    assert connect(tmp_path / "f.db", "FULL").execute("PRAGMA synchronous").fetchone()[0] == 2
+def test_normal_synchronous_is_an_opt_in(tmp_path):
+    assert connect(tmp_path / "f.db", "NORMAL").execute("PRAGMA synchronous").fetchone()[0] == 1
     with pytest.raises(ValueError):
         connect(tmp_path / "g.db", "SOMETIMES")
 

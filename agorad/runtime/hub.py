@@ -62,7 +62,7 @@ class HubState:
         self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
         notify_dir = self.settings.notify_dir
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
-        self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)))
+        self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)), seats=self.home.root)
 
     @property
     def ephemeral_ttl(self) -> float:

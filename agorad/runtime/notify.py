@@ -19,9 +19,11 @@ import apsw
 
 from agorad.surface.fence import one_line, preview
 from agorad.runtime.log import log
+from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
 from agorad.store import messages as sql
+from agorad.store import write
 from agorad.surface.notifyfile import last_id_in
-from agorad.surface.paths import notify_file, rotated
+from agorad.surface.paths import listen_file, notify_file, rotated
 from agorad.surface.protocol import encode_text as _text
 
 MAX_OPEN_FILES = 128
@@ -76,8 +78,9 @@ class _OpenFile:
 class Notifier:
     """Appends delivery lines per agent and knows how far each file has got."""
 
-    def __init__(self, directory: Path | None, rotate_bytes: int = 8 << 20):
+    def __init__(self, directory: Path | None, rotate_bytes: int = 8 << 20, seats: Path | None = None):
         self.directory = directory
+        self.seats = seats  # the home, where listeners save their offsets (start-up reads them)
         self.rotate_bytes = rotate_bytes
         self.written: dict[int, int] = {}  # agent pk -> last delivery id in its file
         self.behind: set[int] = set()      # agents whose last write failed
@@ -91,26 +94,43 @@ class Notifier:
         return notify_file(self.directory, agent_id)
 
     def start(self, db: apsw.Connection) -> int:
-        """Learn each file's position and append what the database holds beyond it; return lines replayed."""
+        """Reconcile each file with the database (runtime/notify_reconcile.py), learn where it has got,
+        and append what the database holds beyond it; return lines replayed."""
         if not self.enabled:
             return 0
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         _tighten(self.directory)
         replayed = 0
-        for pk, agent_id, newest, notified_upto in sql.delivery_marks(db):
+        for pk, agent_id, newest, notified_upto in self._reconciled(db):
             on_disk = last_id_in(self.path(agent_id))
             if on_disk is None:
                 on_disk = last_id_in(rotated(self.path(agent_id)))
-            if on_disk is not None and on_disk > newest:
-                # Not this agent's lines (a restored database, a file put there by hand): never skip ours.
-                log("notify-file-ahead", agent=agent_id, file_id=on_disk, database_id=newest)
-                on_disk = notified_upto if notified_upto <= newest else 0
-            self.written[pk] = on_disk if on_disk is not None else notified_upto
+            self.written[pk] = on_disk if on_disk is not None else min(notified_upto, newest)
             if newest > self.written[pk]:
                 replayed += self.catch_up(db, pk)
         if replayed:
             log("notify-replayed", lines=replayed)
         return replayed
+
+    def _reconciled(self, db: apsw.Connection) -> list[tuple[int, str, int, int]]:
+        """Every seat's marks, once no file names a delivery the database lacks. Floors are stored
+        (and checkpointed, so even NORMAL keeps them) before any file is rewritten: a cut in between
+        then finds the files still ahead and does it again."""
+        marks = sql.seat_marks(db)
+        surveys = {pk: Survey(self.path(agent_id), self._offset_file(agent_id), newest, floor)
+                   for pk, agent_id, newest, floor in marks}
+        ahead = {pk: survey for pk, survey in surveys.items() if survey.ahead}
+        if ahead:
+            with write(db):
+                sql.set_notified_upto(db, {pk: survey.floor for pk, survey in ahead.items()})
+            db.execute("PRAGMA wal_checkpoint(FULL)").fetchall()
+        for pk, survey in ahead.items():
+            dropped = rewrite_without_lost(survey)
+            log("notify-reconciled", path=survey.path, dropped=dropped, database_id=survey.newest, floor=survey.floor)
+        return [(pk, agent_id, newest, surveys[pk].floor) for pk, agent_id, newest, _ in marks]
+
+    def _offset_file(self, agent_id: str) -> Path | None:
+        return listen_file(self.seats, agent_id, "offset") if self.seats is not None else None
 
     def write(self, db: apsw.Connection, agent_pk: int, rows: list[dict]) -> None:
         """Append `rows` (one agent's new, committed deliveries, in id order) unless the file has them.
@@ -201,6 +221,9 @@ class Notifier:
         self._files[agent_id].size += amount
 
     def _rotate(self, agent_id: str) -> None:
+        # Synced before it moves to `.1`: start-up replays only beyond the newest line, so after a
+        # power cut the `.1` must hold all it held (one fsync per --notify-rotate-mb of lines).
+        os.fsync(self._files[agent_id].fd)
         self._close(agent_id)
         path = self.path(agent_id)
         os.replace(path, rotated(path))

@@ -1,9 +1,10 @@
 """The one connection factory and the write-transaction helper.
 
-WAL with synchronous=NORMAL survives a crash of the process (kill -9): a
-committed transaction is in the WAL before COMMIT returns. It can lose the
-last transactions on power loss; `synchronous="FULL"` trades ~10x insert
-throughput for that (SQLite docs, "PRAGMA synchronous").
+WAL with synchronous=FULL (the default) syncs the WAL before COMMIT returns,
+so an acknowledged transaction survives power loss. NORMAL syncs it only at
+checkpoints: it survives a crash of the process (kill -9), but a power cut
+loses every transaction committed since the last checkpoint, acknowledged or
+not (measured by tests/reliability/test_power_loss.py; RELIABILITY.md).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from pathlib import Path
 
 import apsw
 
+from agorad.surface import settings
 from agorad.surface.paths import FILE_MODE
 from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 
@@ -29,23 +31,32 @@ class Database(apsw.Connection):
     rows are all read before the next statement runs (fetchone, or a list).
     """
 
-    def __init__(self, filename: str):
+    def __init__(self, filename: str, vfs: str | None = None):
         # NOMUTEX: SQLite's per-connection mutex is taken on every API call (~150 per send). The
         # hub's connection lives on the event-loop thread only (the checkpointer opens its own),
         # and apsw refuses to let two threads use one connection or cursor at once.
-        super().__init__(filename, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOMUTEX)
+        super().__init__(filename, flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE | apsw.SQLITE_OPEN_NOMUTEX,
+                         vfs=vfs)
         cursor = self.cursor()
         self.step = cursor.execute
         self.step_many = cursor.executemany
 
 
-def connect(path: Path, synchronous: str = "NORMAL") -> Database:
-    """Open (creating 0600 if needed) the database at `path`, WAL mode, foreign keys on."""
+def connect(path: Path, synchronous: str = settings.SYNCHRONOUS.upper(), vfs: str | None = None) -> Database:
+    """Open (creating 0600 if needed) the database at `path`, WAL mode, foreign keys on.
+
+    `vfs` is for tests that open the database through their own VFS (tests/reliability/powercut.py).
+    apsw's Python VFS files have no shared-memory methods, and SQLite runs WAL without them only in
+    exclusive locking mode (the WAL index then lives in the heap), so such a connection is the
+    database's only one.
+    """
     if synchronous not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS}")
     _create_private(path)
-    db = Database(str(path))
+    db = Database(str(path), vfs)
     db.setbusytimeout(BUSY_TIMEOUT_MS)
+    if vfs is not None:
+        db.execute("PRAGMA locking_mode=EXCLUSIVE")
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute("PRAGMA foreign_keys=ON")

@@ -52,8 +52,10 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 # --- deliveries --------------------------------------------------------------
 
-# An agent `a`'s marks: its newest delivery id (0 before any) and its open debts.
-MARKS = ("COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), "
+# An agent `a`'s marks: the id its next delivery follows and its open debts. That id is its newest
+# delivery's, or the floor raised at start-up above ids a notify file showed for deliveries the
+# database lost in a power cut (runtime/notify_reconcile.py), whichever is higher.
+MARKS = ("MAX(COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), a.notified_upto), "
          "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL)")
 
 
@@ -93,6 +95,14 @@ def delivery_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
     return list(db.execute(
         "SELECT pk, id, newest, notified_upto FROM (SELECT pk, id, notified_upto, "
         "(SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk) AS newest FROM agents a) WHERE newest > 0"))
+
+
+def seat_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
+    """(pk, id, newest delivery id or 0, notified_upto) of every agent: start-up's reconciliation
+    must also see a seat whose every delivery the database lost."""
+    return list(db.execute(
+        "SELECT pk, id, COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), notified_upto "
+        "FROM agents a"))
 
 
 def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:

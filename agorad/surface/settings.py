@@ -9,7 +9,7 @@ from __future__ import annotations
 # --- the hub (agora up) --------------------------------------------------------------------
 SWEEP_INTERVAL = 300.0           # --sweep-interval: how often dormant and expired transitions are written
 EPHEMERAL_TTL = 3600.0           # --ephemeral-ttl: an ephemeral agent leaves the list after this silence
-SYNCHRONOUS = "normal"           # --synchronous: survives a hub crash; "full" also survives power loss
+SYNCHRONOUS = "full"             # --synchronous: survives power loss; "normal" only a hub crash (agora-up(1))
 NOTIFY_ROTATE_MB = 8.0           # --notify-rotate-mb: a notify file rotates to .1 above this; 0 never
 MAX_BODY_KIB = 64                # --max-body-kib: the largest message body accepted
 MAX_BODY_KIB_LIMIT = 128         # ... and its ceiling, so any body fits a 1 MiB frame

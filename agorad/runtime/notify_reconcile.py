@@ -1,0 +1,102 @@
+"""Notify files against the database at start-up, after a power cut (or a restored database).
+
+The hub appends a line only after its delivery's COMMIT returned, but it never
+fsyncs a notify file. At synchronous=FULL a committed delivery is on disk, so
+after a power cut a file can only lack lines, or end in a torn one. Replay
+(`Notifier.start`) then ends the torn line with a newline and appends the
+rest from the database, each line byte for byte what it was (a line is a
+function of its stored row). What follows a saved byte offset is then the
+file as it was, shifted later by the torn bytes: a listener resumes at or
+before the first line it never read, re-reading at worst a fragment (skipped)
+and lines it rang. Cutting the torn tail instead would keep the bytes in
+place, but a listener still running (a hub restarted after a short write,
+with no power cut) holds the torn bytes as its partial line and would glue
+them to the next line. Below FULL (or with a restored database)
+the file, or a listener's saved offset, can also name deliveries the database
+lost; the database then hands those ids out again. Two things keep that from
+hiding mail:
+
+- The seat's id floor (`agents.notified_upto`) is raised to the highest id any
+  file or offset showed, and new deliveries are numbered above it
+  (store/messages.MARKS). A listener re-reading a `.1` skips ids at or below
+  its saved id (agora_listen/follow.py): a reused id there would be skipped.
+- The file is rewritten without the lost lines as a new file (a new inode).
+  A saved offset names the old inode, so the listener re-reads the file from
+  its start: the lines it had rung ring again (more wakes), and none it never
+  saw can sit behind a byte offset that no longer means anything.
+
+Chosen over trimming in place: a trimmed file grows back past a listener's old
+byte offset with different lines, and the listener would resume in the middle
+of them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from agorad.surface.filenames import write_private
+from agorad.surface.notifyfile import last_id_in
+from agorad.surface.paths import rotated
+
+
+class Survey:
+    """What one agent's files and saved listener offset show, against the database's newest id."""
+
+    def __init__(self, path: Path, offset_file: Path | None, newest: int, floor: int):
+        self.path = path
+        self.newest = newest
+        self.file_ids = [i for i in (last_id_in(path), last_id_in(rotated(path))) if i is not None]
+        self.offset_id = _saved_id(offset_file)
+        shown = max([*self.file_ids, self.offset_id, 0])
+        # Lines naming deliveries the database lacks; or a listener that saw ids above both the
+        # database and a floor already raised for them (a floor raised before needs no new file).
+        self.ahead = max(self.file_ids, default=0) > newest or self.offset_id > max(newest, floor)
+        self.floor = max(shown, floor) if self.ahead else floor
+
+
+def rewrite_without_lost(survey: Survey) -> int:
+    """Rewrite the files so no line names a delivery above the database's newest id, the file
+    under the name always as a new inode (see the module docstring); return the lines dropped."""
+    dropped = 0
+    for path in (rotated(survey.path), survey.path):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        lines = [line for line in data.split(b"\n") if line]
+        kept = [line for line in lines if 0 < (_id(line) or 0) <= survey.newest]
+        dropped += len(lines) - len(kept)
+        if path == survey.path or len(kept) < len(lines):
+            write_private(path, b"".join(line + b"\n" for line in kept).decode("ascii"))
+    _sync_directory(survey.path.parent)
+    return dropped
+
+
+def _id(line: bytes) -> int | None:
+    try:
+        value = json.loads(line)["id"]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _saved_id(offset_file: Path | None) -> int:
+    """The delivery id a listener's saved offset (listen-<id>.offset) says it has rung; 0 if none."""
+    if offset_file is None:
+        return 0
+    try:
+        value = json.loads(offset_file.read_text()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return 0
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+
+
+def _sync_directory(directory: Path) -> None:
+    """The renames must outlive another cut: they are what invalidates the old offsets."""
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
