@@ -1,28 +1,24 @@
 """agora backup, restore and check against a real hub, through the CLI.
 
 The promise (RELIABILITY.md, "Backup and restore"): a backup taken while the hub serves holds every
-send acknowledged before it began; a restore installs it only when it is a sound Agora database and
+send acknowledged before it began (tests/reliability/test_backup_storm.py); a restore installs it only when it is a sound Agora database and
 no hub runs, and remakes the notify files so that listeners ring nothing twice and miss nothing new.
 """
 
 from __future__ import annotations
 
 import json
+import re
 import os
 import sqlite3
 import stat
-import threading
-import time
 
 import pytest
 
 from agorad.surface.errors import AgoraError
-from tests.hubproc import Hub, wait_for
+from tests.hubproc import Hub
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
-
-SENDERS = [f"s{i}" for i in range(8)]
-
 
 def mode_of(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)
@@ -34,72 +30,6 @@ def home_snapshot(home) -> dict:
 
 
 # --- backup -------------------------------------------------------------------------------------
-
-class Storm:
-    """Eight clients sending DMs to `r` as fast as the hub answers, each send recorded with the
-    times its request left and its acknowledgement came back."""
-
-    def __init__(self, clients: dict):
-        self.records: list[tuple[str, str, float, float]] = []  # (ref, title, sent, acknowledged)
-        self.stop = threading.Event()
-        self.errors: list[BaseException] = []
-        self.threads = [threading.Thread(target=self._run, args=(clients[name], name)) for name in SENDERS]
-
-    def _run(self, client, name: str) -> None:
-        try:
-            for n in range(1_000_000):
-                if self.stop.is_set():
-                    return
-                sent = time.monotonic()
-                receipt = send(client, "@r", f"{name}-{n}")
-                self.records.append((receipt["ref"], f"{name}-{n}", sent, time.monotonic()))
-        except BaseException as exc:  # noqa: BLE001 - reported by the test
-            self.errors.append(exc)
-
-    def __enter__(self):
-        for thread in self.threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.stop.set()
-        for thread in self.threads:
-            thread.join(timeout=30)
-
-
-def test_a_backup_during_an_eight_client_storm_holds_every_send_acknowledged_before_it(hub, cli, tmp_path):
-    target = tmp_path / "storm.db"
-    with seats(hub, "r", *SENDERS) as clients, Storm(clients) as storm:
-        wait_for(lambda: len(storm.records) >= 400, timeout=60, what="400 acknowledged sends")
-        began = time.monotonic()
-        facts = json.loads(cli("backup", str(target), "--json").stdout)
-        ended = time.monotonic()
-        wait_for(lambda: sum(r[2] > ended for r in storm.records) >= 100, timeout=60, what="sends after the backup")
-    assert not storm.errors, storm.errors
-    before = [r for r in storm.records if r[3] < began]
-    during = [r for r in storm.records if r[3] >= began and r[2] <= ended]
-    after = [r for r in storm.records if r[2] > ended]
-    assert mode_of(target) == 0o600 and facts["path"] == str(target) and facts["bytes"] == target.stat().st_size
-    assert facts["agents"] == 9 and facts["messages"] >= len(before)
-    assert facts["last_delivery_id"]["r"] == facts["messages"]  # every message was a DM to r
-
-    hub.stop()
-    cli("restore", str(target))
-    restored = Hub(hub.home).start()
-    try:
-        with restored.client("r") as r:
-            for ref, title, _, _ in before:
-                assert r.call("messages.read", ref=ref)["title"] == title
-            for ref, _, _, _ in after:  # sent after the copy was taken: the restore really replaced the database
-                with pytest.raises(AgoraError):
-                    r.call("messages.read", ref=ref)
-            assert restored.call("hub.status")["counts"]["messages"] == facts["messages"]
-    finally:
-        restored.stop()
-    print(f"\nstorm: {len(storm.records)} sends acknowledged; {len(before)} before the backup began, all restored; "
-          f"{len(during)} in flight during it; {len(after)} sent after it, none restored; "
-          f"backup {ended - began:.3f} s, {facts['bytes']} bytes, {facts['messages']} messages")
-
 
 def test_backup_refuses_to_overwrite_unless_forced(hub, cli, tmp_path):
     target = tmp_path / "taken.db"
@@ -149,10 +79,11 @@ def test_restore_refuses_a_file_that_is_not_a_sound_agora_database(hub, cli, tmp
         file.seek((root - 1) * size + 8)
         file.write(b"\xff" * 64)
     before = home_snapshot(hub.home)
-    for path, why in ((text, "not a sound Agora database"), (other, "not an Agora one"),
-                      (corrupt, "fails integrity_check"), (tmp_path / "missing.db", "no file")):
+    # SQLite may find the damage in integrity_check's report or by failing a read on the way (malformed)
+    for path, why in ((text, r"not a sound Agora database \(file is not a database\)"), (other, "not an Agora one"),
+                      (corrupt, "fails integrity_check|malformed"), (tmp_path / "missing.db", "no file")):
         result = cli("restore", str(path), code=1)
-        assert why in result.stderr, result.stderr
+        assert re.search(why, result.stderr), result.stderr
         assert home_snapshot(hub.home) == before, f"restoring {path.name} changed the home"
 
 
