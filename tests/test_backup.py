@@ -187,3 +187,32 @@ def test_check_notes_an_offset_on_a_file_that_is_gone_without_failing(hub, cli):
     report = json.loads(cli("check", "--json").stdout)
     seat = next(seat for seat in report["seats"] if seat["agent"] == "b")
     assert report["ok"] and seat["problems"] == [] and "gone" in seat["notes"][0]
+
+
+def test_a_listener_running_across_a_restore_rings_only_what_the_restored_hub_writes(hub, cli, tmp_path, watcher):
+    """A persistent listener outlives hubs; the restore replaces the file it holds open. It must follow
+    the name to the new file and ring each new delivery once, never the history put back in `.1`."""
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "before")
+        ear = Listener(hub, "--as", "b", "--debounce", "0")
+        ear.wait_for("AGORA_LISTEN armed")
+        cli("backup", str(target))
+        send(s["a"], "@b", "lost by the restore")
+        assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:a--b#2"
+    hub.stop()
+    cli("restore", str(target))
+    restored = Hub(hub.home).start()
+    try:
+        with restored.client("a") as a:
+            send(a, "@b", "new after the restore")
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert wake["n"] == "1" and wake["channels"] == "dm:a--b#2"  # seq 2 again: the restored channel's next
+        with restored.client("a") as a:
+            send(a, "@b", "and the next")
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert wake["n"] == "1" and wake["channels"] == "dm:a--b#3"
+    finally:
+        code, lines, _ = ear.stop()
+        restored.stop()
+    assert sum(line.startswith("AGORA_WAKE") for line in lines) == 3, lines
