@@ -34,6 +34,9 @@ COMMANDS = {
     "drive": "agorad.cli.drive:drive",
     "kb": "agorad.cli.kb:kb",
     "service": "agorad.cli.service:service",
+    "backup": "agorad.cli.backup:backup",
+    "restore": "agorad.cli.backup:restore",
+    "check": "agorad.cli.check:check",
 }
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
-import fcntl
 import os
 import signal
 import socket
@@ -20,6 +19,7 @@ import apsw
 
 from agorad import __version__
 from agorad.domain import obligations
+from agorad.runtime import homelock
 from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
@@ -28,7 +28,7 @@ from agorad.runtime.server import serve
 from agorad.store import connect, write
 from agorad.store import messages as messages_sql
 from agorad.store.migrations import migrate
-from agorad.surface.paths import FILE_MODE, Home, write_private
+from agorad.surface.paths import Home, write_private
 
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
 
@@ -51,20 +51,13 @@ def run(home: Home, settings: Settings | None = None) -> int:
 
 
 def _take_lock(home: Home) -> int:
-    fd = os.open(home.lockfile, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        os.close(fd)
-        raise StartupError(f"another hub is already running on {home.root} (pid {_read_pid(home) or '?'})") from None
+    fd = homelock.take(home)
+    if fd is None:
+        raise StartupError(f"another hub is already running on {home.root} (pid {_read_pid(home) or '?'})")
     return fd
 
 
-def _read_pid(home: Home) -> int | None:
-    try:
-        return int(home.pidfile.read_text().split("\n", 1)[0])
-    except (OSError, ValueError):
-        return None
+_read_pid = homelock.holder
 
 
 def _recover_socket(home: Home) -> None:

@@ -22,6 +22,7 @@ LOCKFILE_NAME = "agorad.lock"
 KEYS_DIR_NAME = "keys"
 SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
 ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
+NOTIFY_SUFFIX = "-inbox.log"  # a seat's notify file is <id>-inbox.log
 DEFAULT_HOME = "~/.agora"  # without $AGORA_HOME
 
 # In a workspace (not the home): the seat record `agora setup` writes (agora-setup(1)).
@@ -39,7 +40,14 @@ DRIVE_STATE = ("state", "turns.jsonl", "failures.jsonl")
 
 def notify_file(directory: str | os.PathLike, agent_id: str) -> str:
     """The seat's notify stream; `directory` is the hub's notify directory (the home by default)."""
-    return os.path.join(directory, f"{agent_id}-inbox.log")
+    return os.path.join(directory, f"{agent_id}{NOTIFY_SUFFIX}")
+
+
+def notify_file_owner(name: str) -> str | None:
+    """The agent id whose notify file (or its rotated generation) is called `name`; None for other names."""
+    if name.endswith(ROTATED_SUFFIX):
+        name = name[:-len(ROTATED_SUFFIX)]
+    return name[:-len(NOTIFY_SUFFIX)] or None if name.endswith(NOTIFY_SUFFIX) else None
 
 
 def seat_record(workspace: str | os.PathLike) -> str:
@@ -112,6 +120,15 @@ def write_private(path: str | os.PathLike, text: str, sync: bool = True) -> None
     finally:
         os.close(fd)
     os.replace(tmp, path)
+
+
+def sync_path(path: str | os.PathLike) -> None:
+    """fsync a file, or a directory (which makes the renames and links in it durable)."""
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
 
 
 # Path.exists's rule, which os.path.exists does not follow: only a missing file (or a missing, looping

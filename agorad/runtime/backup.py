@@ -1,0 +1,79 @@
+"""`agora backup`: a consistent copy of the home's database while the hub serves.
+
+The copy is made by a read-only connection of the caller's own, not through the hub: only the
+home's owner can open the database file (the home is 0700, the file 0600), which is exactly who
+the hub would let call an operator method, so a hub method would add no protection; and in WAL
+mode a reader sees one committed state (store/snapshot.py) without ever holding the hub's writer
+back, while a copy made inside the hub would stall its one event loop for the whole copy. It also
+works with no hub running.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import apsw
+
+from agorad.store import snapshot
+from agorad.surface.errors import AgoraError
+from agorad.surface.filenames import sync_path
+from agorad.surface.paths import FILE_MODE, Home
+
+
+def backup(home: Home, target: Path, force: bool = False) -> dict:
+    """Copy the home's database to `target` (0600, whole or not at all); return what was written."""
+    target = Path(os.path.abspath(target))
+    if not home.db.is_file():
+        raise AgoraError(f"no database at {home.db}: nothing to back up")
+    if target in home.db_files:
+        raise AgoraError(f"{target} is the hub's own database file; back up to another path")
+    if target.exists() and not force:
+        raise AgoraError(f"{target} exists; give --force to replace it")
+    temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        _create_private(temp)
+        facts = _copy(home.db, temp)
+        sync_path(temp)
+        _put_in_place(temp, target, force)
+    finally:
+        temp.unlink(missing_ok=True)
+    return {"path": str(target), "bytes": target.stat().st_size, **facts}
+
+
+def _copy(database: Path, temp: Path) -> dict:
+    try:
+        source = snapshot.open_readonly(database)
+        try:
+            snapshot.copy_into(source, temp)
+        finally:
+            source.close()
+        copy = snapshot.open_readonly(temp)
+        try:
+            return snapshot.summary(copy)
+        finally:
+            copy.close()
+    except apsw.Error as exc:
+        raise AgoraError(f"copying the database {database}: {exc}") from None
+
+
+def _create_private(path: Path) -> None:
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
+    except OSError as exc:
+        raise OSError(f"creating the backup file {path}: {exc.strerror}") from None
+
+
+def _put_in_place(temp: Path, target: Path, force: bool) -> None:
+    """Rename the finished copy to its name. Without --force a hard link puts it there instead,
+    which fails if the name was taken meanwhile: a file that appeared after the check is never replaced."""
+    try:
+        if force:
+            os.replace(temp, target)
+        else:
+            os.link(temp, target)
+    except FileExistsError:
+        raise AgoraError(f"{target} exists; give --force to replace it") from None
+    except OSError as exc:
+        raise OSError(f"writing the backup {target}: {exc.strerror}") from None
+    sync_path(target.parent)

@@ -1,0 +1,107 @@
+"""`agora check`: is the database sound, and do the notify files and listeners' offsets agree with it?
+
+Everything here only reads, so it runs beside a live hub: its own read-only connection sees one
+committed state. A delivery committed in the instant between that read and the look at its
+notify file can show as a file one line behind; run it again before acting on that alone.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import apsw
+
+from agorad.store import integrity, snapshot
+from agorad.store.migrations import available
+from agorad.surface.errors import AgoraError
+from agorad.surface.notifyfile import last_id_in
+from agorad.surface.paths import Home, listen_file, notify_file, rotated
+
+
+def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
+    """The report: `ok`, the database's `integrity` problems and `schema`, and one entry per seat."""
+    if not home.db.is_file():
+        raise AgoraError(f"no database at {home.db}")
+    try:
+        db = snapshot.open_readonly(home.db)
+        try:
+            found = integrity.problems(db, quick)
+            version = integrity.schema_version(db)
+            marks = snapshot.summary(db)["last_delivery_id"] if version is not None else {}
+        finally:
+            db.close()
+    except apsw.Error as exc:
+        found, version, marks = [f"cannot read the database: {exc}"], None, {}
+    newest = max(number for number, _, _ in available())
+    if version is None:
+        found.append("not an Agora database (its tables are missing)")
+    elif version > newest:
+        found.append(f"schema {version} is newer than this agora knows ({newest})")
+    seats = [_seat(home, notify_dir, agent, last) for agent, last in marks.items()]
+    return {"ok": not found and not any(seat["problems"] for seat in seats), "database": str(home.db),
+            "integrity": found, "schema": version, "notify_dir": str(notify_dir) if notify_dir else None,
+            "seats": seats}
+
+
+def _seat(home: Home, notify_dir: Path | None, agent: str, last: int) -> dict:
+    entry = {"agent": agent, "database_id": last, "file_id": None, "offset": None, "problems": [], "notes": []}
+    if notify_dir is not None:
+        path = notify_file(notify_dir, agent)
+        entry["file_id"] = _last_id(path)
+        _compare_file(entry, path)
+        _judge_offset(entry, home, path)
+    return entry
+
+
+def _last_id(path: Path) -> int | None:
+    found = last_id_in(path)
+    return found if found is not None else last_id_in(rotated(path))
+
+
+def _compare_file(entry: dict, path: Path) -> None:
+    on_disk, last = entry["file_id"], entry["database_id"]
+    if on_disk is None and last:
+        entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last}")
+    elif on_disk is not None and on_disk < last:
+        entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
+                                 "(the hub fills the file in at its next start or sweep)")
+    elif on_disk is not None and on_disk > last:
+        entry["problems"].append(f"{path} goes to id {on_disk}, past the database's {last}: its lines "
+                                 "above it name deliveries the database does not hold")
+
+
+def _judge_offset(entry: dict, home: Home, path: Path) -> None:
+    """Where the seat's listener will resume (listen-<id>.offset, agora-files(5)), against the files."""
+    offset_file = listen_file(home.root, entry["agent"], "offset")
+    try:
+        offset = json.loads(offset_file.read_text())
+    except FileNotFoundError:
+        return
+    except (OSError, ValueError):
+        offset = None
+    if not _well_formed(offset):
+        entry["problems"].append(f"{offset_file} is not an offset (the next listener reads the file from its start)")
+        return
+    entry["offset"] = offset
+    if offset["inode"] is None:
+        entry["notes"].append("offset saved before the seat had a notify file: the next listener reads it whole")
+        return
+    for name, candidate in (("file", path), ("rotated file", rotated(path))):
+        try:
+            info = os.stat(candidate)
+        except FileNotFoundError:
+            continue
+        if info.st_ino == offset["inode"]:
+            if offset["pos"] > info.st_size:
+                entry["problems"].append(f"offset {offset['pos']} is past the end of {candidate} ({info.st_size} bytes)")
+            return
+    entry["notes"].append(f"offset names a file that is gone (inode {offset['inode']}): the next listener reads "
+                          f"{rotated(path).name} skipping ids up to {offset['id']}, then {path.name} whole")
+
+
+def _well_formed(offset) -> bool:
+    return (isinstance(offset, dict) and all(isinstance(offset.get(k), int) and not isinstance(offset.get(k), bool)
+                                             for k in ("pos", "id"))
+            and (offset.get("inode") is None or isinstance(offset.get("inode"), int)) and offset["pos"] >= 0)

@@ -1,0 +1,107 @@
+"""`agora restore`: install a backup as the home's database, and notify files that match it.
+
+Only with no hub on the home: the hub's connection would keep serving the old database (or
+write the new one's pages from its old cache). The home's lock (`agorad.lock`, what `agora up`
+takes) is held throughout, so no hub can start half way either.
+
+Nothing of the home changes until the file is known good: it is copied into the home first,
+and that copy is checked (an SQLite database, Agora's tables, a schema no newer than this
+code's migrations, `integrity_check`) before it replaces anything.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import apsw
+
+from agorad.runtime import homelock
+from agorad.runtime.notify_rebuild import rebuild
+from agorad.store import integrity, snapshot
+from agorad.store.migrations import available
+from agorad.surface.errors import AgoraError
+from agorad.surface.filenames import FILE_MODE, sync_path
+from agorad.surface.paths import Home
+
+
+def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int) -> dict:
+    """Install `source` as the home's database and remake the notify files in `notify_dir`
+    (None: notify files are off); return what the restored database holds."""
+    source = Path(os.path.abspath(source))
+    if not source.is_file():
+        raise AgoraError(f"no file {source} to restore")
+    home.ensure()
+    lock = homelock.take(home)
+    if lock is None or homelock.socket_answers(home):
+        if lock is not None:
+            os.close(lock)
+        raise AgoraError(f"a hub is running on {home.root} (pid {homelock.holder(home) or '?'}); "
+                         "stop it before restoring")
+    try:
+        staged = home.root / f".{home.db.name}.restore.{os.getpid()}"
+        try:
+            facts = _stage(source, staged)
+            _install(home, staged)
+        finally:
+            staged.unlink(missing_ok=True)
+        if notify_dir is not None:
+            rebuild_from(home.db, notify_dir, list(facts["last_delivery_id"]), rotate_bytes)
+    finally:
+        os.close(lock)
+    return {"path": str(home.db), "source": str(source), **facts}
+
+
+def _stage(source: Path, staged: Path) -> dict:
+    """Copy `source` to `staged` (0600) and check the copy; what it holds, or an error naming the file."""
+    try:
+        with open(source, "rb") as reading, open(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                                                          FILE_MODE), "wb") as writing:
+            shutil.copyfileobj(reading, writing)
+            writing.flush()
+            os.fsync(writing.fileno())
+    except OSError as exc:
+        raise OSError(f"copying {source} into the home: {exc.strerror}") from None
+    try:
+        db = snapshot.open_own_copy(staged)
+        try:
+            _check(db, source)
+            return snapshot.summary(db)
+        finally:
+            db.close()
+    except apsw.Error as exc:
+        raise AgoraError(f"{source} is not a sound Agora database ({exc}); nothing was changed") from None
+
+
+def _check(db: apsw.Connection, source: Path) -> None:
+    version = integrity.schema_version(db)
+    if version is None:
+        raise AgoraError(f"{source} is an SQLite database but not an Agora one (no agents, channels, messages, "
+                         "deliveries or schema_migrations table); nothing was changed")
+    newest = max(number for number, _, _ in available())
+    if version > newest:
+        raise AgoraError(f"{source} is at schema {version}, newer than this agora knows ({newest}); "
+                         "upgrade agora to restore it; nothing was changed")
+    found = integrity.problems(db)
+    if found:
+        first = found[0].replace("\n", "; ")[:200]
+        raise AgoraError(f"{source} fails integrity_check ({first} ...); nothing was changed")
+
+
+def _install(home: Home, staged: Path) -> None:
+    """The checked copy becomes agora.db. The old -wal and -shm go first: SQLite would replay a
+    WAL left beside the new file into it, writing the old database's pages over the new one's."""
+    database, wal, shm = home.db_files
+    for companion in (wal, shm):
+        companion.unlink(missing_ok=True)
+    os.replace(staged, database)
+    sync_path(home.root)
+
+
+def rebuild_from(database: Path, notify_dir: Path, agents: list[str], rotate_bytes: int) -> None:
+    db = snapshot.open_own_copy(database)  # the home's lock is held: no hub shares it
+    try:
+        rebuild(db, notify_dir, agents, rotate_bytes)
+    finally:
+        db.close()

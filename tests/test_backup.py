@@ -1,0 +1,218 @@
+"""agora backup, restore and check against a real hub, through the CLI.
+
+The promise (RELIABILITY.md, "Backup and restore"): a backup taken while the hub serves holds every
+send acknowledged before it began (tests/reliability/test_backup_storm.py); a restore installs it only when it is a sound Agora database and
+no hub runs, and remakes the notify files so that listeners ring nothing twice and miss nothing new.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import os
+import sqlite3
+import stat
+
+import pytest
+
+from agorad.surface.errors import AgoraError
+from tests.hubproc import Hub
+from tests.listenproc import Listener, fields, listen_once
+from tests.seats import seats, send
+
+def mode_of(path) -> int:
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def home_snapshot(home) -> dict:
+    """Every file in the home: its bytes and inode (what "nothing changed" compares)."""
+    return {p.name: (p.read_bytes(), p.stat().st_ino) for p in home.iterdir() if p.is_file()}
+
+
+# --- backup -------------------------------------------------------------------------------------
+
+def test_backup_refuses_to_overwrite_unless_forced(hub, cli, tmp_path):
+    target = tmp_path / "taken.db"
+    target.write_text("precious")
+    result = cli("backup", str(target), code=1)
+    assert "exists; give --force" in result.stderr and target.read_text() == "precious"
+    assert [p.name for p in tmp_path.iterdir()] == ["taken.db"]  # no temp file left behind
+    cli("backup", str(target), "--force")
+    assert mode_of(target) == 0o600 and target.read_bytes().startswith(b"SQLite format 3\0")
+
+
+def test_backup_refuses_the_hubs_own_database(hub, cli):
+    assert "hub's own database" in cli("backup", str(hub.home / "agora.db"), code=1).stderr
+
+
+# --- restore ------------------------------------------------------------------------------------
+
+def test_restore_refuses_while_a_hub_runs(hub, cli, tmp_path):
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+        cli("backup", str(target))
+        send(s["a"], "@b", "two")
+        result = cli("restore", str(target), code=1)
+        assert "a hub is running" in result.stderr and str(hub.proc.pid) in result.stderr
+        assert hub.call("hub.status")["counts"]["messages"] == 2  # still the live database
+        assert s["b"].call("messages.read", ref="dm:a--b#2")["title"] == "two"
+
+
+def test_restore_refuses_a_file_that_is_not_a_sound_agora_database(hub, cli, tmp_path):
+    good = tmp_path / "good.db"
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    cli("backup", str(good))
+    hub.stop()
+    text = tmp_path / "notes.txt"
+    text.write_text("not a database\n" * 500)
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as foreign:
+        foreign.execute("CREATE TABLE agents (id TEXT)")
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(good.read_bytes())
+    with sqlite3.connect(good) as reading:
+        root, size = reading.execute("SELECT rootpage FROM sqlite_schema WHERE name = 'messages'").fetchone()[0], \
+            reading.execute("PRAGMA page_size").fetchone()[0]
+    with open(corrupt, "r+b") as file:  # cell pointers of the messages table pointing nowhere
+        file.seek((root - 1) * size + 8)
+        file.write(b"\xff" * 64)
+    before = home_snapshot(hub.home)
+    # SQLite may find the damage in integrity_check's report or by failing a read on the way (malformed)
+    for path, why in ((text, r"not a sound Agora database \(file is not a database\)"), (other, "not an Agora one"),
+                      (corrupt, "fails integrity_check|malformed"), (tmp_path / "missing.db", "no file")):
+        result = cli("restore", str(path), code=1)
+        assert re.search(why, result.stderr), result.stderr
+        assert home_snapshot(hub.home) == before, f"restoring {path.name} changed the home"
+
+
+def test_restore_installs_the_backup_0600_and_notify_files_that_ring_nothing_twice(hub, cli, tmp_path):
+    """Seat b's listener rang everything before the backup (and one DM after it, lost by the restore);
+    seat c's listener rang only the first of its three. After the restore b rings only what is new,
+    c rings its two it never rang, and neither rings the rest again."""
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "b", "c") as s:
+        for seat in ("b", "c"):
+            ear = Listener(hub, "--once", "--as", seat, "--debounce", "0")
+            ear.wait_for("AGORA_LISTEN armed")
+            send(s["a"], f"@{seat}", "first")
+            assert ear.finish()[0] == 2
+        send(s["a"], "@b", "second")
+        send(s["a"], "@b", "third")
+        send(s["a"], "@c", "second")
+        send(s["a"], "@c", "third")
+        code, lines, _ = listen_once(hub, "--as", "b", "--debounce", "0", "--max-wait", "5")
+        assert code == 2 and fields(lines[1])["n"] == "2"  # b has rung all three
+        cli("backup", str(target))
+        send(s["a"], "@b", "lost by the restore")
+        code, lines, _ = listen_once(hub, "--as", "b", "--debounce", "0", "--max-wait", "5")
+        assert code == 2 and fields(lines[1])["n"] == "1"
+    old_inodes = {p.name: p.stat().st_ino for p in hub.home.glob("*-inbox.log*")}
+    hub.stop()
+
+    facts = json.loads(cli("restore", str(target), "--json").stdout)
+    assert facts["last_delivery_id"] == {"a": 0, "b": 3, "c": 3} and facts["messages"] == 6
+    home = hub.home
+    assert not (home / "agora.db-wal").exists() and not (home / "agora.db-shm").exists()
+    for name in ("agora.db", "b-inbox.log", "b-inbox.log.1", "c-inbox.log", "c-inbox.log.1"):
+        assert mode_of(home / name) == 0o600, name
+        assert (home / name).stat().st_ino not in old_inodes.values(), f"{name} took an old file's inode"
+    assert (home / "b-inbox.log").read_bytes() == b""
+    assert [json.loads(line)["id"] for line in (home / "b-inbox.log.1").read_text().splitlines()] == [1, 2, 3]
+
+    restored = Hub(home).start()
+    try:
+        assert "notify-replayed" not in restored.log()  # the files already hold what the database does
+        with restored.client("a") as a:
+            send(a, "@b", "new after the restore")
+            send(a, "@c", "new after the restore")
+        code, lines, _ = listen_once(restored, "--as", "b", "--debounce", "0", "--max-wait", "5")
+        wake = fields(lines[1])
+        assert code == 2 and wake["n"] == "1" and wake["channels"] == "dm:a--b#4", lines  # id 4 again, new mail
+        code, lines, _ = listen_once(restored, "--as", "c", "--debounce", "0", "--max-wait", "5")
+        assert code == 2 and fields(lines[1])["n"] == "3", lines  # its two unrung ones and the new one, once each
+        code, lines, _ = listen_once(restored, "--as", "c", "--debounce", "0", "--max-wait", "1")
+        assert code == 0, lines  # and not again
+        report = json.loads(cli("check", "--json").stdout)
+        assert report["ok"], report
+    finally:
+        restored.stop()
+
+
+def test_restore_removes_notify_files_of_seats_the_backup_does_not_have(hub, cli, tmp_path):
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "b") as s:
+        cli("backup", str(target))
+        hub.add_agent("later")
+        send(s["a"], "@later", "hello")
+    assert (hub.home / "later-inbox.log").exists()
+    hub.stop()
+    (hub.home / "unrelated.txt").write_text("kept")
+    cli("restore", str(target))
+    assert not (hub.home / "later-inbox.log").exists() and (hub.home / "unrelated.txt").read_text() == "kept"
+
+
+# --- check --------------------------------------------------------------------------------------
+
+def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
+    with seats(hub, "a", "b", "c") as s:
+        for n in range(3):
+            send(s["a"], "@b", f"m{n}")
+        send(s["a"], "@c", "hello")
+    clean = json.loads(cli("check", "--json").stdout)
+    assert clean["ok"] and clean["integrity"] == [] and clean["schema"] >= 5
+    assert {seat["agent"]: seat["file_id"] for seat in clean["seats"]} == {"a": None, "b": 3, "c": 1}
+    assert "check: ok" in cli("check", "--quick").stdout
+
+    notify = hub.home / "b-inbox.log"
+    lines = notify.read_bytes().splitlines(keepends=True)
+    notify.write_bytes(b"".join(lines[:1]) + lines[1][:20])  # the last line and a half cut off
+    (hub.home / "listen-c.offset").write_text(json.dumps(
+        {"inode": (hub.home / "c-inbox.log").stat().st_ino, "pos": 10_000, "id": 1}))
+    (hub.home / "listen-a.offset").write_text("{not json")
+    result = cli("check", "--json", code=1)
+    report = {seat["agent"]: seat for seat in json.loads(result.stdout)["seats"]}
+    assert report["b"]["file_id"] == 1 and "ends at id 1, the database at 3" in report["b"]["problems"][0]
+    assert "past the end" in report["c"]["problems"][0]
+    assert "is not an offset" in report["a"]["problems"][0]
+    text = cli("check", code=1).stdout
+    assert "problem: b:" in text and "check: something is wrong" in text
+
+
+def test_check_notes_an_offset_on_a_file_that_is_gone_without_failing(hub, cli):
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    (hub.home / "listen-b.offset").write_text(json.dumps({"inode": 1, "pos": 0, "id": 1}))
+    report = json.loads(cli("check", "--json").stdout)
+    seat = next(seat for seat in report["seats"] if seat["agent"] == "b")
+    assert report["ok"] and seat["problems"] == [] and "gone" in seat["notes"][0]
+
+
+def test_a_listener_running_across_a_restore_rings_only_what_the_restored_hub_writes(hub, cli, tmp_path, watcher):
+    """A persistent listener outlives hubs; the restore replaces the file it holds open. It must follow
+    the name to the new file and ring each new delivery once, never the history put back in `.1`."""
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "before")
+        ear = Listener(hub, "--as", "b", "--debounce", "0")
+        ear.wait_for("AGORA_LISTEN armed")
+        cli("backup", str(target))
+        send(s["a"], "@b", "lost by the restore")
+        assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:a--b#2"
+    hub.stop()
+    cli("restore", str(target))
+    restored = Hub(hub.home).start()
+    try:
+        with restored.client("a") as a:
+            send(a, "@b", "new after the restore")
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert wake["n"] == "1" and wake["channels"] == "dm:a--b#2"  # seq 2 again: the restored channel's next
+        with restored.client("a") as a:
+            send(a, "@b", "and the next")
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert wake["n"] == "1" and wake["channels"] == "dm:a--b#3"
+    finally:
+        code, lines, _ = ear.stop()
+        restored.stop()
+    assert sum(line.startswith("AGORA_WAKE") for line in lines) == 3, lines
