@@ -65,7 +65,6 @@ class Pass:
     reason: str
     next_at: float | None = None  # wall clock: when to look again without a ring; None: at the next ring
     verdict: Verdict | None = None  # the turn's, when the pass ran one
-    turn: int = 0
 
 
 @dataclass
@@ -122,7 +121,6 @@ class Driver:
         resumed = self.state.session_for(self.options.harness, self.options.rotate_after)
         self.state.save(self.state_path)  # the budget is spent before the turn: a crash mid-turn still counts
         self.turns_run += 1
-        number = len(self.state.turns)
         turn = Turn(prompt.reception(before, self.options.home, self._agora()), self.options.workspace, resumed,
                     self.options.model, self.options.args, self.options.command)
         self.announce(Pass("turn", "obliged"))
@@ -145,7 +143,7 @@ class Driver:
         lines.emit(event="turn_end", status=verdict.status, stage=verdict.stage, reason=verdict.reason,
                    turn=self.turns_run, duration=round(finished.duration, 1), tools=outcome.tool_calls,
                    exit=finished.status if finished.status is not None else "-")
-        return Pass("turn", verdict.reason, self.clock(), verdict, number)
+        return Pass("turn", verdict.reason, self.clock(), verdict)
 
     def _record(self, verdict: Verdict, outcome, finished: Finished, resumed: str | None,
                 after: Obligations | None) -> None:

@@ -8,17 +8,15 @@ no hub runs, and remakes the notify files so that listeners ring nothing twice a
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import sqlite3
 import stat
 
-import pytest
-
-from agorad.surface.errors import AgoraError
 from tests.hubproc import Hub
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
+
 
 def mode_of(path) -> int:
     return stat.S_IMODE(os.stat(path).st_mode)

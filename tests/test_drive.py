@@ -18,7 +18,6 @@ import pytest
 from agora_drive.driver import Driver, Options
 from agorad.surface import settings
 from agorad.surface.paths import drive_file, listen_file
-from agorad.surface.pidfiles import write_pidfile
 from tests.hubproc import wait_for
 from tests.seats import seats, send
 
