@@ -246,18 +246,23 @@ def _saved_offset(home, agent: str, path) -> dict:
     return offset
 
 
+def _three_dms_then_stopped(home):
+    """memory DMs runtime "one", "two", "three" on a hub that then stops; runtime's notify file."""
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        for title in ("one", "two", "three"):
+            send(s["memory"], "@runtime", title)
+    first.stop()
+    return home / "runtime-inbox.log"
+
+
 def test_lines_for_deliveries_the_database_lost_are_dropped_and_ids_never_reused(home):
     """As after a power cut at --synchronous normal: the file (and a listener) saw ids 4 and 5,
     the database kept 1..3. The file is rewritten as a new inode without them, the next delivery is
     numbered 6, and the listener re-reads the file rather than resume inside different lines."""
     from agora_listen.follow import Follower
 
-    first = Hub(home).start()
-    with seats(first, "memory", "runtime") as s:
-        for title in ("one", "two", "three"):
-            send(s["memory"], "@runtime", title)
-    first.stop()
-    path = home / "runtime-inbox.log"
+    path = _three_dms_then_stopped(home)
     held = path.read_bytes()
     lost = [json.dumps({**lines(path)[-1], "id": n, "title": f"lost {n}"}, separators=(",", ":")) for n in (4, 5)]
     path.write_bytes(held + "".join(line + "\n" for line in lost).encode())
@@ -284,12 +289,7 @@ def test_a_lost_tail_is_replayed_so_a_listener_resumes_from_its_saved_offset(hom
     nothing is hidden from it."""
     from agora_listen.follow import Follower
 
-    first = Hub(home).start()
-    with seats(first, "memory", "runtime") as s:
-        for title in ("one", "two", "three"):
-            send(s["memory"], "@runtime", title)
-    first.stop()
-    path = home / "runtime-inbox.log"
+    path = _three_dms_then_stopped(home)
     held = path.read_bytes()
     offset = _saved_offset(home, "runtime", path)
     torn = held.index(b"\n") + 10
