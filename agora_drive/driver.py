@@ -33,6 +33,8 @@ from agorad.surface.paths import drive_file
 
 HUB_RETRY = 5.0  # seconds: a hub that could not be asked is asked again after this (or at the next ring)
 EXIT_OK, EXIT_FAILED, EXIT_NO_TURN, EXIT_TURN_FAILED = 0, 1, 3, 4
+NO_NOTIFY_FILES = ("the hub writes no notify files (started with --notify-dir ''); a driver waits on them: "
+                   "start the hub with notify files")
 
 
 @dataclass
@@ -267,8 +269,7 @@ def run(options: Options) -> int:
         if problem:
             return _ended("config", EXIT_FAILED, problem)
         if options.notify_dir is None:
-            return _ended("no-notify-file", EXIT_FAILED, "the hub writes no notify files (started with "
-                          "--notify-dir ''); a driver waits on them: start the hub with notify files")
+            return _ended("no-notify-file", EXIT_FAILED, NO_NOTIFY_FILES)
         options.notify_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return _loop(driver, owner, signals)
     except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
@@ -283,7 +284,7 @@ def _loop(driver: Driver, owner: Ownership, signals) -> int:
     options = driver.options
     driver.announce = lambda decided: owner.announce(**driver.facts(decided))  # noqa: E731
     driver.stopping = lambda: signals.stopping  # noqa: E731
-    owner.announce(**driver.facts(Pass("armed", "starting")))
+    driver.announce(Pass("armed", "starting"))
     doorbell = Doorbell(options.notify_dir, options.agent, options.watcher)
     try:
         while True:
@@ -296,7 +297,7 @@ def _loop(driver: Driver, owner: Ownership, signals) -> int:
                 return _ended("signal", EXIT_OK)
             if decided.state == "stopped":
                 return _ended(decided.reason, EXIT_FAILED)
-            _show(driver, owner, decided)
+            _show(driver, decided)
             if options.once and decided.state != "armed":
                 return _once_status(decided)
             if decided.state == "turn":
@@ -305,8 +306,7 @@ def _loop(driver: Driver, owner: Ownership, signals) -> int:
                 moved = _confirm_notify_dir(options, doorbell)
                 if moved is None:
                     doorbell = None
-                    return _ended("no-notify-file", EXIT_FAILED, "the hub writes no notify files (started "
-                                  "with --notify-dir ''); a driver waits on them: start the hub with notify files")
+                    return _ended("no-notify-file", EXIT_FAILED, NO_NOTIFY_FILES)
                 if moved is not doorbell:  # armed anew at the file's end: sweep again, or what landed
                     doorbell = moved       # between the last sweep and this arm would wait for a later ring
                     continue
@@ -345,12 +345,13 @@ def _confirm_notify_dir(options: Options, doorbell):
     return doorbell
 
 
-def _show(driver: Driver, owner: Ownership, decided: Pass) -> None:
+def _show(driver: Driver, decided: Pass) -> None:
+    """The pass's state line (a turn printed its own) and the pidfile's facts."""
     now = driver.clock()
     wait = "wake" if decided.next_at is None else f"{max(0, round(decided.next_at - now))}s"
     if decided.state != "turn":
         lines.emit(state=decided.state, reason=decided.reason, next=wait)
-    owner.announce(**driver.facts(decided))
+    driver.announce(decided)
 
 
 def _once_status(decided: Pass) -> int:
