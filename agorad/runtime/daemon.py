@@ -24,6 +24,7 @@ from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
 from agorad.runtime.log import log
+from agorad.runtime.notify import raise_descriptor_limit
 from agorad.runtime.server import serve
 from agorad.store import connect, write
 from agorad.store import messages as messages_sql
@@ -101,6 +102,7 @@ async def _serve(home: Home, settings: Settings) -> int:
     try:
         if applied:
             log("migrated", versions=",".join(map(str, applied)))
+        raise_descriptor_limit()  # before the notifier sizes its open files by it
         hub = HubState(home, db, clock, settings, started_at=clock.now())
         hub.notifier.start(db)
         stop = asyncio.Event()
