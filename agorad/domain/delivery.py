@@ -36,13 +36,19 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
     if marks is None or marks.keys() != recipients.keys():
         marks = sql.recipient_marks(db, list(recipients))
     shown = preview(message["body"])  # once per message, not once per recipient
-    rows = []
+    channel, seq, sender, title, body, message_pk = (message["channel"], message["seq"], message["sender"],
+                                                     message["title"], message["body"], message["pk"])
+    texts: dict[int, str] = {}  # id(flags set) -> its text: a channel's recipients share a few sets (see send)
+    rows, inserts = [], []
     for pk, flags in recipients.items():
         newest, owed = marks[pk]
+        text = texts.get(id(flags))
+        if text is None:
+            text = texts[id(flags)] = flag_text(flags)
         rows.append({
-            "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": message["channel"],
-            "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
-            "flags": flag_text(flags), "owed": owed, "preview": shown,
+            "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": channel,
+            "seq": seq, "sender": sender, "title": title, "body": body, "flags": text, "owed": owed, "preview": shown,
         })
-    sql.insert_deliveries(db, [(r["agent_pk"], r["id"], message["pk"], r["flags"], r["owed"], now) for r in rows])
+        inserts.append((pk, newest + 1, message_pk, text, owed, now))
+    sql.insert_deliveries(db, inserts)
     return rows

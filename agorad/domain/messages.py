@@ -100,7 +100,10 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
-        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
+        # Everyone not addressed shares one flags set: a post to a big channel builds one, not one a member.
+        bystander = _flags(0, channel, (), draft.ask, quiet)
+        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) if pk in addressees else bystander
+                      for pk in members if pk != actor.agent_pk}
         # A plain draft opened no debt and discharged none, and nothing else delivered in between: the
         # peer's marks read with its DM are still its marks (one statement less).
         events = deliver(db, message, recipients, names, now, channel.get("marks") if plain else None)

@@ -149,14 +149,20 @@ def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict
     """The public shape of an agent at time `now`, with the state rules applied."""
     mode, seen = row["liveness_mode"], row["last_seen"]
     status, task = _effective_status(row, now)
-    expired = mode == "ephemeral" and (row["expired_at"] is not None or _silent_since(row) + ttl < now)
+    meta = row["meta"]
     return {
         "id": row["id"], "liveness_mode": mode, "status": status, "task": task,
         "last_seen": seen, "interval": row["interval_s"], "interval_source": row["interval_source"],
         "declared_interval": row["declared_interval_s"], "created_at": row["created_at"],
-        "expired": expired, "registered": True, "meta": json.loads(row["meta"]),
+        "expired": _expired(row, now, ttl), "registered": True,
+        "meta": {} if meta == "{}" else json.loads(meta),  # most seats have none: json.loads was a third of agents.list
         "profile": profile["value"] if profile else None,
     }
+
+
+def _expired(row: dict, now: float, ttl: float) -> bool:
+    """An ephemeral seat silent longer than the TTL has left the list, swept or not."""
+    return row["liveness_mode"] == "ephemeral" and (row["expired_at"] is not None or _silent_since(row) + ttl < now)
 
 
 def _silent_since(row: dict) -> float:
@@ -189,6 +195,17 @@ def list_agents(db: apsw.Connection, now: float, ttl: float, include_expired: bo
         if is_agent_id(agent_id) and not sql.alias(db, agent_id):
             listed[agent_id] = _profile_only(agent_id, profile)
     return [listed[k] for k in sorted(listed)]
+
+
+def census(db: apsw.Connection, now: float, ttl: float) -> tuple[int, dict[str, int]]:
+    """(how many agents `list_agents` lists, how many of them in each status), counted in SQL: `hub.status`
+    at 10,000 seats took 60 ms through list_agents, most of it building views it only counted."""
+    by_status = sql.census(db, now, ttl)
+    for profile in kb_sql.list_prefix(db, PROFILE_PREFIX, 100_000):
+        agent_id = profile["key"][len(PROFILE_PREFIX):]
+        if is_agent_id(agent_id) and sql.by_id(db, agent_id) is None and not sql.alias(db, agent_id):
+            by_status["dormant"] = by_status.get("dormant", 0) + 1  # listed from its profile alone (_profile_only)
+    return sum(by_status.values()), by_status
 
 
 def _profile_only(agent_id: str, profile: dict) -> dict:

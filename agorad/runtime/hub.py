@@ -120,7 +120,9 @@ class HubState:
         with write(self.db):
             counts = registry.sweep(self.db, now, self.ephemeral_ttl)
             events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
-            messages_sql.set_notified_upto(self.db, self.notifier.written)
+            marks = self.notifier.unstored()
+            messages_sql.set_notified_upto(self.db, marks)
+        self.after_commit(lambda: self.notifier.stored.update(marks))
         self.publish(events)
         # Catch-up reads the database: only committed deliveries may reach a file.
         self.after_commit(lambda: self.notifier.catch_up_all(self.db))

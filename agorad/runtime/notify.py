@@ -136,6 +136,7 @@ class Notifier:
         self.seats = seats  # the home, where listeners save their offsets (start-up reads them)
         self.rotate_bytes = rotate_bytes
         self.written: dict[int, int] = {}  # agent pk -> last delivery id in its file
+        self.stored: dict[int, int] = {}   # agent pk -> the `written` the database holds as notified_upto
         self.behind: set[int] = set()      # agents whose last write failed
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
 
@@ -181,6 +182,12 @@ class Notifier:
             dropped = rewrite_without_lost(survey)
             log("notify-reconciled", path=survey.path, dropped=dropped, database_id=survey.newest, floor=survey.floor)
         return [(pk, agent_id, newest, surveys[pk].floor) for pk, agent_id, newest, _ in marks]
+
+    def unstored(self) -> dict[int, int]:
+        """The marks in `written` the database does not hold yet: what a sweep stores (at 10,000 seats,
+        storing them all was 10,000 UPDATEs a sweep, 9 of its 11 ms). `stored` learns them after COMMIT."""
+        stored = self.stored
+        return {pk: upto for pk, upto in self.written.items() if stored.get(pk) != upto}
 
     def _offset_file(self, agent_id: str) -> Path | None:
         return listen_file(self.seats, agent_id, "offset") if self.seats is not None else None
@@ -356,6 +363,7 @@ class Notifier:
         """A removed agent: its files go, so a later agent of the same id starts clean."""
         self._close(agent_id)
         self.written.pop(agent_pk, None)
+        self.stored.pop(agent_pk, None)
         self.behind.discard(agent_pk)
         if self.enabled:
             for path in self._files_of(agent_id):

@@ -32,12 +32,9 @@ def discharge(db: apsw.Connection, message_pk: int, by_message_pk: int, now: flo
     return db.changes()
 
 
-def open_counts(db: apsw.Connection, agent_pks) -> dict[int, int]:
-    pks = list(agent_pks)
-    if not pks:
-        return {}
-    marks = ",".join("?" * len(pks))
-    return dict(db.execute(f"SELECT debtor_pk, COUNT(*) FROM debts d WHERE {_OPEN} AND debtor_pk IN ({marks}) GROUP BY debtor_pk", pks))
+def open_counts_all(db: apsw.Connection) -> dict[int, int]:
+    """Open debts per debtor, every debtor (no IN list: SQLite caps bound parameters at 32,766)."""
+    return dict(db.execute(f"SELECT debtor_pk, COUNT(*) FROM debts d WHERE {_OPEN} GROUP BY debtor_pk"))
 
 
 def owed_by(db: apsw.Connection, agent_pk: int) -> list[dict]:

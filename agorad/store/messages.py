@@ -128,6 +128,15 @@ def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
     ))
 
 
+def unread_totals(db: apsw.Connection) -> dict[int, int]:
+    """{agent pk: unread messages in all its channels} for every agent with any: unread_channels' count
+    (a channel's negative count as 0) summed, in one statement."""
+    return dict(db.execute(
+        "SELECT mb.agent_pk, SUM(MAX(c.head - mb.acked "
+        "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk), 0)) "
+        "FROM members mb JOIN channels c ON c.pk = mb.channel_pk WHERE c.head > mb.acked GROUP BY mb.agent_pk"))
+
+
 def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, limit: int, newest_first: bool = False) -> list[dict]:
     """Unread headlines of one channel: above the cursor and not acked singly (own messages are acked when sent)."""
     order = "DESC" if newest_first else "ASC"
