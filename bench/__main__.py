@@ -42,7 +42,8 @@ class Settings:
     drive_turns: int = 15         # agora drive send-to-exec turns, each beside a listener's wake
     harness_wakes: int = 5        # wakes of a real Claude Code session (each a model turn), when installed
     fanout_sizes: tuple = (10, 100, 1000, 5000)  # members of commons, one hub growing through them
-    fanout_history: int = 150     # posts before the timed ones at each size: each member's deliveries fill pages of their own
+    fanout_warm: int = 5          # posts before the timed ones at each size, on both hubs
+    fanout_history: int = 150     # ... and this many more on the aged hub: each member's deliveries fill pages of their own
     fanout_posts: int = 20        # timed posts per round, alternating with as many bare loops
     registry_population: messaging.Population = field(default_factory=lambda: messaging.Population(
         agents=10_000, messages=1_000_000, modes=("always-on", "async", "ephemeral", "async"), silence=2 * 86400))
@@ -59,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5, inbox_duration=0.3,
                         population=messaging.Population(agents=100, messages=20_000),
                         wakes=40, spawn_runs=3, reception_idle=1.0, hook_runs=5, drive_turns=3, harness_wakes=2,
-                        fanout_sizes=(10, 100, 1000), fanout_history=10, fanout_posts=5,
+                        fanout_sizes=(10, 100, 1000), fanout_warm=2, fanout_history=20, fanout_posts=5,
                         registry_population=messaging.Population(agents=1000, messages=20_000, modes=(
                             "always-on", "async", "ephemeral", "async"), silence=2 * 86400), registry_calls=10) if args.quick else Settings()
 

@@ -28,12 +28,12 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
     `names` maps each recipient pk to its agent id (the notify file it rings). A
     delivery's id is its agent's newest + 1, read in this transaction by the only
     writer: ids stay gapless per agent, and a rolled-back send gives them back. `marks` ({pk: (newest
-    id, open debts)} of every recipient), when the caller read them earlier in this request and
-    nothing since could change them; else they are read here.
+    id, open debts)} of every recipient, and maybe others), when the caller read them earlier in this
+    request and nothing since could change them; else they are read here.
     """
     if not recipients:
         return []
-    if marks is None or marks.keys() != recipients.keys():
+    if marks is None or not recipients.keys() <= marks.keys():
         marks = sql.recipient_marks(db, list(recipients))
     shown = preview(message["body"])  # once per message, not once per recipient
     channel, seq, sender, title, body, message_pk = (message["channel"], message["seq"], message["sender"],

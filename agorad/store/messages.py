@@ -68,6 +68,17 @@ def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, 
     return {pk: (newest, owed) for pk, newest, owed in db.step(f"SELECT a.pk, {MARKS} FROM agents a WHERE {where}", args)}
 
 
+def member_marks(db: Database, channel_pk: int) -> tuple[dict[int, str], dict[int, tuple[int, int]]]:
+    """({pk: id}, {pk: (newest delivery id, open debts)}) of every member of the channel, in one
+    statement: a post to 1,000 members read its members, then their marks through json_each (1 ms more)."""
+    names, marks = {}, {}
+    for pk, agent_id, newest, owed in db.step(
+            f"SELECT m.agent_pk, a.id, {MARKS} FROM members m JOIN agents a ON a.pk = m.agent_pk WHERE m.channel_pk = ?",
+            (channel_pk,)):
+        names[pk], marks[pk] = agent_id, (newest, owed)
+    return names, marks
+
+
 _INSERT_DELIVERY = "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)"
 
 
