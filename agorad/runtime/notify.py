@@ -64,9 +64,12 @@ def notify_lines(rows: list[dict]) -> list[bytes]:
         return [notify_line(rows[0])]
     lines, event, parts = [], None, None
     for row in rows:
-        if (row["ts"], row["channel"], row["seq"]) != event:  # one event: one message, one moment
-            event = (row["ts"], row["channel"], row["seq"])
-            parts = _event_parts(row)
+        # The same objects, not equal ones (0 == 0.0, but they format apart): a fan-out's rows hold the
+        # very objects `deliver` put in each; rows read back from the database share none, and format alone.
+        if not (event is not None and row["ts"] is event["ts"] and row["channel"] is event["channel"]
+                and row["seq"] is event["seq"] and row["sender"] is event["sender"] and row["title"] is event["title"]
+                and row["body"] is event["body"] and row.get("preview") is event.get("preview")):
+            event, parts = row, _event_parts(row)
         flags = row["flags"]
         lines.append(
             f'{{"v":1,"id":{row["id"]}{parts[0]}{_text(row["agent"])}{parts[1]}'
