@@ -32,11 +32,12 @@ def run():
     parsed = hook_fast.parse(sys.argv[1:])
     if parsed is not None:
         sys.exit(hook_fast.answer(*parsed))
-    from agorad.cli import listen_fast
+    if sys.argv[1:2] == ["listen"]:
+        from agorad.cli import listen_fast
 
-    listening = listen_fast.parse(sys.argv[1:])
-    if listening is not None:
-        listen_fast.answer(listening)
+        listening = listen_fast.parse(sys.argv[1:])
+        if listening is not None:
+            listen_fast.answer(listening)
     from agorad.cli.group import main
 
     return main()

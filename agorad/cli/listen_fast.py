@@ -15,6 +15,7 @@ from __future__ import annotations
 import os
 import stat
 
+from agorad.cli.fast_parse import options
 from agorad.surface import settings
 from agorad.surface.durations import format_duration, parse_duration
 from agorad.surface.vocab import LISTEN_SOURCES, WATCHERS
@@ -42,20 +43,9 @@ def parse(argv: list[str]) -> dict | None:
     """start()'s keyword arguments for `listen [OPTIONS]` as click would give them, or None (see the module)."""
     if not argv or argv[0] != "listen":
         return None
-    given, rest = {}, argv[1:]
-    while rest:
-        word = rest.pop(0)
-        name, eq, value = word.partition("=")
-        if name in _FLAGS and not eq and _FLAGS[name] not in given:
-            given[_FLAGS[name]] = True
-            continue
-        if name not in _VALUES or _VALUES[name] in given:
-            return None
-        if not eq:
-            if not rest or rest[0].startswith("-"):
-                return None  # a missing value, or an option where a value should be: click says which
-            value = rest.pop(0)
-        given[_VALUES[name]] = value
+    given = options(argv[1:], _VALUES, _FLAGS)
+    if given is None:
+        return None
     if "home" not in given:
         if not os.environ.get("AGORA_HOME"):
             return None  # the workspace's seat record may name the home: click's SharedOption reads it

@@ -71,12 +71,9 @@ def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, 
 def member_marks(db: Database, channel_pk: int) -> tuple[dict[int, str], dict[int, tuple[int, int]]]:
     """({pk: id}, {pk: (newest delivery id, open debts)}) of every member of the channel, in one
     statement: a post to 1,000 members read its members, then their marks through json_each (1 ms more)."""
-    names, marks = {}, {}
-    for pk, agent_id, newest, owed in db.step(
-            f"SELECT m.agent_pk, a.id, {MARKS} FROM members m JOIN agents a ON a.pk = m.agent_pk WHERE m.channel_pk = ?",
-            (channel_pk,)):
-        names[pk], marks[pk] = agent_id, (newest, owed)
-    return names, marks
+    found = db.step(f"SELECT m.agent_pk, a.id, {MARKS} FROM members m JOIN agents a ON a.pk = m.agent_pk "
+                    "WHERE m.channel_pk = ?", (channel_pk,)).fetchall()
+    return {pk: agent_id for pk, agent_id, _, _ in found}, {pk: (newest, owed) for pk, _, newest, owed in found}
 
 
 _INSERT_DELIVERY = "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)"
