@@ -85,7 +85,17 @@ def _path_ok(value: str, kind: str) -> bool:
 
 
 def answer(params: dict):
-    """Run the listener; exits with its status (listen_run.start)."""
+    """Run the listener; exits with its status (listen_run.start). What escapes it ends as click's main
+    would end it: Ctrl-C before the listener's own handlers are in place, and a broken pipe."""
+    import sys
+
     from agorad.cli.listen_run import start
 
-    start(**params)
+    try:
+        start(**params)
+    except KeyboardInterrupt:
+        sys.stderr.write("Aborted!\n")
+        sys.exit(1)
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush into the pipe
+        sys.exit(1)
