@@ -6,7 +6,7 @@ import sys
 
 import click
 
-from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json, print_table
+from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option, print_table
 from agorad.surface.durations import format_duration
 from agorad.surface.fence import one_line
 from agorad.surface.vocab import CLAIM_STATES, CLAIM_UNSET
@@ -69,11 +69,8 @@ def claim_open(as_id, channel, title, cadence, link, home, as_json):
         params["cadence_minutes"] = cadence
     if link:
         params["link"] = link
-    with connect(home, as_id) as hub:
-        result = hub.call("claims.open", **params)
-    if as_json:
-        print_json(result)
-    else:
+    result = fetch(home, as_id, "claims.open", as_json, **params)
+    if result is not None:
         _print_claim(result, "opened")
 
 
@@ -94,14 +91,9 @@ def claim_update(as_id, ref, version, title, cadence, link, state, home, as_json
     params = {name: value for name, value in fields.items() if value is not None}
     if not params:
         raise click.UsageError("nothing to change: give --title, --cadence, --link or --state")
-    with connect(home, as_id) as hub:
-        result = hub.call("claims.update", ref=ref, version=version, **params)
-    if as_json:
-        print_json(result)
-    elif result["changed"]:
-        _print_claim(result, f"changed {', '.join(result['changed'])} of")
-    else:
-        _print_claim(result, "nothing changed in")
+    result = fetch(home, as_id, "claims.update", as_json, ref=ref, version=version, **params)
+    if result is not None:
+        _print_claim(result, f"changed {', '.join(result['changed'])} of" if result["changed"] else "nothing changed in")
 
 
 @claim.command("receipt")
@@ -115,10 +107,8 @@ def claim_receipt(as_id, ref, text, home, as_json):
     """Record progress on your claim REF (TEXT, or - for stdin): restarts its cadence, discharges a reminder."""
     if text == "-":
         text = sys.stdin.read().strip()
-    with connect(home, as_id) as hub:
-        result = hub.call("claims.receipt", ref=ref, text=text)
-    if as_json:
-        print_json(result)
+    result = fetch(home, as_id, "claims.receipt", as_json, ref=ref, text=text)
+    if result is None:
         return
     discharged = "; discharged its reminder" if result["discharged"] else ""
     click.echo(f"receipt {result['receipt']} on {result['ref']}{discharged}")
@@ -133,11 +123,8 @@ def _state_command(verb: str, method: str, help_text: str):
     @json_option
     @handles_errors
     def command(as_id, ref, version, home, as_json):
-        with connect(home, as_id) as hub:
-            result = hub.call(method, ref=ref, version=version)
-        if as_json:
-            print_json(result)
-        else:
+        result = fetch(home, as_id, method, as_json, ref=ref, version=version)
+        if result is not None:
             _print_claim(result, "set" if result["changed"] else "already")
     return command
 
@@ -158,10 +145,8 @@ _state_command("done", "claims.done", "Mark claim REF done if it is still at --v
 def claim_ls(as_id, channel, state, owner, home, as_json):
     """List claims in your channels (every claim, for the operator without --as), oldest first."""
     params = {name: value for name, value in (("channel", channel), ("state", state), ("owner", owner)) if value}
-    with connect(home, as_id) as hub:
-        result = hub.call("claims.list", **params)
-    if as_json:
-        print_json(result)
+    result = fetch(home, as_id, "claims.list", as_json, **params)
+    if result is None:
         return
     now = result["now"]
     rows = [[c["ref"], c["channel"], c["owner"], c["state"], _cadence_text(c["cadence_minutes"]),
@@ -177,10 +162,8 @@ def claim_ls(as_id, channel, state, owner, home, as_json):
 @handles_errors
 def claim_show(as_id, ref, home, as_json):
     """Show claim REF: its fields, version, reminder and newest receipts."""
-    with connect(home, as_id) as hub:
-        result = hub.call("claims.show", ref=ref)
-    if as_json:
-        print_json(result)
+    result = fetch(home, as_id, "claims.show", as_json, ref=ref)
+    if result is None:
         return
     now = result["now"]
     click.echo(f"{result['ref']}  {one_line(result['title'], 100)}")

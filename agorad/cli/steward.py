@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import ago, connect, handles_errors, home_option, json_option, print_json
+from agorad.cli.common import ago, fetch, handles_errors, home_option, json_option
 from agorad.surface import settings
 from agorad.surface.fence import one_line
 
@@ -17,10 +17,8 @@ from agorad.surface.fence import one_line
 @handles_errors
 def steward(cadences, home, as_json):
     """Report stale claims, seats and debts to the operator: for judgment, never a work order."""
-    with connect(home) as hub:
-        result = hub.call("steward.report", cadences=cadences)
-    if as_json:
-        print_json(result)
+    result = fetch(home, None, "steward.report", as_json, cadences=cadences)
+    if result is None:
         return
     now = result["now"]
     click.echo(f"claims ({len(result['claims'])}):")
