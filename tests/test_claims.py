@@ -244,3 +244,13 @@ def test_cli_bad_inputs_say_what_happened(hub, cli):
     assert "bob is not a member of dev" in outsider.stderr
     assert "nothing to change" in cli("claim", "update", "claim:1", "--version", "2", code=2).stderr
     assert [c["title"] for c in hub.call("claims.list")["claims"]] == ["y"]
+
+
+def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):
+    with seats(hub, "alice") as s:
+        s["alice"].call("channels.create", channel="dev")
+        open_claim(s["alice"], channel="dev", cadence_minutes=30)
+        s["alice"].call("channels.leave", channel="dev")
+        assert s["alice"].call("claims.receipt", ref="claim:1", text="handing over")["receipt"] == 1
+        assert s["alice"].call("claims.done", ref="claim:1", version=1)["state"] == "done"
+        assert s["alice"].call("claims.list")["claims"] == []  # the listing is by channel membership

@@ -24,7 +24,7 @@ from agorad.store import claims as sql
 from agorad.store import write
 from agorad.surface import settings
 from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound
-from agorad.surface.vocab import CLAIM_OPEN, CLAIM_STATES, CLAIM_UNSET
+from agorad.surface.vocab import CLAIM_STATES, CLAIM_UNSET
 
 REF = re.compile(r"claim:([1-9][0-9]{0,17})")
 MAX_TITLE = 200
@@ -56,13 +56,14 @@ def _title(title) -> str:
 
 
 def _claim(db: apsw.Connection, actor: Actor, ref, field: str = "ref") -> dict:
-    """The claim `ref` names, if the actor may see it: a member of its channel, or the operator.
-    A claim in a DM the actor is not part of does not exist for it (as the DM does not)."""
+    """The claim `ref` names, if the actor may see it: its owner (also after leaving its channel,
+    as a debtor may answer what it owes), a member of its channel, or the operator. A claim in a
+    DM the actor is not part of does not exist for it (as the DM does not)."""
     match = REF.fullmatch(ref) if isinstance(ref, str) else None
     if not match:
         raise InvalidParams(f"{field} {ref!r} is not a claim reference like claim:12", field=field)
     claim = sql.by_pk(db, int(match.group(1)))
-    if claim is not None and not actor.is_operator and \
+    if claim is not None and not actor.is_operator and actor.agent_pk != claim["owner_pk"] and \
             channels_sql.membership(db, actor.agent_pk, claim["channel_pk"]) is None:
         if claim["channel_kind"] == "dm":
             claim = None
@@ -115,7 +116,7 @@ def open_claim(db: apsw.Connection, actor: Actor, channel_name, title, cadence_m
         link_pk = _link(db, actor, link)
         pk = sql.insert(db, channel["pk"], actor.agent_pk, title, cadence_minutes, link_pk, now)
         if cadence_minutes is not None:
-            sql.update(db, pk, 1, {"remind_at": cadence.remind_at(pk, cadence_minutes, now)}, now, bump=False)
+            sql.set_remind_at(db, pk, cadence.remind_at(pk, cadence_minutes, now))  # its jitter needs its pk
         return view(sql.by_pk(db, pk))
 
 
@@ -192,5 +193,3 @@ def listing(db: apsw.Connection, actor: Actor, channel_name, state, owner_id, li
     return [view(claim) for claim in found]
 
 
-def is_open(claim: dict) -> bool:
-    return claim["state"] == CLAIM_OPEN

@@ -47,13 +47,13 @@ def listing(db: apsw.Connection, member_pk: int | None, channel_pk: int | None, 
     return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} {condition} ORDER BY k.pk LIMIT ?", (*args, limit)))
 
 
-def update(db: apsw.Connection, pk: int, version: int, changes: dict, now: float, bump: bool = True) -> bool:
-    """Apply `changes` (columns of CHANGEABLE) if the row is still at `version`; False if it is not.
-    `bump`: a change to a declared field, which takes the next version."""
+def update(db: apsw.Connection, pk: int, version: int, changes: dict, now: float) -> bool:
+    """Apply `changes` (columns of CHANGEABLE) and take the next version, if the row is still at
+    `version`; False if it is not."""
     unknown = set(changes) - set(CHANGEABLE)
     if unknown:
         raise ValueError(f"not changeable: {sorted(unknown)}")
-    columns = [f"{name} = ?" for name in changes] + ["updated_at = ?", f"version = version + {int(bump)}"]
+    columns = [f"{name} = ?" for name in changes] + ["updated_at = ?", "version = version + 1"]
     db.execute(f"UPDATE claims SET {', '.join(columns)} WHERE pk = ? AND version = ?",
                (*changes.values(), now, pk, version))
     return db.changes() == 1
@@ -73,6 +73,10 @@ def receipts(db: apsw.Connection, claim_pk: int, limit: int) -> list[dict]:
 
 
 # --- cadence reminders -----------------------------------------------------------------------
+
+def set_remind_at(db: apsw.Connection, pk: int, remind_at: float | None) -> None:
+    db.execute("UPDATE claims SET remind_at = ? WHERE pk = ?", (remind_at, pk))
+
 
 def set_quiet(db: apsw.Connection, pk: int, quiet_since: float, last_receipt_at: float, remind_at: float | None) -> None:
     """A receipt: the cadence counts again from `quiet_since`."""

@@ -42,8 +42,8 @@ IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 HUB_SENDER = "agora-hub"
 
 # A claim's state (agora-claim(1)): worked on, set aside, finished. Only an open claim's cadence rings.
-CLAIM_STATES = ("open", "parked", "done")
-CLAIM_OPEN = "open"
+CLAIM_OPEN, CLAIM_PARKED, CLAIM_DONE = "open", "parked", "done"
+CLAIM_STATES = (CLAIM_OPEN, CLAIM_PARKED, CLAIM_DONE)
 # The word that removes a claim's cadence or link in claims.update (`--cadence none` on the CLI).
 CLAIM_UNSET = "none"
 # Why the steward lists an open claim (agora-steward(1)): its owner is dormant, or expired (an

@@ -9,9 +9,7 @@ from agorad.domain.policy import require
 from agorad.runtime.handlers import Call
 from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
-from agorad.surface.vocab import CLAIM_STATES
-
-PARKED, DONE = CLAIM_STATES[1:]
+from agorad.surface.vocab import CLAIM_DONE, CLAIM_PARKED
 
 
 def open_claim(call: Call) -> dict:
@@ -38,11 +36,11 @@ def receipt(call: Call) -> dict:
 
 
 def park(call: Call) -> dict:
-    return _set_state(call, PARKED)
+    return _set_state(call, CLAIM_PARKED)
 
 
 def done(call: Call) -> dict:
-    return _set_state(call, DONE)
+    return _set_state(call, CLAIM_DONE)
 
 
 def _set_state(call: Call, state: str) -> dict:
