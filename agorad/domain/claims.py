@@ -30,6 +30,7 @@ REF = re.compile(r"claim:([1-9][0-9]{0,17})")
 MAX_TITLE = 200
 MAX_RECEIPT = 500
 UNSET = object()  # an update field the caller did not give
+FIELD_OF_COLUMN = {"link_pk": "link"}  # the wire's name of a column claims.update changes
 
 
 def ref_of(pk: int) -> str:
@@ -124,7 +125,7 @@ def update(db: apsw.Connection, actor: Actor, ref, version: int, now: float, tit
            cadence_minutes=UNSET, link=UNSET) -> dict:
     """Change a claim's declared fields if it is still at `version`; the owner or the operator may."""
     if all(value is UNSET for value in (title, state, cadence_minutes, link)):
-        raise InvalidParams("nothing to change: give title, state, cadence_minutes or link", field="version")
+        raise InvalidParams("nothing to change: give title, state, cadence_minutes or link")
     if title is not UNSET:
         _title(title)
     if state is not UNSET and state not in CLAIM_STATES:
@@ -136,15 +137,13 @@ def update(db: apsw.Connection, actor: Actor, ref, version: int, now: float, tit
         _require_owner(actor, claim, "change")
         _check_version(claim, version)
         wanted = {"title": title, "state": state,
-                  "cadence_minutes": None if cadence_minutes == CLAIM_UNSET else cadence_minutes}
-        if link is not UNSET:
-            wanted["link_pk"] = _link(db, actor, link, claim["pk"])
-        changes = {name: value for name, value in wanted.items() if value is not UNSET and value != claim[name]}
-        if changes:
-            changes.update(cadence.after_change(db, claim, changes, now))
-            sql.update(db, claim["pk"], version, changes, now)
+                  "cadence_minutes": None if cadence_minutes == CLAIM_UNSET else cadence_minutes,
+                  "link_pk": UNSET if link is UNSET else _link(db, actor, link, claim["pk"])}
+        changes = {column: value for column, value in wanted.items() if value is not UNSET and value != claim[column]}
+        if changes:  # an update that changes nothing keeps its version
+            sql.update(db, claim["pk"], version, {**changes, **cadence.after_change(db, claim, changes, now)}, now)
         shown = view(sql.by_pk(db, claim["pk"]))
-    return {**shown, "changed": sorted(name.removesuffix("_pk") for name in changes if name in wanted)}
+    return {**shown, "changed": sorted(FIELD_OF_COLUMN.get(column, column) for column in changes)}
 
 
 def set_state(db: apsw.Connection, actor: Actor, ref, version: int, state: str, now: float) -> dict:
