@@ -257,3 +257,19 @@ def test_shift_moves_every_pending_reminder_and_nothing_else(home):
     assert claims.show(db, alice, "claim:1")["remind_at"] == pytest.approx(timed["remind_at"] + 600)
     assert claims.show(db, alice, "claim:2")["remind_at"] is None
     db.close()
+
+
+def test_the_hubs_own_sweeper_posts_due_reminders(home):
+    from tests.hubproc import Hub, wait_for
+
+    hub = Hub(home, "--sweep-interval", "1s").start()
+    try:
+        with seats(hub, "alice") as s:
+            open_claim(s["alice"])
+            hub.advance(LATEST)
+            [line] = wait_for(lambda: notify_lines(hub, "alice"), what="the sweeper's reminder")
+            assert line["flags"] == ["to-me", "open", "reminder"]
+            assert "reminded=1" in wait_for(lambda: [l for l in hub.log().splitlines() if "swept" in l],
+                                            what="the sweep's log line")[0]
+    finally:
+        hub.stop()
