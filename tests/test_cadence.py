@@ -273,3 +273,15 @@ def test_the_hubs_own_sweeper_posts_due_reminders(home):
                                             what="the sweep's log line")[0]
     finally:
         hub.stop()
+
+
+def test_a_claim_in_a_dm_is_reminded_there_flagged_dm(hub):
+    with seats(hub, "alice", "bob") as s:
+        send(s["alice"], "@bob", "pairing on the migration?")
+        open_claim(s["alice"], channel="dm:alice--bob")
+        hub.advance(LATEST)
+        assert reminded(hub) == 1
+        line = notify_lines(hub, "alice")[-1]
+        assert (line["channel"], line["seq"], line["flags"]) == ("dm:alice--bob", 2, ["to-me", "dm", "open", "reminder"])
+        assert [d["ref"] for d in owed(s["alice"])] == ["dm:alice--bob#2"]
+        assert owed(s["bob"]) == [] and [l["seq"] for l in notify_lines(hub, "bob")] == [1]
