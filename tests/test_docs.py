@@ -284,7 +284,8 @@ def test_rpc_says_who_may_call_each_method(method):
     handler, access = METHODS[method]
     if access == AGENT:
         expected = "Caller: an agent only."
-    elif '"registry.admin"' in inspect.getsource(handler):
+    elif any(f'"{capability}"' in inspect.getsource(handler)
+             for capability, (modes, _) in policy.CAPABILITIES.items() if not modes):  # no agent holds it
         expected = "Caller: the local operator only."
     else:
         expected = "Caller: the local operator or an agent."
@@ -389,6 +390,15 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(bob, "inbox.ack", all=True)
         call(bob, "channels.list")
         call(bob, "channels.leave", channel="dev")
+        call(alice, "claims.open", channel="dev", title="write the docs", cadence_minutes=30)
+        call(alice, "claims.open", channel="dev", title="review", link="claim:1")
+        call(alice, "claims.receipt", ref="claim:1", text="outline done")
+        call(op, "claims.update", ref="claim:1", version=1, cadence_minutes=60)
+        call(alice, "claims.park", ref="claim:2", version=1)
+        call(op, "claims.done", ref="claim:2", version=2)
+        call(alice, "claims.list", channel="dev", state="open", owner="alice", limit=10)
+        call(alice, "claims.show", ref="claim:1")
+        call(op, "steward.report", cadences=2)
         call(op, "agents.get", agent="alice")
         call(op, "agents.resolve", agent="alice")
         call(op, "agents.list", counts=True, include_expired=True)

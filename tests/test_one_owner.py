@@ -90,6 +90,8 @@ def option(path: tuple, name: str) -> click.Option:
     (("send",), "urgency", vocab.URGENCIES),
     (("listen",), "source", vocab.LISTEN_SOURCES),
     (("up",), "synchronous", vocab.SYNCHRONOUS_LEVELS),
+    (("claim", "ls"), "state", vocab.CLAIM_STATES),
+    (("claim", "update"), "state", vocab.CLAIM_STATES),
 ])
 def test_cli_choices_come_from_the_vocabulary(command, name, words):
     assert tuple(option(command, name).type.choices) == tuple(words)
@@ -113,6 +115,7 @@ def default_of(command: tuple, name: str):
     (("listen",), "heartbeat", settings.LISTEN_HEARTBEAT),
     (("inbox",), "limit", settings.INBOX_LIMIT),
     (("send",), "urgency", vocab.DEFAULT_URGENCY),
+    (("steward",), "cadences", settings.STEWARD_CADENCES),
 ])
 def test_cli_defaults_come_from_settings(command, name, expected):
     assert default_of(command, name) == expected

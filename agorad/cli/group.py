@@ -27,6 +27,8 @@ COMMANDS = {
     "digest": "agorad.cli.inbox:digest",
     "owed": "agorad.cli.inbox:owed",
     "channel": "agorad.cli.channels:channel",
+    "claim": "agorad.cli.claims:claim",
+    "steward": "agorad.cli.steward:steward",
     "listen": "agorad.cli.listen:listen",
     "setup": "agorad.cli.setup:setup",
     "hook": "agorad.cli.hook:hook",

@@ -55,6 +55,7 @@ def _shown(debt: dict, now: float) -> dict:
         "ref": f"{debt['channel']}#{debt['seq']}", "asker": debt["asker"], "debtor": debt["debtor"],
         "title": debt["title"], "urgency": debt["urgency"], "asked_at": debt["created_at"], "age": now - debt["created_at"],
         "escalations": debt["level"], "next_escalation_at": debt["due_at"],
+        "reminder": debt["asker_pk"] is None,  # the hub's own ask: a claim's cadence reminder (cadence.py)
     }
 
 
@@ -83,3 +84,8 @@ def parse_schedule(text: str) -> tuple[float, ...]:
     if any(b <= a for a, b in zip(offsets, offsets[1:])):
         raise ValueError(f"escalation offsets must increase: {text!r}")
     return offsets
+
+
+def past_last_escalation(db: apsw.Connection, now: float, schedule: tuple[float, ...]) -> list[dict]:
+    """Debts still open after the last step of the escalation schedule (for the steward's report)."""
+    return [_shown(d, now) for d in sql.past_last_escalation(db, len(schedule))]

@@ -21,6 +21,11 @@ CAPABILITIES = {
         "registry administration (register, change, rename or delete an agent) is reserved to the "
         "local operator; no liveness mode may do it",
     ),
+    "steward.report": (
+        (),
+        "the steward's report on stale claims, seats and debts is for the local operator's judgment; "
+        "no liveness mode may read it",
+    ),
 }
 
 

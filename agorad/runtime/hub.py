@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import registry
 from agorad.runtime import faults
@@ -50,6 +51,7 @@ class HubState:
     started_at: float = 0.0
     last_sweep: dict = field(default_factory=dict)
     escalated_upto: float = 0.0  # the clock time the last escalation pass (sweep or not) ran at
+    reminded_upto: float = 0.0   # ... and the last cadence reminder pass
     notifier: Notifier = field(init=False)
     batch: Batch = field(init=False)
     liveness: Liveness = field(init=False)
@@ -115,31 +117,39 @@ class HubState:
               lambda: seat_files.remove(self.home, agent_id))
 
     def sweep(self) -> dict:
-        """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""
+        """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""
         now = self.clock.now()
         self.batch.join()  # in the batch, so it reads the waiting liveness stamps
         self.liveness.forget_all()  # the sweep may turn agents dormant or expired
         with write(self.db):
             counts = registry.sweep(self.db, now, self.ephemeral_ttl)
             events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            reminders = self.remind_due(now)
             messages_sql.set_notified_upto(self.db, self.notifier.written)
-        self.publish(events)
+        self.publish(events + reminders)
         # Catch-up reads the database: only committed deliveries may reach a file.
         self.after_commit(lambda: self.notifier.catch_up_all(self.db))
-        self.escalated_upto = now
-        self.last_sweep = {"at": now, **counts, "escalated": len(events)}
+        self.escalated_upto = self.reminded_upto = now
+        self.last_sweep = {"at": now, **counts, "escalated": len(events), "reminded": len(reminders)}
         return self.last_sweep
 
     def escalate(self) -> int:
-        """Only the escalations that are due: what the sweeper runs between sweeps when a step
-        falls due (no registry transitions, so what liveness knows stays known)."""
+        """Only the escalations and reminders that are due: what the sweeper runs between sweeps when
+        one falls due (no registry transitions, so what liveness knows stays known)."""
         now = self.clock.now()
         self.batch.join()  # reads the waiting liveness stamps: a debtor's presence decides
         with write(self.db):
             events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            events += self.remind_due(now)
         self.publish(events)
-        self.escalated_upto = now
+        self.escalated_upto = self.reminded_upto = now
         return len(events)
+
+    def remind_due(self, now: float) -> list[dict]:
+        """The cadence reminder pass, inside the caller's transaction; its deliveries, to publish.
+        The seam for a hub pause: a paused hub posts no reminder (return [] here), and its resume
+        moves the pending ones on by the time paused (cadence.shift)."""
+        return cadence.remind_due(self.db, now, self.ephemeral_ttl)
 
 
 

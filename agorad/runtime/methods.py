@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agorad.domain.policy import Actor
 from agorad.runtime.handlers import Call
-from agorad.runtime.handlers import agents, hub, kb, messaging
+from agorad.runtime.handlers import agents, claims, hub, kb, messaging
 from agorad.runtime.hub import HubState
 from agorad.runtime.params import Params
 from agorad.surface.errors import MethodNotFound, Unauthorized
@@ -43,6 +43,14 @@ METHODS = {
     "channels.join": (messaging.channel_join, AGENT),
     "channels.leave": (messaging.channel_leave, AGENT),
     "channels.list": (messaging.channel_list, ANY),
+    "claims.open": (claims.open_claim, AGENT),
+    "claims.update": (claims.update, ANY),
+    "claims.receipt": (claims.receipt, AGENT),
+    "claims.park": (claims.park, ANY),
+    "claims.done": (claims.done, ANY),
+    "claims.list": (claims.list_claims, ANY),
+    "claims.show": (claims.show, ANY),
+    "steward.report": (claims.steward_report, ANY),
 }
 
 # Methods that can sometimes be answered without opening a transaction (liveness.py):

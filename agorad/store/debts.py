@@ -6,6 +6,10 @@ import apsw
 
 from agorad.store.connection import rows
 
+# The asker of a debt the hub itself holds (a claim's cadence reminder): no agent has pk 0, so
+# nobody's owed_to_me lists it.
+HUB_ASKER_PK = 0
+
 _OPEN = "d.discharged_at IS NULL"
 _DEBT = ("d.message_pk, d.debtor_pk, a.id AS debtor, d.created_at, d.level, d.due_at, "
          "c.name AS channel, m.seq, m.sender AS asker, m.sender_pk AS asker_pk, m.title, m.urgency")
@@ -60,3 +64,9 @@ def escalate_to(db: apsw.Connection, message_pk: int, debtor_pk: int, level: int
 def is_open_for(db: apsw.Connection, message_pk: int, agent_pk: int) -> bool:
     return db.execute("SELECT 1 FROM debts WHERE message_pk = ? AND debtor_pk = ? AND discharged_at IS NULL",
                       (message_pk, agent_pk)).fetchone() is not None
+
+
+def past_last_escalation(db: apsw.Connection, levels: int) -> list[dict]:
+    """Open debts that have had every escalation the schedule has (`levels` steps) and still stand."""
+    return rows(db.execute(f"SELECT {_DEBT} {_JOINS} WHERE {_OPEN} AND d.due_at IS NULL AND d.level >= ? "
+                           "AND d.asker_pk != ? ORDER BY d.created_at", (levels, HUB_ASKER_PK)))

@@ -16,6 +16,16 @@ MAX_BODY_KIB_LIMIT = 128         # ... and its ceiling, so any body fits a 1 MiB
 ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifies at these offsets
 LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
 
+# --- claims (agora claim) and the steward (agora steward) ----------------------------------
+CADENCE_FLOOR_MINUTES = 30       # --cadence: the shortest check-in cadence a claim may declare ...
+CADENCE_MAX_MINUTES = 525600     # ... and the longest (a year)
+# A due cadence reminds its owner a fixed share of the cadence late, at most this fraction, derived
+# from the claim's id: claims opened together (a fleet's) fall due spread out, never in one herd.
+CADENCE_JITTER = 0.2
+CLAIMS_LIMIT = 200               # claims.list: at most this many rows
+CLAIM_RECEIPTS_SHOWN = 20        # claims.show: the newest receipts it returns (the count says how many in all)
+STEWARD_CADENCES = 2             # --cadences: a claim with no receipt for this many cadences is stale
+
 # --- agents (agora agent add) --------------------------------------------------------------
 AGENT_INTERVAL = 1800.0          # --interval: what an agent is expected to heartbeat within, unless the
                                  # operator or the agent says otherwise; an async one turns dormant after twice this
