@@ -21,6 +21,7 @@ CAPABILITIES = {
         "registry administration (register, change, rename or delete an agent) is reserved to the "
         "local operator; no liveness mode may do it",
     ),
+    "hub.pause": ((), "only the local operator pauses or resumes the hub; no liveness mode may do it"),
 }
 
 

@@ -30,10 +30,17 @@ from agorad.surface.paths import Home
 from agorad.surface.protocol import (
     MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
 )
-from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES
+from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES
 
 if TYPE_CHECKING:
     from agorad.runtime.liveness import Liveness
+
+def _check_not_hub(agent_id, field: str) -> None:
+    """A valid id that is not the hub's own sender: what the hub posts must never pass for an agent's."""
+    check_agent_id(agent_id, field)
+    if agent_id == HUB_SENDER:
+        raise Conflict(f"{HUB_SENDER!r} is the hub's own sender (its announcements); choose another id", field=field)
+
 
 def liveness_mode(mode: str | None, permanent: bool | None = None) -> str:
     """The mode, mapping the legacy `permanent: true` to always-on and unset to ephemeral."""
@@ -63,7 +70,7 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
         ttl: float = settings.EPHEMERAL_TTL) -> tuple[dict, str]:
     """Register an agent; return its view and its key (the only time the key is shown).
     `interval` None: the operator sets none, so the agent's declaration or the default applies."""
-    check_agent_id(agent_id)
+    _check_not_hub(agent_id, "agent")
     meta_text = _meta_text(meta)
     interval_s, source = intervals.effective(interval, None)
     key = keys.new_key()
@@ -214,7 +221,7 @@ def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dic
     Returns the receipt and the agent's pk. Files named after the agent (key,
     notify, seat files) are the caller's to move once this is committed.
     """
-    check_agent_id(new_id, "new")
+    _check_not_hub(new_id, "new")
     reason = check_line(reason, "reason", MAX_REASON)
     if not reason.strip():
         raise InvalidParams("a rename needs a reason (it is shown to everyone the alias redirects)", field="reason")

@@ -167,13 +167,13 @@ def _guarded(step, failure: str):
 
 async def _escalation_due_before(hub: HubState, deadline: float) -> bool:
     """Wait until the soonest escalation after the last pass falls due (True), or the deadline
-    passes (False). A committed ask (hub.debts_opened) makes the wait look again."""
+    passes (False). A committed ask, a pause or a resume (hub.debts_opened) makes the wait look again."""
     loop = asyncio.get_running_loop()
     while True:
         hub.debts_opened.clear()
         left = deadline - loop.time()
-        try:
-            due_in = obligations.escalation_due_in(hub.db, hub.escalated_upto, hub.clock.now())
+        try:  # a paused hub escalates nothing: only its resume (which sets debts_opened) makes it look again
+            due_in = None if hub.pause else obligations.escalation_due_in(hub.db, hub.escalated_upto, hub.clock.now())
         except apsw.Error as exc:  # cannot read the debts: the interval still holds
             log("sweep-schedule-failed", error=type(exc).__name__, detail=str(exc)[:200])
             due_in = None

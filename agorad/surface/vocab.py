@@ -27,6 +27,16 @@ NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits
 URGENCIES = ("normal", NEXT_TURN)
 DEFAULT_URGENCY = "normal"
 
+# How an ask with several addressees is discharged (agora-send(1)), stored with each of its debts:
+# `any`, the first reply from any addressee discharges it for all (--ask); `each`, every addressee
+# owes its own reply (--ask-each). A decline (--decline) always settles only the decliner's debt.
+ASK_ANY, ASK_EACH = "any", "each"
+ASK_RULES = (ASK_ANY, ASK_EACH)
+
+# The sender of what the hub itself posts (the pause and resume announcements): never an agent,
+# so no seat may be registered or renamed under this id.
+HUB_SENDER = "agora-hub"
+
 # A delivery's flags, in the order a notify line shows them: addressed to the seat, a DM, an
 # open ask, escalated, and sent with urgency next_turn (which never rings).
 NEXT_TURN_FLAG = "next-turn"
