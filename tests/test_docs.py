@@ -282,9 +282,10 @@ def test_rpc_documents_every_param_a_handler_accepts(method):
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_rpc_says_who_may_call_each_method(method):
     handler, access = METHODS[method]
+    operator_only = [name for name, (modes, _) in policy.CAPABILITIES.items() if not modes]
     if access == AGENT:
         expected = "Caller: an agent only."
-    elif '"registry.admin"' in inspect.getsource(handler):
+    elif any(f'"{capability}"' in inspect.getsource(handler) for capability in operator_only):
         expected = "Caller: the local operator only."
     else:
         expected = "Caller: the local operator or an agent."
@@ -384,6 +385,10 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(bob, "owed.list")
         call(bob, "messages.read", ref="dev#1")
         call(bob, "messages.send", target="dev", title="done", reply_to="dev#1")
+        call(alice, "messages.send", target="@bob", title="and you?", ask_each=True)
+        call(bob, "messages.send", target="@alice", title="no", reply_to="dm:alice--bob#2", decline=True)
+        call(alice, "owed.list")
+        call(alice, "messages.read", ref="dm:alice--bob#3")
         call(bob, "inbox.ack", ref=["dev#1"])
         call(bob, "inbox.ack", upto="dm:alice--bob#1")
         call(bob, "inbox.ack", all=True)
@@ -394,6 +399,9 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(op, "agents.list", counts=True, include_expired=True)
         call(op, "hub.status")
         call(op, "hub.sweep")
+        call(op, "hub.pause", reason="docs", operator_seats=["alice"])
+        call(op, "hub.status")  # its `paused` object
+        call(op, "hub.resume")
         call(op, "clock.advance", seconds=1)
         call(op, "agents.rename", old="carol", new="dave", reason="docs")
         call(op, "agents.get", agent="carol")  # through the alias: aliases and a redirect
