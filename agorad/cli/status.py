@@ -62,7 +62,7 @@ def _print_paused(paused: dict) -> None:
     since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(paused["since"]))
     why = f": {paused['reason']}" if paused["reason"] else ""
     seats = f"; operator seats: {', '.join(paused['operator_seats'])}" if paused["operator_seats"] else ""
-    click.echo(f"PAUSED since {since} ({format_span(paused['for'])}){why}{seats}; `agora resume` to go on")
+    click.echo(f"PAUSED since {since} ({format_span(paused['paused_for'])}){why}{seats}; `agora resume` to go on")
 
 
 def _seat_state(pidfile: Path, live_word: str) -> str | None:

@@ -103,7 +103,7 @@ def shown(db: apsw.Connection, paused: Pause | None, now: float) -> dict | None:
     if paused is None:
         return None
     seats = [row["id"] for row in (agents_sql.by_pk(db, pk) for pk in sorted(paused.seats)) if row]
-    return {"since": paused.since, "for": now - paused.since, "reason": paused.reason, "operator_seats": seats}
+    return {"since": paused.since, "paused_for": now - paused.since, "reason": paused.reason, "operator_seats": seats}
 
 
 def refusal(paused: Pause, now: float, method: str) -> Paused:
