@@ -232,3 +232,35 @@ def test_agora_pause_status_and_resume_on_the_command_line(hub, cli):
     assert json.loads(cli("status", "--json").stdout)["paused"] is None
     assert "not paused" in cli("resume", code=1).stderr
     assert json.loads(cli("pause", "--json").stdout)["announced"] == 1
+
+
+def test_the_pause_holds_at_once_in_its_batch_and_a_lost_batch_takes_it_back(tmp_path, monkeypatch):
+    """The in-memory flag is set by hub.pause itself, so a later call in the same group commit is
+    refused; if that commit is lost, the flag is read back from the database (no pause)."""
+    import apsw
+
+    from agorad.store import messages as messages_sql
+    from tests.test_batch import InProcessHub, send as send_frame
+
+    hub = InProcessHub(tmp_path / "home")
+    try:
+        operator, alice, carol = hub.connection(), hub.as_["alice"], hub.as_["carol"]
+        replies = hub.turn([(operator, "hub.pause", {"operator_seats": ["carol"]}), (alice, *send_frame("@bob"))])
+        assert "result" in replies[0] and replies[1]["error"]["data"]["reason"] == "paused", replies
+        hub.turn([(operator, "hub.resume", {})])
+        alice_pk = hub.db.execute("SELECT pk FROM agents WHERE id = 'alice'").fetchone()[0]
+        real = messages_sql.insert_deliveries
+
+        def failing(db, deliveries):  # carol's DM to alice fails after its message row was written
+            if len(deliveries) == 1 and deliveries[0][0] == alice_pk:
+                raise apsw.ConstraintError("injected")
+            return real(db, deliveries)
+
+        monkeypatch.setattr(messages_sql, "insert_deliveries", failing)
+        replies = hub.turn([(operator, "hub.pause", {"operator_seats": ["carol"]}), (carol, *send_frame("@alice"))])
+        assert all("error" in reply for reply in replies), replies  # the whole batch was lost
+        assert hub.hub.pause is None
+        monkeypatch.setattr(messages_sql, "insert_deliveries", real)
+        assert "result" in hub.turn([(alice, *send_frame("@bob"))])[0]
+    finally:
+        hub.close()
