@@ -25,7 +25,7 @@ from agorad.cli import main
 from agorad.domain import policy
 from agorad.domain.policy import Actor
 from agorad.runtime.handlers import Call
-from agorad.runtime.methods import AGENT, METHODS, STEADY
+from agorad.runtime.methods import AGENT, METHODS, STEADY, WHILE_PAUSED
 from agorad.runtime.notify import line_fields
 from agorad.runtime.params import _MISSING, Params
 from agorad.surface import errors, paths as home_paths
@@ -317,6 +317,12 @@ def forbidden_rules() -> list[str]:
 def test_rpc_documents_every_forbidden_rule(rule):
     assert re.search(rf"^\.TP\n\.B {re.escape(rule)}\s*$", man_section(RPC, "ERRORS"), re.M), \
         f"agora-rpc.7 ERRORS does not explain the rule {rule}"
+
+
+def test_rpc_names_exactly_the_methods_a_paused_hub_lets_through():
+    text = subsections(man_section(RPC, "DESCRIPTION"))["A paused hub"]
+    named = set(re.findall(r"(?<![\w.-])([a-z]+\.[a-z_]+)(?![\w-])", text)) & set(METHODS)
+    assert sorted(named) == sorted(WHILE_PAUSED), "agora-rpc.7 \"A paused hub\" and methods.WHILE_PAUSED differ"
 
 
 DELIVERY = {"id": 1, "ts": 1.5, "agent": "b", "channel": "commons", "seq": 1, "sender": "a", "title": "t",
