@@ -66,6 +66,11 @@ def owed(result: dict) -> str:
     lines += ["  " + _debt(d, now, f"from {d['asker']}") for d in result["i_owe"]]
     lines.append(f"owed to me ({len(result['owed_to_me'])}):")
     lines += ["  " + _debt(d, now, f"by {d['debtor']}") for d in result["owed_to_me"]]
+    declined = result.get("declined_to_me") or []  # a hub before --decline has none
+    if declined:
+        lines.append(f"declined to me (newest {len(declined)}):")
+        lines += [f"  {d['ref']} by {d['debtor']}: {one_line(d['title'], _TITLE)} (declined in {d['declined_by']})"
+                  for d in declined]
     return quoted(lines, "owed")
 
 

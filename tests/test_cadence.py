@@ -285,3 +285,23 @@ def test_a_claim_in_a_dm_is_reminded_there_flagged_dm(hub):
         assert (line["channel"], line["seq"], line["flags"]) == ("dm:alice--bob", 2, ["to-me", "dm", "open", "reminder"])
         assert [d["ref"] for d in owed(s["alice"])] == ["dm:alice--bob#2"]
         assert owed(s["bob"]) == [] and [l["seq"] for l in notify_lines(hub, "bob")] == [1]
+
+
+def test_a_pause_holds_reminders_and_its_resume_moves_them_later_by_the_time_paused(hub):
+    """Pause silences reminders (issue #14: reminders stop) and a resume does not open onto a
+    burst of the ones that fell due while paused: each comes as late as the pause lasted."""
+    with seats(hub, "alice") as s:
+        claim = open_claim(s["alice"])
+        now = hub.advance(0)
+        hub.call("hub.pause", reason="maintenance")
+        hub.advance(LATEST + 3600)
+        assert reminded(hub) == 0  # due long ago, held while paused
+        paused_for = hub.advance(0) - now
+        hub.call("hub.resume")
+        assert reminded(hub) == 0  # not at once on resume
+        moved = s["alice"].call("claims.show", ref="claim:1")["remind_at"]
+        assert moved == pytest.approx(claim["remind_at"] + paused_for)
+        hub.advance(moved - hub.advance(0) - 1)
+        assert reminded(hub) == 0
+        hub.advance(2)
+        assert reminded(hub) == 1

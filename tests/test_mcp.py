@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import os
 import re
 import time
 
@@ -54,6 +55,26 @@ def test_tools_are_few_and_small(seats):
                 assert 1 <= len(sentences) <= 2, t["description"]
                 assert re.search(r"\b(use|when)\b", t["description"], re.I), f"{t['name']} does not say when to use it"
                 assert "outputSchema" not in t  # plain text results, not {"result": "..."}
+    run(body())
+
+
+def test_send_message_asks_each_and_declines(seats):
+    seats.add_agent("carol")
+    # The server runs this checkout's code also when it is not the installed one (a worktree on PYTHONPATH).
+    env = {"PYTHONPATH": os.environ["PYTHONPATH"]} if os.environ.get("PYTHONPATH") else None
+
+    async def body():
+        async with mcp_session(seats.home, "--as", "alice", env=env) as alice, \
+                mcp_session(seats.home, "--as", "bob", env=env) as bob:
+            sent = await alice.ok("send_message", target="commons", title="status?", to=["bob", "carol"], ask_each=True)
+            assert sent.startswith("sent commons#1 to 2 agent(s); for bob, carol; asking for a reply")
+            declined = await bob.ok("send_message", target="commons", title="no", reply_to="commons#1", decline=True)
+            assert "discharged 1 debt(s)" in declined
+            owed = fence_ok(await alice.ok("owed"), "AGORA-DATA")
+            assert "owed to me (1):\n  commons#1 by carol: status?" in owed
+            assert "declined to me (newest 1):\n  commons#1 by bob: status? (declined in commons#2)" in owed
+            assert "not an ask" in await bob.fails("send_message", target="commons", title="x", reply_to="commons#2",
+                                                   decline=True)
     run(body())
 
 

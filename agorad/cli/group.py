@@ -17,6 +17,8 @@ from agorad.cli.shared import check_applies, group_options
 COMMANDS = {
     "up": "agorad.cli.up:up",
     "status": "agorad.cli.status:status",
+    "pause": "agorad.cli.pause:pause",
+    "resume": "agorad.cli.pause:resume",
     "agents": "agorad.cli.agents:agents",
     "agent": "agorad.cli.agents:agent",
     "heartbeat": "agorad.cli.agents:heartbeat",

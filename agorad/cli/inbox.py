@@ -7,6 +7,7 @@ import click
 from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option
 from agorad.surface.fence import one_line
 from agorad.surface import settings
+from agorad.surface.vocab import ASK_EACH
 
 
 def _title(text: str) -> str:
@@ -16,7 +17,8 @@ def _title(text: str) -> str:
 def _debt_line(debt: dict, now: float, who: str) -> str:
     escalated = f", escalated x{debt['escalations']}" if debt["escalations"] else ""
     quiet = f", {debt['urgency']}" if debt["urgency"] != "normal" else ""
-    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{quiet}{escalated})"
+    each = f", {ASK_EACH}: its own reply" if debt.get("rule") == ASK_EACH else ""
+    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{quiet}{each}{escalated})"
 
 
 @click.command("inbox")
@@ -84,3 +86,8 @@ def owed(as_id, home, as_json):
     click.echo(f"owed to me ({len(result['owed_to_me'])}):")
     for debt in result["owed_to_me"]:
         click.echo(_debt_line(debt, now, f"by {debt['debtor']}"))
+    if result["declined_to_me"]:
+        click.echo(f"declined to me (newest {len(result['declined_to_me'])}):")
+        for debt in result["declined_to_me"]:
+            click.echo(f"  {debt['ref']}  by {debt['debtor']}  {_title(debt['title'])}  "
+                       f"(declined {ago(debt['declined_at'], now)} in {debt['declined_by']})")

@@ -29,7 +29,7 @@ from agorad.store import claims as sql
 from agorad.store import debts as debts_sql
 from agorad.store import messages as messages_sql
 from agorad.surface import settings
-from agorad.surface.vocab import CLAIM_OPEN, HUB_SENDER, REMINDER_FLAG
+from agorad.surface.vocab import ASK_ANY, CLAIM_OPEN, HUB_SENDER, REMINDER_FLAG
 
 _GOLDEN = 2654435761  # Knuth's multiplicative hash: consecutive ids land far apart in [0, 1)
 
@@ -107,7 +107,8 @@ def _post(db: apsw.Connection, claim: dict, now: float) -> list[dict]:
     message["channel"] = channel["name"]
     if channel["kind"] != "dm":  # a DM's addressee is implied (0003_lean_send.sql)
         messages_sql.add_addressees(db, message["pk"], [claim["owner_pk"]])
-    debts_sql.create(db, message["pk"], debts_sql.HUB_ASKER_PK, [claim["owner_pk"]], now, None)  # None: never escalates
+    debts_sql.create(db, message["pk"], debts_sql.HUB_ASKER_PK, [claim["owner_pk"]], now, None,  # None: never escalates
+                     ASK_ANY)
     sql.reminded(db, claim["pk"], message["pk"])
     flags = {"to-me", "open", REMINDER_FLAG} | ({"dm"} if channel["kind"] == "dm" else set())
     return deliver(db, message, {claim["owner_pk"]: flags}, {claim["owner_pk"]: claim["owner"]}, now)

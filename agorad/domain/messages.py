@@ -27,7 +27,7 @@ from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
 from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
-from agorad.surface.vocab import NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
+from agorad.surface.vocab import ASK_ANY, ASK_EACH, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
 MAX_TITLE = 200
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
@@ -42,6 +42,8 @@ class Draft:
     ask: bool = False
     reply_to: str | None = None
     urgency: str = "normal"
+    ask_each: bool = False  # an ask whose every addressee owes its own reply (implies ask)
+    decline: bool = False   # a reply that declines the ask it answers
 
 
 def check_draft(draft: Draft, max_body: int) -> None:
@@ -63,6 +65,10 @@ def check_draft(draft: Draft, max_body: int) -> None:
         raise InvalidParams(f"urgency must be one of {', '.join(URGENCIES)}", field="urgency")
     if not all(isinstance(a, str) for a in draft.to):
         raise InvalidParams("to must be a list of agent ids", field="to")
+    if draft.decline and (draft.ask or draft.ask_each):
+        raise InvalidParams("a decline settles an ask; it cannot ask for a reply itself", field="decline")
+    if draft.decline and draft.reply_to is None:
+        raise InvalidParams("a decline answers an ask: give reply_to, the ask's ref", field="decline")
 
 
 def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) -> tuple[dict, list[dict]]:
@@ -83,6 +89,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         if draft.ask and not addressees:
             raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
         original = _original(db, actor, draft.reply_to)
+        if draft.decline:
+            obligations.check_decline(db, original, actor)
         if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
             addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
         seq = channels_sql.take_seq(db, channel)
@@ -96,8 +104,10 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         if channel["kind"] != "dm":  # a DM's addressee is the other party, implied (0003_lean_send.sql)
             sql.add_addressees(db, message["pk"], addressees)
         if draft.ask:
-            obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
-        discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
+            obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule,
+                                   ASK_EACH if draft.ask_each else ASK_ANY)
+        discharged = (obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now, draft.decline)
+                      if original else 0)
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
         recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
@@ -203,9 +213,20 @@ def read(db: apsw.Connection, actor: Actor, ref) -> dict:
         "urgency": message["urgency"], "created_at": message["created_at"],
         "reply_to_ref": f"{original['channel']}#{original['seq']}" if original else None,
         "to": sorted(_ids(db, sql.addressee_pks(db, message["pk"]))),
+        "ask_rule": debts_sql.rule_of(db, message["pk"]) if message["ask"] else None,
+        "declines": _declines(db, message, original),
     }
     shown["fenced"] = fenced(shown)
     return shown
+
+
+def _declines(db, message: dict, original: dict | None) -> str | None:
+    """The ref of the ask `message` declined, or None when it is no decline."""
+    if original is None or message["sender_pk"] is None:
+        return None
+    debt = debts_sql.debt_of(db, original["pk"], message["sender_pk"])
+    declined = debt is not None and debt["declined"] and debt["discharged_by"] == message["pk"]
+    return f"{original['channel']}#{original['seq']}" if declined else None
 
 
 def _ids(db, pks) -> list[str]:

@@ -26,6 +26,7 @@ CAPABILITIES = {
         "the steward's report on stale claims, seats and debts is for the local operator's judgment; "
         "no liveness mode may read it",
     ),
+    "hub.pause": ((), "only the local operator pauses or resumes the hub; no liveness mode may do it"),
 }
 
 

@@ -63,7 +63,7 @@ def _check_new_id(agent_id, field: str) -> None:
     """An id an agent may take: valid, and not the one the hub signs its own messages with."""
     check_agent_id(agent_id, field)
     if agent_id == HUB_SENDER:
-        raise Conflict(f"the id {HUB_SENDER!r} is the hub's own (it signs the reminders the hub posts); "
+        raise Conflict(f"the id {HUB_SENDER!r} is the hub's own (it signs the reminders and announcements the hub posts); "
                        "choose another", field=field)
 
 

@@ -169,15 +169,16 @@ def _guarded(step, failure: str):
 
 async def _escalation_due_before(hub: HubState, deadline: float) -> bool:
     """Wait until the soonest escalation or cadence reminder after the last pass falls due (True),
-    or the deadline passes (False). A committed ask (hub.debts_opened) makes the wait look again."""
+    or the deadline passes (False). A committed ask, a pause or a resume (hub.debts_opened) makes
+    the wait look again."""
     loop = asyncio.get_running_loop()
     while True:
         hub.debts_opened.clear()
         left = deadline - loop.time()
-        try:
+        try:  # a paused hub escalates and reminds nothing: only its resume (which sets debts_opened) makes it look again
             now = hub.clock.now()
-            due_in = _soonest(obligations.escalation_due_in(hub.db, hub.escalated_upto, now),
-                              cadence.reminder_due_in(hub.db, hub.reminded_upto, now))
+            due_in = None if hub.pause else _soonest(obligations.escalation_due_in(hub.db, hub.escalated_upto, now),
+                                                     cadence.reminder_due_in(hub.db, hub.reminded_upto, now))
         except apsw.Error as exc:  # cannot read the debts: the interval still holds
             log("sweep-schedule-failed", error=type(exc).__name__, detail=str(exc)[:200])
             due_in = None

@@ -11,6 +11,7 @@ import apsw
 
 from agorad.domain import cadence
 from agorad.domain import obligations
+from agorad.domain import pause as pausing
 from agorad.domain import registry
 from agorad.runtime import faults
 from agorad.runtime.batch import Batch
@@ -58,8 +59,12 @@ class HubState:
     subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
     sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
     debts_opened: asyncio.Event = field(default_factory=asyncio.Event)  # an ask committed: the sweeper looks again
+    # The open pause (domain/pause.py), or None: read on every agent call, so kept here in step with
+    # the database (loaded at start, set by hub.pause and hub.resume, read again if their batch is lost).
+    pause: pausing.Pause | None = field(init=False, default=None)
 
     def __post_init__(self):
+        self.pause = pausing.current(self.db)
         self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())
         self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
         notify_dir = self.settings.notify_dir
@@ -95,6 +100,16 @@ class HubState:
                     connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(row)}))
         faults.point("after-notify")
 
+    def set_pause(self, paused: pausing.Pause | None) -> None:
+        """The pause state changed in the open batch: it holds for the calls after this one at once;
+        if the batch is not stored, the state is read back from the database."""
+        self.pause = paused
+        self.batch.when_settled(lambda stored: stored or self._reload_pause())
+        self.debts_opened.set()  # the sweeper's escalation wait looks again (none while paused)
+
+    def _reload_pause(self) -> None:
+        self.pause = pausing.current(self.db)
+
     def agent_renamed(self, pk: int, old_id: str, new_id: str) -> None:
         """After a committed rename: live connections act under the new id; files follow it."""
         for connection in self.sessions.get(pk, ()):
@@ -123,7 +138,7 @@ class HubState:
         self.liveness.forget_all()  # the sweep may turn agents dormant or expired
         with write(self.db):
             counts = registry.sweep(self.db, now, self.ephemeral_ttl)
-            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            events = self._escalations(now)
             reminders = self.remind_due(now)
             messages_sql.set_notified_upto(self.db, self.notifier.written)
         self.publish(events + reminders)
@@ -139,7 +154,7 @@ class HubState:
         now = self.clock.now()
         self.batch.join()  # reads the waiting liveness stamps: a debtor's presence decides
         with write(self.db):
-            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            events = self._escalations(now)
             events += self.remind_due(now)
         self.publish(events)
         self.escalated_upto = self.reminded_upto = now
@@ -147,9 +162,17 @@ class HubState:
 
     def remind_due(self, now: float) -> list[dict]:
         """The cadence reminder pass, inside the caller's transaction; its deliveries, to publish.
-        The seam for a hub pause: a paused hub posts no reminder (return [] here), and its resume
-        moves the pending ones on by the time paused (cadence.shift)."""
+        A paused hub posts none; its resume moves the pending ones on by the time paused
+        (pause.on_resume -> cadence.shift)."""
+        if self.pause is not None:
+            return []
         return cadence.remind_due(self.db, now, self.ephemeral_ttl)
+
+    def _escalations(self, now: float) -> list[dict]:
+        """The due escalations, none while the hub is paused (its obligation clocks stand still)."""
+        if self.pause is not None:
+            return []
+        return obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
 
 
 

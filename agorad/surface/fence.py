@@ -67,6 +67,10 @@ def fenced(message: dict) -> str:
     ]
     if message.get("reply_to_ref"):
         lines.append(f"reply-to: {message['reply_to_ref']}")
+    if message.get("declines"):
+        lines.append(f"declines: {message['declines']} (settles the sender's debt without an answer)")
+    if message.get("ask_rule"):
+        lines.append(f"ask: {message['ask_rule']}")
     lines.append(f"urgency: {message['urgency']}")
     lines += ["", body, f"<<<AGORA-MESSAGE-END {boundary}>>>"]
     return "\n".join(lines)

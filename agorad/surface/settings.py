@@ -96,6 +96,7 @@ DRIVE_STDERR_TAIL = 4096         # bytes of a turn's stderr kept for its failure
 
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
+DECLINED_SHOWN = 20              # owed.list: the newest declines of the caller's asks it lists
 
 # --- the MCP server (agora mcp) ------------------------------------------------------------
 # wait_for_messages must answer before the harness gives up on the tool call, or the model sees a

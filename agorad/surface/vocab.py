@@ -27,6 +27,12 @@ NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits
 URGENCIES = ("normal", NEXT_TURN)
 DEFAULT_URGENCY = "normal"
 
+# How an ask with several addressees is discharged (agora-send(1)), stored with each of its debts:
+# `any`, the first reply from any addressee discharges it for all (--ask); `each`, every addressee
+# owes its own reply (--ask-each). A decline (--decline) always settles only the decliner's debt.
+ASK_ANY, ASK_EACH = "any", "each"
+ASK_RULES = (ASK_ANY, ASK_EACH)
+
 # A delivery's flags, in the order a notify line shows them: addressed to the seat, a DM, an
 # open ask, escalated, a claim's cadence reminder (agora-claim(1)), and sent with urgency
 # next_turn (which never rings).
@@ -37,8 +43,9 @@ FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG, NEXT_TURN_FLAG)
 WAKE_FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG)
 IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 
-# The sender of what the hub itself posts (a claim's cadence reminder): stored with no sender
-# agent (sender_pk NULL), and an id no agent may be registered or renamed to.
+# The sender of what the hub itself posts (a claim's cadence reminder, the pause and resume
+# announcements): stored with no sender agent (sender_pk NULL), and an id no agent may be
+# registered or renamed to.
 HUB_SENDER = "agora-hub"
 
 # A claim's state (agora-claim(1)): worked on, set aside, finished. Only an open claim's cadence rings.

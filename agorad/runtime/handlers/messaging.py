@@ -13,10 +13,11 @@ from agorad.surface.errors import InvalidParams
 
 def send(call: Call) -> dict:
     p = call.params
+    ask_each = p.get("ask_each", bool, False)
     draft = messages.Draft(
         target=p.get("target", str), title=p.get("title", str), body=p.get("body", str, ""),
-        to=p.get("to", list, []), ask=p.get("ask", bool, False), reply_to=p.get("reply_to", str, None),
-        urgency=p.get("urgency", str, "normal"),
+        to=p.get("to", list, []), ask=p.get("ask", bool, False) or ask_each, reply_to=p.get("reply_to", str, None),
+        urgency=p.get("urgency", str, "normal"), ask_each=ask_each, decline=p.get("decline", bool, False),
     )
     call.finish()
     messages.check_draft(draft, call.hub.settings.max_body)
@@ -59,7 +60,8 @@ def ack(call: Call) -> dict:
 def owed(call: Call) -> dict:
     call.finish()
     now = call.now
-    return {**obligations.owed(call.db, call.actor, now), "now": now}
+    return {**obligations.owed(call.db, call.actor, now),
+            "declined_to_me": obligations.declined_to_me(call.db, call.actor, now), "now": now}
 
 
 def subscribe(call: Call) -> dict:
