@@ -80,6 +80,22 @@ def report_redirect(redirect: dict | None) -> None:
         click.echo(f"redirected: {redirect['from']} -> {redirect['to']} ({redirect['reason']})", err=True)
 
 
+def read_text(text: str | None, name: str = "BODY") -> str:
+    """An argument of free text as given, or stdin's for `-`; either must be UTF-8."""
+    if text != "-":
+        if text is not None:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise click.BadParameter(f"{name} is not valid UTF-8", param_hint=name) from None
+        return text or ""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"the {name.lower()} on stdin is not valid UTF-8 (byte {exc.start})",
+                                 param_hint="-") from None
+
+
 def print_json(data) -> None:
     click.echo(json.dumps(data, indent=2, sort_keys=True))
 

@@ -27,6 +27,8 @@ COMMANDS = {
     "digest": "agorad.cli.inbox:digest",
     "owed": "agorad.cli.inbox:owed",
     "channel": "agorad.cli.channels:channel",
+    "phase": "agorad.cli.phase:phase",
+    "charter": "agorad.cli.charter:charter",
     "listen": "agorad.cli.listen:listen",
     "setup": "agorad.cli.setup:setup",
     "hook": "agorad.cli.hook:hook",

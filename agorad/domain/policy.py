@@ -21,6 +21,11 @@ CAPABILITIES = {
         "registry administration (register, change, rename or delete an agent) is reserved to the "
         "local operator; no liveness mode may do it",
     ),
+    "charter.write": (
+        (),
+        "charters (the hub's and every channel's) are set only by the local operator: they are the rules "
+        "the seats they bind read first, so no seat may write them for its peers",
+    ),
 }
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from agorad.domain.policy import Actor
 from agorad.runtime.handlers import Call
-from agorad.runtime.handlers import agents, hub, kb, messaging
+from agorad.runtime.handlers import agents, charters, hub, kb, messaging, phases
 from agorad.runtime.hub import HubState
 from agorad.runtime.params import Params
 from agorad.surface.errors import MethodNotFound, Unauthorized
@@ -43,6 +43,10 @@ METHODS = {
     "channels.join": (messaging.channel_join, AGENT),
     "channels.leave": (messaging.channel_leave, AGENT),
     "channels.list": (messaging.channel_list, ANY),
+    "charters.get": (charters.get, ANY),
+    "charters.set": (charters.set_text, ANY),
+    "phases.set": (phases.set_stage, ANY),
+    "phases.list": (phases.list_phases, ANY),
 }
 
 # Methods that can sometimes be answered without opening a transaction (liveness.py):

@@ -27,6 +27,11 @@ NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits
 URGENCIES = ("normal", NEXT_TURN)
 DEFAULT_URGENCY = "normal"
 
+# A phase's stage (agora-phase(1)): where a `phase:<track>` row of a channel stands. Every stage but
+# the last is open, and open phases lead a seat's inbox check right after its owed block.
+PHASE_STAGES = ("propose", "open", "work", "gate", "complete")
+PHASE_CLOSED = "complete"
+
 # A delivery's flags, in the order a notify line shows them: addressed to the seat, a DM, an
 # open ask, escalated, and sent with urgency next_turn (which never rings).
 NEXT_TURN_FLAG = "next-turn"
