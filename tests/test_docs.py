@@ -282,9 +282,10 @@ def test_rpc_documents_every_param_a_handler_accepts(method):
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_rpc_says_who_may_call_each_method(method):
     handler, access = METHODS[method]
+    operator_only = [name for name, (modes, _) in policy.CAPABILITIES.items() if not modes]
     if access == AGENT:
         expected = "Caller: an agent only."
-    elif '"registry.admin"' in inspect.getsource(handler):
+    elif any(f'"{name}"' in inspect.getsource(handler) for name in operator_only):
         expected = "Caller: the local operator only."
     else:
         expected = "Caller: the local operator or an agent."
@@ -387,6 +388,15 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(bob, "inbox.ack", ref=["dev#1"])
         call(bob, "inbox.ack", upto="dm:alice--bob#1")
         call(bob, "inbox.ack", all=True)
+        call(op, "charters.set", text="Reply within the hour.")
+        call(op, "charters.set", channel="dev", text="Review before merge.", version=0)
+        call(alice, "phases.set", channel="dev", track="release", stage="work")
+        call(bob, "phases.set", channel="dev", track="release", stage="gate", version=1)
+        call(bob, "inbox.check", limit=10)  # a charter unread and a phase open
+        call(bob, "inbox.digest")
+        call(bob, "charters.get")
+        call(bob, "charters.get", channel="dev", version=1)
+        call(bob, "phases.list", channel="dev")
         call(bob, "channels.list")
         call(bob, "channels.leave", channel="dev")
         call(op, "agents.get", agent="alice")
