@@ -151,3 +151,23 @@ def test_the_cli_sets_shows_and_clears_the_charter_line(hub, cli):
     assert "CHARTER" not in cli("inbox", "--as", "bob").stdout
     assert cli("charter", "show", "nosuch", "--as", "bob", code=1).stderr.startswith("agora: no channel 'nosuch'")
     assert cli("channel", "create", "empty").stdout and cli("charter", "show", "empty").stdout == "no channel empty charter\n"
+
+
+def plan(directory, statement: str, args: tuple) -> list[str]:
+    """EXPLAIN QUERY PLAN of `statement` on a fresh database at the newest schema."""
+    from agorad.store import connect, migrations
+
+    db = connect(directory / "plan.db")
+    migrations.migrate(db)
+    return [row[3] for row in db.execute("EXPLAIN QUERY PLAN " + statement, args)]
+
+
+def test_the_charter_lookup_is_index_probes_on_small_tables(tmp_path):
+    """inbox.check runs it on every check: it may scan only `charters` (one row per chartered scope)."""
+    from agorad.store.charters import HUB_SCOPE, UNREAD
+
+    steps = plan(tmp_path, UNREAD, (1, HUB_SCOPE))
+    scans = [step for step in steps if step.startswith("SCAN")]
+    assert scans == ["SCAN h"], steps
+    for table in ("m", "r", "v", "c"):
+        assert any(step.startswith(f"SEARCH {table} USING") for step in steps), (table, steps)

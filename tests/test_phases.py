@@ -139,3 +139,13 @@ def test_the_cli_sets_and_lists(hub, team, cli):
     assert table[1].split()[:5] == ["ops", "phase:release", "gate", "2", "bob"]
     assert '"stage": "gate"' in cli("phase", "ls", "ops", "--as", "alice", "--json").stdout
     assert cli("phase", "ls", "--as", "carol").stdout == "no phases\n"
+
+
+def test_the_open_phase_lookup_walks_the_partial_index(tmp_path):
+    """inbox.check runs it on every check: only the open phases' partial index is scanned, never `phases`."""
+    from agorad.store.phases import OPEN_OF_MEMBER
+    from tests.test_charters import plan
+
+    steps = plan(tmp_path, OPEN_OF_MEMBER, (1,))
+    assert [step for step in steps if step.startswith("SCAN")] == ["SCAN p USING INDEX phases_open"], steps
+    assert any(step.startswith("SEARCH m ") for step in steps) and any(step.startswith("SEARCH c ") for step in steps)

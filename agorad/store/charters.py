@@ -46,18 +46,20 @@ def receipt(db: apsw.Connection, agent_pk: int, scope: int) -> int:
     return found[0] if found else 0
 
 
-def unread_by(db: apsw.Connection, agent_pk: int) -> list[dict]:
-    """The charters binding the seat (the hub's, and those of channels it is in) whose current version
-    it has not read: the hub's first, then by channel name.
+# The charters binding seat ?1 (the hub's, scope ?2, and those of channels it is in) whose current
+# version it has not read: the hub's first, then by channel name. On the inbox check's path: it walks
+# `charters` (one row per chartered scope, a handful) and probes members, charter_receipts and
+# charter_versions by their keys; an empty table costs one seek. tests/test_charters.py holds the plan.
+UNREAD = (
+    "SELECT c.name AS channel, h.version, v.set_by, v.set_at FROM charters h "
+    "JOIN charter_versions v ON v.scope = h.scope AND v.version = h.version "
+    "LEFT JOIN channels c ON c.pk = h.scope "
+    "WHERE (h.scope = ?2 OR EXISTS (SELECT 1 FROM members m WHERE m.agent_pk = ?1 AND m.channel_pk = h.scope)) "
+    "AND NOT EXISTS (SELECT 1 FROM charter_receipts r WHERE r.agent_pk = ?1 AND r.scope = h.scope "
+    "AND r.version >= h.version) "
+    "ORDER BY h.scope != ?2, c.name")
 
-    On the inbox check's path: it walks `charters` (one row per chartered scope, a handful) and
-    probes members and charter_receipts by their primary keys; an empty table costs one seek.
-    """
-    return rows(db.execute(
-        "SELECT c.name AS channel, h.version, v.set_by, v.set_at FROM charters h "
-        "JOIN charter_versions v ON v.scope = h.scope AND v.version = h.version "
-        "LEFT JOIN channels c ON c.pk = h.scope "
-        "WHERE (h.scope = ?2 OR EXISTS (SELECT 1 FROM members m WHERE m.agent_pk = ?1 AND m.channel_pk = h.scope)) "
-        "AND NOT EXISTS (SELECT 1 FROM charter_receipts r "
-        "WHERE r.agent_pk = ?1 AND r.scope = h.scope AND r.version >= h.version) "
-        "ORDER BY h.scope != ?2, c.name", (agent_pk, HUB_SCOPE)))
+
+def unread_by(db: apsw.Connection, agent_pk: int) -> list[dict]:
+    """The charters binding the seat whose current version it has not read (`UNREAD`)."""
+    return rows(db.execute(UNREAD, (agent_pk, HUB_SCOPE)))

@@ -39,14 +39,18 @@ def every(db: apsw.Connection) -> list[dict]:
                            "ORDER BY c.name, p.track"))
 
 
-def open_of_member(db: apsw.Connection, agent_pk: int) -> list[dict]:
-    """The open phases (every stage but complete) of the channels the agent is in, by channel name and track.
+# The open phases (every stage but complete) of the channels agent ?1 is in, by channel name and
+# track. On the inbox check's path: it walks the partial index of open phases (a handful; completed
+# tracks are not in it) and probes channels and members by their keys. The stage is spelled into
+# the statement: SQLite uses a partial index only for a WHERE that states its condition, never
+# through a bound value. tests/test_phases.py holds the plan.
+OPEN_OF_MEMBER = (
+    f"SELECT {_PHASE} FROM phases p INDEXED BY phases_open JOIN channels c ON c.pk = p.channel_pk "
+    f"WHERE p.stage != '{PHASE_CLOSED}' "
+    "AND EXISTS (SELECT 1 FROM members m WHERE m.agent_pk = ?1 AND m.channel_pk = p.channel_pk) "
+    "ORDER BY c.name, p.track")
 
-    On the inbox check's path: it walks the partial index of open phases (a handful; completed
-    tracks are not in it) and probes members by its primary key. The stage is spelled into the statement: SQLite
-    uses a partial index only for a WHERE that states its condition, never through a bound value.
-    """
-    return rows(db.execute(
-        f"SELECT {_PHASE} FROM phases p INDEXED BY phases_open JOIN channels c ON c.pk = p.channel_pk "
-        f"WHERE p.stage != '{PHASE_CLOSED}' AND EXISTS (SELECT 1 FROM members m WHERE m.agent_pk = ?1 AND m.channel_pk = p.channel_pk) "
-        "ORDER BY c.name, p.track", (agent_pk,)))
+
+def open_of_member(db: apsw.Connection, agent_pk: int) -> list[dict]:
+    """The open phases of the channels the agent is in (`OPEN_OF_MEMBER`)."""
+    return rows(db.execute(OPEN_OF_MEMBER, (agent_pk,)))
