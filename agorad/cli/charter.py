@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json, read_text
+from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option, read_text
 
 
 @click.group("charter")
@@ -26,13 +26,8 @@ def _label(channel: str | None) -> str:
 def charter_show(channel, number, as_id, home, as_json):
     """Print the hub's charter, or CHANNEL's, inside a fence. Read --as a seat, the current version
     counts as read: its CHARTER line leaves the seat's inbox."""
-    params = {"channel": channel} if channel else {}
-    if number is not None:
-        params["version"] = number
-    with connect(home, as_id) as hub:
-        result = hub.call("charters.get", **params)
-    if as_json:
-        print_json(result)
+    result = fetch(home, as_id, "charters.get", as_json, channel=channel, version=number)
+    if result is None:
         return
     found = result["charter"]
     if found is None:
@@ -57,16 +52,10 @@ def charter_set(words, expected, home, as_json):
     if len(words) > 2:
         raise click.UsageError("give [CHANNEL] TEXT: quote TEXT, or give - and the text on stdin")
     channel, text = (None, words[0]) if len(words) == 1 else words
-    params = {"text": read_text(text, "TEXT")}
-    if channel:
-        params["channel"] = channel
-    if expected is not None:
-        params["version"] = expected
-    with connect(home) as hub:
-        result = hub.call("charters.set", **params)
-    if as_json:
-        print_json(result)
-    elif result["changed"]:
+    result = fetch(home, None, "charters.set", as_json, channel=channel, text=read_text(text, "TEXT"), version=expected)
+    if result is None:
+        return
+    if result["changed"]:
         click.echo(f"{_label(result['channel'])} charter v{result['current']} set")
     else:
         click.echo(f"{_label(result['channel'])} charter unchanged: v{result['current']} has this text")

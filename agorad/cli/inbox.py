@@ -4,23 +4,13 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json
+from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option
 from agorad.surface.fence import one_line
 from agorad.surface import settings
 
 
 def _title(text: str) -> str:
     return one_line(text, 100)
-
-
-def _fetch(home, as_id: str, method: str, as_json: bool, **params) -> dict | None:
-    """Call `method` as the seat; print it as JSON and return None when --json asked for that."""
-    with connect(home, as_id) as hub:
-        result = hub.call(method, **params)
-    if as_json:
-        print_json(result)
-        return None
-    return result
 
 
 def _charter_lines(result: dict, as_id: str, now: float) -> None:
@@ -56,7 +46,7 @@ def _debt_line(debt: dict, now: float, who: str) -> str:
 @handles_errors
 def inbox(as_id, limit, home, as_json):
     """What waits: CHARTER lines, the owed block, open phases, then unread headlines by channel."""
-    result = _fetch(home, as_id, "inbox.check", as_json=as_json, limit=limit)
+    result = fetch(home, as_id, "inbox.check", as_json=as_json, limit=limit)
     if result is None:
         return
     now = result["now"]
@@ -85,7 +75,7 @@ def inbox(as_id, limit, home, as_json):
 @handles_errors
 def digest(as_id, home, as_json):
     """One screen: what I owe, what is owed to me, and per channel what is unread."""
-    result = _fetch(home, as_id, "inbox.digest", as_json=as_json)
+    result = fetch(home, as_id, "inbox.digest", as_json=as_json)
     if result is None:
         return
     now = result["now"]
@@ -107,7 +97,7 @@ def digest(as_id, home, as_json):
 @handles_errors
 def owed(as_id, home, as_json):
     """What I owe (asks waiting for my reply) and what is owed to me."""
-    result = _fetch(home, as_id, "owed.list", as_json=as_json)
+    result = fetch(home, as_id, "owed.list", as_json=as_json)
     if result is None:
         return
     now = result["now"]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json, print_table
+from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option, print_json, print_table
 from agorad.surface.vocab import PHASE_STAGES
 
 
@@ -25,13 +25,8 @@ def phase():
 @handles_errors
 def phase_set(channel, track, stage, expected, as_id, home, as_json):
     """Put TRACK of CHANNEL at STAGE (phase:TRACK; a new track starts at version 1)."""
-    params = {"channel": channel, "track": track, "stage": stage}
-    if expected is not None:
-        params["version"] = expected
-    with connect(home, as_id) as hub:
-        result = hub.call("phases.set", **params)
-    if as_json:
-        print_json(result)
+    result = fetch(home, as_id, "phases.set", as_json, channel=channel, track=track, stage=stage, version=expected)
+    if result is None:
         return
     found = result["phase"]
     done = "set" if result["changed"] else "unchanged"
@@ -46,8 +41,7 @@ def phase_set(channel, track, stage, expected, as_id, home, as_json):
 @handles_errors
 def phase_ls(channel, as_id, home, as_json):
     """List CHANNEL's phases, or those of every channel you are in (every channel, for the operator)."""
-    with connect(home, as_id) as hub:
-        listed = hub.call("phases.list", **({"channel": channel} if channel else {}))
+    listed = fetch(home, as_id, "phases.list", False, channel=channel)
     if as_json:
         print_json(listed["phases"])
         return

@@ -13,9 +13,10 @@ import apsw
 
 from agorad.domain import channels
 from agorad.domain.policy import Actor
+from agorad.domain.text import check_sized
 from agorad.store import charters as sql
 from agorad.store import write
-from agorad.surface.errors import Conflict, InvalidParams, NotFound, TooLarge
+from agorad.surface.errors import Conflict, InvalidParams, NotFound
 from agorad.surface.fence import fenced_charter
 
 
@@ -31,15 +32,7 @@ def scope_of(db: apsw.Connection, actor: Actor, channel_name) -> tuple[int, str 
 
 def check_text(text, max_bytes: int) -> str:
     """A charter's text: any Unicode text with something in it, up to the hub's body limit in UTF-8."""
-    if not isinstance(text, str):
-        raise InvalidParams("text must be a string", field="text")
-    try:
-        size = len(text.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidParams("text is not valid Unicode (it holds a lone surrogate)", field="text") from None
-    if size > max_bytes:
-        raise TooLarge(f"the charter is {size} bytes; this hub's limit is {max_bytes} (agora up --max-body-kib)",
-                       field="text", limit=max_bytes)
+    check_sized(text, "text", max_bytes, " (this hub's body limit: agora up --max-body-kib)")
     if not text.strip():
         raise InvalidParams("a charter needs text: to withdraw rules, set a text that says so", field="text")
     return text
