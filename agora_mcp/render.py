@@ -140,4 +140,4 @@ def woke(deliveries: list[dict], timeout: float) -> str:
 def whoami(hello: dict, seat_home: str, socket: str) -> str:
     return (f"seat {hello.get('agent')} (mode {hello.get('liveness_mode') or '-'}); hub {socket} "
             f"version {hello.get('hub_version')}, protocol {hello.get('protocol')}; home {seat_home}; "
-            f"charter: {hello.get('charter') or 'none'}")
+            "the rules it works under: read_charter")

@@ -73,13 +73,15 @@ def test_a_channel_charter_binds_its_members_only(hub):
 
 
 def test_a_charter_change_is_never_a_wake(hub):
-    with seats(hub, "alice", "bob") as s, hub.client() as op:
+    with seats(hub, "alice", "bob", "carol") as s, hub.client() as op:
+        assert not assert_rings_nobody(hub, "carol", lambda: op.call("charters.set", text="first rules"))
+        assert unread(s["carol"]) == [(None, 1)]  # shown, yet the driver's sweep finds nothing to do
         s["alice"].call("channels.create", channel="ops")
         s["bob"].call("channels.join", channel="ops")
         send(s["alice"], "@bob", "review?", ask=True)  # an obligation, so the signature is not empty
         assert_rings_nobody(hub, "bob", lambda: op.call("charters.set", text="new hub rules"))
         assert_rings_nobody(hub, "bob", lambda: op.call("charters.set", channel="ops", text="ops rules"))
-        assert unread(s["bob"]) == [(None, 1), ("ops", 1)]  # yet the next check leads with them
+        assert unread(s["bob"]) == [(None, 2), ("ops", 1)]  # yet the next check leads with them
         assert_rings_nobody(hub, "bob", lambda: s["bob"].call("charters.get"))  # nor is the read
 
 

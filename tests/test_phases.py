@@ -122,6 +122,7 @@ def test_agora_inbox_prints_charter_then_owed_then_phases_then_arrivals(hub, tea
 
 
 def test_a_phase_change_is_never_a_wake(hub, team):
+    assert not assert_rings_nobody(hub, "bob", lambda: phase_set(team["alice"], "audit", "open"))  # nothing to do
     send(team["alice"], "@bob", "review?", ask=True)
     assert_rings_nobody(hub, "bob", lambda: phase_set(team["alice"], "release", "work"))
     assert_rings_nobody(hub, "bob", lambda: phase_set(team["alice"], "release", "complete"))
