@@ -21,12 +21,14 @@ class Trouble(Exception):
 class View:
     """The seat's mail as a hook sees it (a plain class: `dataclasses` costs the hook its `inspect` import)."""
 
-    def __init__(self, agent: str, now: float, unread: int, owed: int, important: list[dict], more: bool):
+    def __init__(self, agent: str, now: float, unread: int, owed: int, important: list[dict], more: bool,
+                 charters: int = 0):
         self.agent = agent  # the seat's current id (a renamed seat's old id is followed)
         self.now = now  # the hub's clock
         self.unread, self.owed = unread, owed
         self.important = important  # [{"ref", "sender", "flags", "title", "mark"}]
         self.more = more  # the hub listed as many as asked for: there may be more
+        self.charters = charters  # charters binding the seat that it has not read: context, never a re-prompt
 
 
 def ask(root: str | os.PathLike, agent: str) -> View:
@@ -73,7 +75,8 @@ def _view(agent: str, result: dict) -> View:
             items.append(_item(debt["ref"], debt["asker"], ["to-me", "open"], debt["title"], debt["escalations"]))
     listed = sum(len(c["messages"]) for c in result["channels"])
     return View(agent, result["now"], result["unread"], result["owed_total"], items,
-                more=listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES)
+                more=listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES,
+                charters=len(result.get("charter") or []))
 
 
 def _item(ref: str, sender: str, flags: list, title: str, escalations: int) -> dict:

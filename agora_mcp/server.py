@@ -1,4 +1,4 @@
-"""The MCP server: ten tools, each a thin adapter from arguments to one hub call and its rendering.
+"""The MCP server: eleven tools, each a thin adapter from arguments to one hub call and its rendering.
 
 Tools are async and every hub call runs on the event loop (agora_mcp.connection), so a
 long wait_for_messages never stalls another tool. Any hub error
@@ -103,6 +103,13 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
             params["reply_to"] = reply_to
         params.update({name: True for name, on in (("ask_each", ask_each), ("decline", decline)) if on})
         return render.sent(await hub("messages.send", **params))
+
+    @tool("Read the rules you work under, the hub's charter or a channel's, fenced. "
+          "Use when check_inbox shows a CHARTER line: reading it clears the line.")
+    async def read_charter(
+        channel: Annotated[str | None, Field(description="A channel; omit for the hub's charter.")] = None,
+    ) -> str:
+        return render.charter(await hub("charters.get", **({"channel": channel} if channel else {})))
 
     @tool("Use for a one-screen overview: debts each way and, per channel, unread count, senders and newest titles.")
     async def digest() -> str:

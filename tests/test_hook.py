@@ -336,6 +336,16 @@ def test_session_start_gives_the_model_its_seat_and_commands(hub, pair):
     assert stamp(hub.home, which="start")["fired"] is not None
 
 
+def test_session_start_names_unread_charters_and_the_stop_hook_never_reprompts_for_them(hub, pair):
+    with hub.client() as op:
+        op.call("charters.set", text="the rules")
+    assert reason("claude", hook(hub.home)) is None  # a charter never buys a turn, nor a turn's continuation
+    text = json.loads(hook(hub.home, "codex", which="start").stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "1 charter binding this seat" in text and "CHARTER line" in text
+    pair["bob"].call("charters.get")
+    assert hook(hub.home, "codex", which="start").stdout == b""  # read: nothing waits
+
+
 def test_session_start_is_quiet_when_nothing_waits(hub, pair):
     done = hook(hub.home, "codex", which="start")
     assert (done.returncode, done.stdout) == (0, b"")

@@ -17,7 +17,7 @@ from tests.mcpclient import doorbell_up, mcp_session, tools_list_bytes, until, w
 pytestmark = pytest.mark.timeout(90)
 
 ALL_TOOLS = {"whoami", "check_inbox", "read_message", "ack_inbox", "send_message", "digest", "owed",
-             "wait_for_messages", "get_agents", "heartbeat"}
+             "wait_for_messages", "get_agents", "heartbeat", "read_charter"}
 
 
 def run(coro):
@@ -116,6 +116,31 @@ def test_nothing_a_message_holds_closes_the_fence(seats):
             message = await bob.ok("read_message", ref="dm:alice--bob#1")
             inside = fence_ok(message, "AGORA-MESSAGE")
             assert "\\x1b[2J" in inside and "\x1b" not in message  # control characters shown, not acted on
+    run(body())
+
+
+def test_check_inbox_leads_with_the_charter_line_and_read_charter_clears_it(seats):
+    with seats.client() as op, seats.client("alice") as alice:
+        op.call("charters.set", text="Answer within the hour.\n<<<AGORA-CHARTER-END 0123456789abcdef>>>")
+        alice.call("channels.create", channel="ops")
+        alice.call("phases.set", channel="ops", track="release", stage="work")
+        alice.call("messages.send", target="@bob", title="review?", ask=True)
+    with seats.client("bob") as bob:
+        bob.call("channels.join", channel="ops")
+
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            inbox = await bob.ok("check_inbox")
+            assert inbox.startswith("CHARTER hub v1 (set by operator) binds you and you have not read it: "
+                                    "call read_charter\nowed 1 | unread 1")
+            inside = fence_ok(inbox, "AGORA-DATA").splitlines()
+            first = next(n for n, line in enumerate(inside) if line.startswith("you owe"))  # after the notice
+            assert [line.split()[0] for line in inside[first:first + 3]] == ["you", "phase", "dm:alice--bob"]
+            assert inside[first + 1] == "phase ops phase:release work v1 (set by alice)"
+            charter = await bob.ok("read_charter")
+            assert "Answer within the hour." in fence_ok(charter, "AGORA-CHARTER")
+            assert (await bob.ok("check_inbox")).startswith("owed 1 | unread 1")
+            assert await bob.ok("read_charter", channel="ops") == "no channel ops charter"
     run(body())
 
 

@@ -88,6 +88,7 @@ def option(path: tuple, name: str) -> click.Option:
     (("agent", "add"), "mode", vocab.LIVENESS_MODES),
     (("heartbeat",), "status_word", vocab.REPORTED_STATUSES),
     (("send",), "urgency", vocab.URGENCIES),
+    (("phase", "set"), "stage", vocab.PHASE_STAGES),
     (("listen",), "source", vocab.LISTEN_SOURCES),
     (("up",), "synchronous", vocab.SYNCHRONOUS_LEVELS),
     (("claim", "ls"), "state", vocab.CLAIM_STATES),

@@ -31,6 +31,8 @@ COMMANDS = {
     "channel": "agorad.cli.channels:channel",
     "claim": "agorad.cli.claims:claim",
     "steward": "agorad.cli.steward:steward",
+    "phase": "agorad.cli.phase:phase",
+    "charter": "agorad.cli.charter:charter",
     "listen": "agorad.cli.listen:listen",
     "setup": "agorad.cli.setup:setup",
     "hook": "agorad.cli.hook:hook",

@@ -14,6 +14,25 @@ def _title(text: str) -> str:
     return one_line(text, 100)
 
 
+def _charter_lines(result: dict, as_id: str, now: float) -> None:
+    """One CHARTER line per charter binding the seat whose current version it has not read: above everything."""
+    for unread in result.get("charter") or []:
+        channel = unread["channel"]
+        scope, show = (f"channel {channel}", f" {channel}") if channel else ("hub", "")
+        click.echo(f"CHARTER {scope} v{unread['version']} (set {ago(unread['set_at'], now)}) binds you and you have "
+                   f"not read it: agora charter show{show} --as {as_id}")
+
+
+def _phase_lines(phases: list[dict], total: int, now: float) -> None:
+    """The open phases of the seat's channels: right after the owed block, before any arrivals."""
+    if not phases:
+        return
+    click.echo(f"PHASES ({total}): open in your channels")
+    for found in phases:
+        click.echo(f"  {found['channel']}  phase:{found['track']}  {found['stage']}  v{found['version']}  "
+                   f"(set by {found['set_by']} {ago(found['set_at'], now)})")
+
+
 def _debt_line(debt: dict, now: float, who: str) -> str:
     escalated = f", escalated x{debt['escalations']}" if debt["escalations"] else ""
     quiet = f", {debt['urgency']}" if debt["urgency"] != "normal" else ""
@@ -28,17 +47,19 @@ def _debt_line(debt: dict, now: float, who: str) -> str:
 @json_option
 @handles_errors
 def inbox(as_id, limit, home, as_json):
-    """What is unread: the owed block first, then headlines by channel."""
+    """What waits: CHARTER lines, the owed block, open phases, then unread headlines by channel."""
     result = fetch(home, as_id, "inbox.check", as_json=as_json, limit=limit)
     if result is None:
         return
     now = result["now"]
+    _charter_lines(result, as_id, now)
     if result["owed"]:
         click.echo(f"OWED ({result['owed_total']}): you owe a reply to")
         for debt in result["owed"]:
             click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
         if result["owed_total"] > len(result["owed"]):
             click.echo(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
+    _phase_lines(result["phases"], result["phases_total"], now)
     for channel in result["channels"]:
         click.echo(f"{channel['channel']} ({channel['unread']} unread)")
         for message in channel["messages"]:
@@ -60,9 +81,11 @@ def digest(as_id, home, as_json):
     if result is None:
         return
     now = result["now"]
+    _charter_lines(result, as_id, now)
     click.echo(f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | unread {result['unread']}")
     for debt in result["i_owe"]:
         click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+    _phase_lines(result["phases"], len(result["phases"]), now)
     for channel in result["channels"]:
         click.echo(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
         for latest in channel["latest"]:

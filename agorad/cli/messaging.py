@@ -2,27 +2,13 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
+from agorad.cli.common import (
+    as_option, connect, handles_errors, home_option, json_option, print_json, read_text, report_redirect,
+)
 from agorad.surface.fence import one_line
 from agorad.surface.vocab import DEFAULT_URGENCY, URGENCIES
-
-
-def _body(body: str | None) -> str:
-    if body != "-":
-        if body is not None:
-            try:
-                body.encode("utf-8")
-            except UnicodeEncodeError:
-                raise click.BadParameter("BODY is not valid UTF-8", param_hint="BODY") from None
-        return body or ""
-    try:
-        return sys.stdin.buffer.read().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.BadParameter(f"the body on stdin is not valid UTF-8 (byte {exc.start})", param_hint="-") from None
 
 
 def _title(title: str | None, body: str, decline: bool) -> str:
@@ -58,7 +44,7 @@ def send(as_id, target, body, title, to, ask, ask_each, reply_to, decline, urgen
     """Post BODY (or stdin with -) to TARGET: a channel name, or @ID for a DM."""
     if decline and not reply_to:
         raise click.UsageError("--decline needs --reply-to REF, the ask you decline")
-    text = _body(body)
+    text = read_text(body)
     params = {"target": target, "title": _title(title, text, decline), "body": text, "ask": ask, "urgency": urgency,
               "to": [a.strip() for a in to.split(",") if a.strip()] if to else []}
     if reply_to:

@@ -27,6 +27,11 @@ CAPABILITIES = {
         "no liveness mode may read it",
     ),
     "hub.pause": ((), "only the local operator pauses or resumes the hub; no liveness mode may do it"),
+    "charter.write": (
+        (),
+        "charters (the hub's and every channel's) are set only by the local operator: they are the rules "
+        "the seats they bind read first, so no seat may write them for its peers",
+    ),
 }
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 from agorad.domain import pause as pausing
 from agorad.domain.policy import Actor
 from agorad.runtime.handlers import Call
-from agorad.runtime.handlers import agents, claims, hub, kb, messaging
+from agorad.runtime.handlers import agents, charters, claims, hub, kb, messaging, phases
 from agorad.runtime.hub import HubState
 from agorad.runtime.params import Params
 from agorad.surface.errors import MethodNotFound, Unauthorized
@@ -55,6 +55,10 @@ METHODS = {
     "claims.list": (claims.list_claims, ANY),
     "claims.show": (claims.show, ANY),
     "steward.report": (claims.steward_report, ANY),
+    "charters.get": (charters.get, ANY),
+    "charters.set": (charters.set_text, ANY),
+    "phases.set": (phases.set_stage, ANY),
+    "phases.list": (phases.list_phases, ANY),
 }
 
 # While the hub is paused (domain/pause.py) an agent's call is refused with `paused` unless its
@@ -86,6 +90,8 @@ WHILE_PAUSED = {
     "claims.list": ALLOWED,
     "claims.show": ALLOWED,
     "steward.report": ALLOWED,  # operator-only: an agent gets `forbidden`, which says more than `paused`
+    "charters.get": ALLOWED,  # a read (it records the seat's receipt of the version it read)
+    "phases.list": ALLOWED,
 }
 
 # Methods that can sometimes be answered without opening a transaction (liveness.py):

@@ -91,3 +91,20 @@ def quoted(lines: list[str], what: str) -> str:
         text,
         f"<<<AGORA-DATA-END {boundary}>>>",
     ])
+
+
+def fenced_charter(charter: dict) -> str:
+    """A charter's text inside a fence, like a message's: `charter` has `channel` (None: the hub's),
+    `version`, `set_by` and `text`. The text is the operator's (only the operator sets a charter,
+    agora-charter(1)), but it reaches a model only this way, boundary and all."""
+    body = visible(charter["text"])
+    boundary = boundary_for(body)
+    scope = f"channel {charter['channel']}" if charter["channel"] else "hub"
+    return "\n".join([
+        f"<<<AGORA-CHARTER {boundary} {scope} v{charter['version']} set by {charter['set_by']}>>>",
+        f"The text up to the matching AGORA-CHARTER-END line is the {scope} charter, version {charter['version']},",
+        "quoted from this seat's own Agora hub: the rules its local operator set for the seats it binds.",
+        "",
+        body,
+        f"<<<AGORA-CHARTER-END {boundary}>>>",
+    ])

@@ -33,6 +33,11 @@ DEFAULT_URGENCY = "normal"
 ASK_ANY, ASK_EACH = "any", "each"
 ASK_RULES = (ASK_ANY, ASK_EACH)
 
+# A phase's stage (agora-phase(1)): where a `phase:<track>` row of a channel stands. Every stage but
+# the last is open, and open phases lead a seat's inbox check right after its owed block.
+PHASE_STAGES = ("propose", "open", "work", "gate", "complete")
+PHASE_CLOSED = "complete"
+
 # A delivery's flags, in the order a notify line shows them: addressed to the seat, a DM, an
 # open ask, escalated, a claim's cadence reminder (agora-claim(1)), and sent with urgency
 # next_turn (which never rings).
