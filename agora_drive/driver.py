@@ -100,6 +100,8 @@ class Driver:
             return Pass("stopped", "renamed")
         if not found:
             return self._settle(Pass("armed", "idle"))
+        if found.paused:  # its answers would be refused; the resume's announcement rings the seat
+            return Pass("held", "paused")
         if found.signature == self.state.quarantined:
             return Pass("quarantined", "debt-left")
         if self.state.retry_at is not None and now < self.state.retry_at:

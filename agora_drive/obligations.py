@@ -15,7 +15,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from agora_listen.inbox_view import Trouble, check
+from agora_listen.inbox_view import Trouble, check, paused_for
 from agorad.surface import settings
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN
 
@@ -29,6 +29,7 @@ class Obligations:
     owed: int  # owed replies in all
     marks: tuple[str, ...]  # sorted: `owed:<ref>@<escalations>`, `unread:<ref>`
     refs: tuple[str, ...]  # the messages behind the marks, oldest channel first, each once
+    paused: bool = False  # the operator paused the hub for this seat: no turn can do the work
 
     def __bool__(self) -> bool:
         return bool(self.marks)
@@ -59,7 +60,8 @@ def from_check(agent: str, result: dict) -> Obligations:
                 refs.append(message["ref"])
     if _truncated(result):  # what the listing left out can change unseen: the totals stand for it
         marks.append(f"more:{result['owed_total']}:{result['unread']}")
-    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)), tuple(dict.fromkeys(refs)))
+    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)), tuple(dict.fromkeys(refs)),
+                       paused_for(result, agent))
 
 
 def _truncated(result: dict) -> bool:

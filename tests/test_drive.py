@@ -135,6 +135,26 @@ def test_the_held_wake_is_answered_after_a_restart(hub, pair, plan, tmp_path):
     assert restarted.step().verdict.reason == "answered" and owed(pair) == 0
 
 
+def test_a_paused_hub_holds_the_wake_and_its_resume_buys_the_turn(hub, pair, plan, tmp_path):
+    """While paused the seat's answers would be refused: no turn is spent on them. The resume is
+    announced to every seat, which rings the doorbell; the next pass takes the turn."""
+    turns = plan("answer")
+    ask(pair)
+    hub.call("hub.pause", reason="migration")
+    drive = driver(hub, tmp_path)
+    assert (drive.step().state, drive.step().reason) == ("held", "paused")
+    assert turns() == [] and owed(pair) == 1
+    hub.call("hub.resume")
+    assert drive.step().state == "turn" and owed(pair) == 0 and len(turns()) == 1
+
+
+def test_the_operators_own_seat_is_driven_while_paused(hub, pair, plan, tmp_path):
+    turns = plan("answer")
+    ask(pair)
+    hub.call("hub.pause", operator_seats=[SEAT])
+    assert driver(hub, tmp_path).step().state == "turn" and len(turns()) == 1
+
+
 def test_a_turn_that_leaves_the_debt_quarantines_that_wake_until_something_changes(hub, pair, plan, tmp_path):
     turns = plan("leave", "leave", "answer")
     ask(pair)
