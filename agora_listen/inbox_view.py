@@ -41,6 +41,14 @@ def check(root: str | os.PathLike, agent: str, limit: int,
           timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, dict]:
     """The seat's current id (a renamed seat's old id is followed) and the hub's `inbox.check` answer,
     important headlines only, up to `limit` of them and of the debts. Raises Trouble."""
+    current, (result,) = ask_as_seat(root, agent, [("inbox.check", {"important": True, "limit": limit})], timeout)
+    return current, result
+
+
+def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict]],
+                timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, list[dict]]:
+    """The seat's current id and the answers to `calls` (method, params), made as the seat on one
+    connection. Raises Trouble."""
     from agorad.surface import keys
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError
@@ -58,7 +66,7 @@ def check(root: str | os.PathLike, agent: str, limit: int,
                               f"{home.key_file(agent)} (`agora agent add {agent}` prints a key once)")
             hello = hub.hello(agent, key)
             current = (hello.get("redirected") or {}).get("to", current)
-            return current, hub.call("inbox.check", important=True, limit=limit)
+            return current, [hub.call(method, **params) for method, params in calls]
     except AgoraError as exc:
         raise Trouble(exc.message) from None
 
