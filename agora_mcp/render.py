@@ -35,12 +35,40 @@ def _headline(message: dict) -> str:
     return f"{message['ref']} from {message['sender']}{flags}{quiet}: {one_line(message['title'], _TITLE)}"
 
 
+def paused_line(result: dict) -> str:
+    """Hub words only (the operator's reason is read inside the announcement's fence)."""
+    if not result.get("paused"):
+        return ""
+    return ("PAUSED: the operator paused the hub; answers, posts and claims are refused until it resumes "
+            "(reading and acking work)\n")
+
+
+def charter_lines(result: dict) -> str:
+    """A CHARTER line per charter binding the seat that it has not read: hub words only (names, versions)."""
+    return "".join(f"CHARTER {_scope(c['channel'])} v{c['version']} (set by {c['set_by']}) binds you and you have "
+                   f"not read it: call read_charter{_channel_arg(c['channel'])}\n" for c in result.get("charter") or [])
+
+
+def _scope(channel: str | None) -> str:
+    return f"channel {channel}" if channel else "hub"
+
+
+def _channel_arg(channel: str | None) -> str:
+    return f" with channel={channel}" if channel else ""
+
+
+def _phase(found: dict) -> str:
+    return f"phase {found['channel']} phase:{found['track']} {found['stage']} v{found['version']} (set by {found['set_by']})"
+
+
 def inbox(result: dict) -> str:
     now = result["now"]
-    head = f"owed {result['owed_total']} | unread {result['unread']}"
-    if not result["owed"] and not result["channels"]:
+    head = paused_line(result) + charter_lines(result) + f"owed {result['owed_total']} | unread {result['unread']}"
+    phases = result.get("phases") or []
+    if not result["owed"] and not result["channels"] and not phases:
         return head + " | nothing unread, nothing owed"
     lines = ["you owe a reply: " + _debt(d, now, f"from {d['asker']}") for d in result["owed"]]
+    lines += [_phase(found) for found in phases]  # the open phases: after the owed block, before arrivals
     for channel in result["channels"]:
         lines.append(f"{channel['channel']} ({channel['unread']} unread)")
         lines += ["  " + _headline(m) for m in channel["messages"]]
@@ -51,9 +79,10 @@ def inbox(result: dict) -> str:
 
 def digest(result: dict) -> str:
     now = result["now"]
-    head = (f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | "
+    head = (charter_lines(result) + f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | "
             f"unread {result['unread']}")
     lines = [_debt(d, now, f"from {d['asker']}") for d in result["i_owe"]]
+    lines += [_phase(found) for found in result.get("phases") or []]
     for channel in result["channels"]:
         lines.append(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
         lines += [f"  {m['ref']} from {m['sender']}: {one_line(m['title'], _TITLE)}" for m in channel["latest"]]
@@ -66,7 +95,20 @@ def owed(result: dict) -> str:
     lines += ["  " + _debt(d, now, f"from {d['asker']}") for d in result["i_owe"]]
     lines.append(f"owed to me ({len(result['owed_to_me'])}):")
     lines += ["  " + _debt(d, now, f"by {d['debtor']}") for d in result["owed_to_me"]]
+    declined = result.get("declined_to_me") or []  # a hub before --decline has none
+    if declined:
+        lines.append(f"declined to me (newest {len(declined)}):")
+        lines += [f"  {d['ref']} by {d['debtor']}: {one_line(d['title'], _TITLE)} (declined in {d['declined_by']})"
+                  for d in declined]
     return quoted(lines, "owed")
+
+
+def charter(result: dict) -> str:
+    found = result["charter"]
+    if found is None:
+        return f"no {_scope(result['channel'])} charter"
+    note = "" if found["version"] == result["current"] else f" (an old version: the current one is {result['current']})"
+    return f"{found['fenced']}\n{_scope(result['channel'])} charter v{found['version']}{note}."
 
 
 def message(result: dict) -> str:
@@ -111,4 +153,4 @@ def woke(deliveries: list[dict], timeout: float) -> str:
 def whoami(hello: dict, seat_home: str, socket: str) -> str:
     return (f"seat {hello.get('agent')} (mode {hello.get('liveness_mode') or '-'}); hub {socket} "
             f"version {hello.get('hub_version')}, protocol {hello.get('protocol')}; home {seat_home}; "
-            f"charter: {hello.get('charter') or 'none'}")
+            "the rules it works under: read_charter")

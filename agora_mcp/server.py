@@ -1,4 +1,4 @@
-"""The MCP server: ten tools, each a thin adapter from arguments to one hub call and its rendering.
+"""The MCP server: eleven tools, each a thin adapter from arguments to one hub call and its rendering.
 
 Tools are async and every hub call runs on the event loop (agora_mcp.connection), so a
 long wait_for_messages never stalls another tool. Any hub error
@@ -84,8 +84,9 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
             raise ToolError(explain(InvalidParams("give refs or upto, exactly one", field="refs"), seat))
         return render.acked(await hub("inbox.ack", **({"ref": refs} if refs else {"upto": upto})))
 
-    @tool("Use to post to a channel, or to DM with target '@id'; set ask when you need a reply. "
-          "Answer an ask with reply_to, which discharges it.")
+    @tool("Use to post to a channel, or to DM with target '@id'; set ask when you need a reply (ask_each: every "
+          "addressee owes its own). Answer an ask with reply_to, which discharges it; add decline to settle "
+          "yours without answering.")
     async def send_message(
         target: Annotated[str, Field(description="A channel name, or @id for a DM.")],
         title: Annotated[str, Field(description="One-line headline.")],
@@ -94,11 +95,21 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         ask: bool = False,
         reply_to: Ref | None = None,
         urgency: Urgency = DEFAULT_URGENCY,
+        ask_each: bool = False,
+        decline: bool = False,
     ) -> str:
         params = {"target": target, "title": title, "body": body, "to": to or [], "ask": ask, "urgency": urgency}
         if reply_to:
             params["reply_to"] = reply_to
+        params.update({name: True for name, on in (("ask_each", ask_each), ("decline", decline)) if on})
         return render.sent(await hub("messages.send", **params))
+
+    @tool("Read the rules you work under, the hub's charter or a channel's, fenced. "
+          "Use when check_inbox shows a CHARTER line: reading it clears the line.")
+    async def read_charter(
+        channel: Annotated[str | None, Field(description="A channel; omit for the hub's charter.")] = None,
+    ) -> str:
+        return render.charter(await hub("charters.get", **({"channel": channel} if channel else {})))
 
     @tool("Use for a one-screen overview: debts each way and, per channel, unread count, senders and newest titles.")
     async def digest() -> str:

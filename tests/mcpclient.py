@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 from pathlib import Path
 
 from mcp import ClientSession
@@ -46,7 +47,11 @@ def tools_list_bytes(listed: list[dict]) -> int:
 async def mcp_session(home: Path, *args: str, env: dict | None = None, command: list[str] | None = None):
     """A started, initialized `agora mcp --home HOME ARGS` (or `command`); its stderr goes to home/../mcp.log."""
     argv = command or [AGORA, "mcp", "--home", str(home), *args]
-    params = StdioServerParameters(command=argv[0], args=argv[1:], env=env or {}, cwd=str(home.parent))
+    # The SDK starts the server with a bare environment; PYTHONPATH goes along, so that a checkout
+    # run from elsewhere (PYTHONPATH=<tree> pytest) serves its own code, as the hubs it starts do.
+    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    params = StdioServerParameters(command=argv[0], args=argv[1:], env={**inherited, **(env or {})},
+                                   cwd=str(home.parent))
     with open(home.parent / "mcp.log", "a") as errlog:
         async with stdio_client(params, errlog=errlog) as (read, write):
             async with ClientSession(read, write) as session:

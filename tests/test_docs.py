@@ -25,7 +25,7 @@ from agorad.cli import main
 from agorad.domain import policy
 from agorad.domain.policy import Actor
 from agorad.runtime.handlers import Call
-from agorad.runtime.methods import AGENT, METHODS, STEADY
+from agorad.runtime.methods import AGENT, METHODS, STEADY, WHILE_PAUSED
 from agorad.runtime.notify import line_fields
 from agorad.runtime.params import _MISSING, Params
 from agorad.surface import errors, paths as home_paths
@@ -282,9 +282,10 @@ def test_rpc_documents_every_param_a_handler_accepts(method):
 @pytest.mark.parametrize("method", sorted(METHODS))
 def test_rpc_says_who_may_call_each_method(method):
     handler, access = METHODS[method]
+    operator_only = [name for name, (modes, _) in policy.CAPABILITIES.items() if not modes]
     if access == AGENT:
         expected = "Caller: an agent only."
-    elif '"registry.admin"' in inspect.getsource(handler):
+    elif any(f'"{capability}"' in inspect.getsource(handler) for capability in operator_only):
         expected = "Caller: the local operator only."
     else:
         expected = "Caller: the local operator or an agent."
@@ -316,6 +317,12 @@ def forbidden_rules() -> list[str]:
 def test_rpc_documents_every_forbidden_rule(rule):
     assert re.search(rf"^\.TP\n\.B {re.escape(rule)}\s*$", man_section(RPC, "ERRORS"), re.M), \
         f"agora-rpc.7 ERRORS does not explain the rule {rule}"
+
+
+def test_rpc_names_exactly_the_methods_a_paused_hub_lets_through():
+    text = subsections(man_section(RPC, "DESCRIPTION"))["A paused hub"]
+    named = set(re.findall(r"(?<![\w.-])([a-z]+\.[a-z_]+)(?![\w-])", text)) & set(METHODS)
+    assert sorted(named) == sorted(WHILE_PAUSED), "agora-rpc.7 \"A paused hub\" and methods.WHILE_PAUSED differ"
 
 
 DELIVERY = {"id": 1, "ts": 1.5, "agent": "b", "channel": "commons", "seq": 1, "sender": "a", "title": "t",
@@ -384,16 +391,41 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(bob, "owed.list")
         call(bob, "messages.read", ref="dev#1")
         call(bob, "messages.send", target="dev", title="done", reply_to="dev#1")
+        call(alice, "messages.send", target="@bob", title="and you?", ask_each=True)
+        call(bob, "messages.send", target="@alice", title="no", reply_to="dm:alice--bob#2", decline=True)
+        call(alice, "owed.list")
+        call(alice, "messages.read", ref="dm:alice--bob#3")
         call(bob, "inbox.ack", ref=["dev#1"])
         call(bob, "inbox.ack", upto="dm:alice--bob#1")
         call(bob, "inbox.ack", all=True)
+        call(op, "charters.set", text="Reply within the hour.")
+        call(op, "charters.set", channel="dev", text="Review before merge.", version=0)
+        call(alice, "phases.set", channel="dev", track="release", stage="work")
+        call(bob, "phases.set", channel="dev", track="release", stage="gate", version=1)
+        call(bob, "inbox.check", limit=10)  # a charter unread and a phase open
+        call(bob, "inbox.digest")
+        call(bob, "charters.get")
+        call(bob, "charters.get", channel="dev", version=1)
+        call(bob, "phases.list", channel="dev")
         call(bob, "channels.list")
         call(bob, "channels.leave", channel="dev")
+        call(alice, "claims.open", channel="dev", title="write the docs", cadence_minutes=30)
+        call(alice, "claims.open", channel="dev", title="review", link="claim:1")
+        call(alice, "claims.receipt", ref="claim:1", text="outline done")
+        call(op, "claims.update", ref="claim:1", version=1, cadence_minutes=60)
+        call(alice, "claims.park", ref="claim:2", version=1)
+        call(op, "claims.done", ref="claim:2", version=2)
+        call(alice, "claims.list", channel="dev", state="open", owner="alice", limit=10)
+        call(alice, "claims.show", ref="claim:1")
+        call(op, "steward.report", cadences=2)
         call(op, "agents.get", agent="alice")
         call(op, "agents.resolve", agent="alice")
         call(op, "agents.list", counts=True, include_expired=True)
         call(op, "hub.status")
         call(op, "hub.sweep")
+        call(op, "hub.pause", reason="docs", operator_seats=["alice"])
+        call(op, "hub.status")  # its `paused` object
+        call(op, "hub.resume")
         call(op, "clock.advance", seconds=1)
         call(op, "agents.rename", old="carol", new="dave", reason="docs")
         call(op, "agents.get", agent="carol")  # through the alias: aliases and a redirect

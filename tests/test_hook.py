@@ -190,6 +190,18 @@ def test_quiet_while_a_live_driver_owns_the_seat(hub, pair):
     assert hook(hub.home).returncode == 2
 
 
+def test_quiet_while_the_hub_is_paused_for_the_seat_and_not_for_the_operators_seat(hub, pair):
+    """A paused hub refuses the answers a re-prompt would ask for: the turn may end. The operator's
+    own seats act freely while paused, so they are re-prompted as ever."""
+    send(pair["alice"], "@bob", "review this", ask=True)
+    hub.call("hub.pause", reason="migration")
+    assert hook(hub.home).returncode == 0
+    hub.call("hub.resume")
+    assert hook(hub.home).returncode == 2  # the debt and both announcements wait
+    hub.call("hub.pause", operator_seats=["bob"])
+    assert hook(hub.home).returncode == 2  # the new announcement is news, and bob is the operator's
+
+
 def test_cursor_rearms_a_dead_listener_on_backoff(hub, pair):
     text = reason("cursor", hook(hub.home, "cursor"))
     assert text and PROVENANCE in text
@@ -334,6 +346,16 @@ def test_session_start_gives_the_model_its_seat_and_commands(hub, pair):
     assert "seat bob" in text and "1 unread (1 important" in text and "1 reply owed" in text
     assert wiring.shell(wiring.inbox(wiring.agora_executable(), "bob", hub.home)) in text
     assert stamp(hub.home, which="start")["fired"] is not None
+
+
+def test_session_start_names_unread_charters_and_the_stop_hook_never_reprompts_for_them(hub, pair):
+    with hub.client() as op:
+        op.call("charters.set", text="the rules")
+    assert reason("claude", hook(hub.home)) is None  # a charter never buys a turn, nor a turn's continuation
+    text = json.loads(hook(hub.home, "codex", which="start").stdout)["hookSpecificOutput"]["additionalContext"]
+    assert "1 charter binding this seat" in text and "CHARTER line" in text
+    pair["bob"].call("charters.get")
+    assert hook(hub.home, "codex", which="start").stdout == b""  # read: nothing waits
 
 
 def test_session_start_is_quiet_when_nothing_waits(hub, pair):

@@ -88,8 +88,11 @@ def option(path: tuple, name: str) -> click.Option:
     (("agent", "add"), "mode", vocab.LIVENESS_MODES),
     (("heartbeat",), "status_word", vocab.REPORTED_STATUSES),
     (("send",), "urgency", vocab.URGENCIES),
+    (("phase", "set"), "stage", vocab.PHASE_STAGES),
     (("listen",), "source", vocab.LISTEN_SOURCES),
     (("up",), "synchronous", vocab.SYNCHRONOUS_LEVELS),
+    (("claim", "ls"), "state", vocab.CLAIM_STATES),
+    (("claim", "update"), "state", vocab.CLAIM_STATES),
 ])
 def test_cli_choices_come_from_the_vocabulary(command, name, words):
     assert tuple(option(command, name).type.choices) == tuple(words)
@@ -113,6 +116,7 @@ def default_of(command: tuple, name: str):
     (("listen",), "heartbeat", settings.LISTEN_HEARTBEAT),
     (("inbox",), "limit", settings.INBOX_LIMIT),
     (("send",), "urgency", vocab.DEFAULT_URGENCY),
+    (("steward",), "cadences", settings.STEWARD_CADENCES),
 ])
 def test_cli_defaults_come_from_settings(command, name, expected):
     assert default_of(command, name) == expected

@@ -93,10 +93,10 @@ def test_sweep_writes_the_transitions_reads_already_showed(hub):
     beat(hub, "bunker", status="busy")
     hub.advance(3700)
     before = {a["id"]: a["status"] for a in hub.call("agents.list")["agents"]}
-    assert hub.call("hub.sweep") | {"at": 0} == {"at": 0, "dormant": 1, "expired": 1, "escalated": 0}
+    assert hub.call("hub.sweep") | {"at": 0} == {"at": 0, "dormant": 1, "expired": 1, "escalated": 0, "reminded": 0}
     after = {a["id"]: a["status"] for a in hub.call("agents.list")["agents"]}
     assert before == after == {"analyst": "dormant", "bunker": "busy"}
-    assert hub.call("hub.sweep") | {"at": 0} == {"at": 0, "dormant": 0, "expired": 0, "escalated": 0}  # idempotent
+    assert hub.call("hub.sweep") | {"at": 0} == {"at": 0, "dormant": 0, "expired": 0, "escalated": 0, "reminded": 0}  # idempotent
 
 
 def test_always_on_never_changes_by_itself(hub):

@@ -15,7 +15,9 @@ from tests.wire import Raw
 json_scalars = st.none() | st.booleans() | st.integers(-(2**70), 2**70) | st.floats(allow_nan=False) | st.text(max_size=40)
 json_values = st.recursive(json_scalars, lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=10), inner, max_size=4), max_leaves=12)
 param_names = st.sampled_from(["agent", "key", "liveness_mode", "interval", "meta", "status", "task", "old", "new",
-                               "reason", "prefix", "limit", "value", "include_expired", "permanent", "seconds"])
+                               "reason", "prefix", "limit", "value", "include_expired", "permanent", "seconds",
+                               "channel", "title", "ref", "version", "cadence_minutes", "link", "text", "state",
+                               "cadences"])
 requests = st.fixed_dictionaries(
     {"jsonrpc": st.just("2.0"), "id": st.integers(0, 10**6), "method": st.sampled_from(sorted(METHODS)) | st.text(max_size=20)},
     optional={"params": st.dictionaries(param_names | st.text(max_size=8), json_values, max_size=5)},

@@ -75,9 +75,36 @@ def connect(home: str | None, as_id: str | None = None):
     return client
 
 
+def fetch(home, as_id: str | None, method: str, as_json: bool, **params) -> dict | None:
+    """Call `method` (as the seat `as_id`, or the operator) with the params that are not None; print the
+    result as JSON and return None when --json asked for that, else return it for the command to print."""
+    with connect(home, as_id) as hub:
+        result = hub.call(method, **{name: value for name, value in params.items() if value is not None})
+    if as_json:
+        print_json(result)
+        return None
+    return result
+
+
 def report_redirect(redirect: dict | None) -> None:
     if redirect:
         click.echo(f"redirected: {redirect['from']} -> {redirect['to']} ({redirect['reason']})", err=True)
+
+
+def read_text(text: str | None, name: str = "BODY") -> str:
+    """An argument of free text as given, or stdin's for `-`; either must be UTF-8."""
+    if text != "-":
+        if text is not None:
+            try:
+                text.encode("utf-8")
+            except UnicodeEncodeError:
+                raise click.BadParameter(f"{name} is not valid UTF-8", param_hint=name) from None
+        return text or ""
+    try:
+        return sys.stdin.buffer.read().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise click.BadParameter(f"the {name.lower()} on stdin is not valid UTF-8 (byte {exc.start})",
+                                 param_hint="-") from None
 
 
 def print_json(data) -> None:

@@ -4,29 +4,49 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json
+from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option
 from agorad.surface.fence import one_line
 from agorad.surface import settings
+from agorad.surface.durations import format_span
+from agorad.surface.vocab import ASK_EACH
 
 
 def _title(text: str) -> str:
     return one_line(text, 100)
 
 
-def _fetch(home, as_id: str, method: str, as_json: bool, **params) -> dict | None:
-    """Call `method` as the seat; print it as JSON and return None when --json asked for that."""
-    with connect(home, as_id) as hub:
-        result = hub.call(method, **params)
-    if as_json:
-        print_json(result)
-        return None
-    return result
+def _charter_lines(result: dict, as_id: str, now: float) -> None:
+    """One CHARTER line per charter binding the seat whose current version it has not read: above everything."""
+    for unread in result.get("charter") or []:
+        channel = unread["channel"]
+        scope, show = (f"channel {channel}", f" {channel}") if channel else ("hub", "")
+        click.echo(f"CHARTER {scope} v{unread['version']} (set {ago(unread['set_at'], now)}) binds you and you have "
+                   f"not read it: agora charter show{show} --as {as_id}")
+
+
+def _paused_line(result: dict) -> None:
+    """Above everything: a paused hub refuses what this inbox would have the seat do."""
+    paused = result.get("paused")
+    if paused:
+        click.echo(f"PAUSED for {format_span(paused['paused_for'])} by the operator: answers, posts and claims are "
+                   "refused until it resumes; reading and acking work")
+
+
+def _phase_lines(phases: list[dict], total: int, now: float) -> None:
+    """The open phases of the seat's channels: right after the owed block, before any arrivals."""
+    if not phases:
+        return
+    click.echo(f"PHASES ({total}): open in your channels")
+    for found in phases:
+        click.echo(f"  {found['channel']}  phase:{found['track']}  {found['stage']}  v{found['version']}  "
+                   f"(set by {found['set_by']} {ago(found['set_at'], now)})")
 
 
 def _debt_line(debt: dict, now: float, who: str) -> str:
     escalated = f", escalated x{debt['escalations']}" if debt["escalations"] else ""
     quiet = f", {debt['urgency']}" if debt["urgency"] != "normal" else ""
-    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{quiet}{escalated})"
+    each = f", {ASK_EACH}: its own reply" if debt.get("rule") == ASK_EACH else ""
+    return f"  {debt['ref']}  {who}  {_title(debt['title'])}  (asked {ago(debt['asked_at'], now)}{quiet}{each}{escalated})"
 
 
 @click.command("inbox")
@@ -36,17 +56,20 @@ def _debt_line(debt: dict, now: float, who: str) -> str:
 @json_option
 @handles_errors
 def inbox(as_id, limit, home, as_json):
-    """What is unread: the owed block first, then headlines by channel."""
-    result = _fetch(home, as_id, "inbox.check", as_json=as_json, limit=limit)
+    """What waits: CHARTER lines, the owed block, open phases, then unread headlines by channel."""
+    result = fetch(home, as_id, "inbox.check", as_json=as_json, limit=limit)
     if result is None:
         return
     now = result["now"]
+    _paused_line(result)
+    _charter_lines(result, as_id, now)
     if result["owed"]:
         click.echo(f"OWED ({result['owed_total']}): you owe a reply to")
         for debt in result["owed"]:
             click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
         if result["owed_total"] > len(result["owed"]):
             click.echo(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
+    _phase_lines(result["phases"], result["phases_total"], now)
     for channel in result["channels"]:
         click.echo(f"{channel['channel']} ({channel['unread']} unread)")
         for message in channel["messages"]:
@@ -64,13 +87,15 @@ def inbox(as_id, limit, home, as_json):
 @handles_errors
 def digest(as_id, home, as_json):
     """One screen: what I owe, what is owed to me, and per channel what is unread."""
-    result = _fetch(home, as_id, "inbox.digest", as_json=as_json)
+    result = fetch(home, as_id, "inbox.digest", as_json=as_json)
     if result is None:
         return
     now = result["now"]
+    _charter_lines(result, as_id, now)
     click.echo(f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | unread {result['unread']}")
     for debt in result["i_owe"]:
         click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+    _phase_lines(result["phases"], len(result["phases"]), now)
     for channel in result["channels"]:
         click.echo(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
         for latest in channel["latest"]:
@@ -84,7 +109,7 @@ def digest(as_id, home, as_json):
 @handles_errors
 def owed(as_id, home, as_json):
     """What I owe (asks waiting for my reply) and what is owed to me."""
-    result = _fetch(home, as_id, "owed.list", as_json=as_json)
+    result = fetch(home, as_id, "owed.list", as_json=as_json)
     if result is None:
         return
     now = result["now"]
@@ -94,3 +119,8 @@ def owed(as_id, home, as_json):
     click.echo(f"owed to me ({len(result['owed_to_me'])}):")
     for debt in result["owed_to_me"]:
         click.echo(_debt_line(debt, now, f"by {debt['debtor']}"))
+    if result["declined_to_me"]:
+        click.echo(f"declined to me (newest {len(result['declined_to_me'])}):")
+        for debt in result["declined_to_me"]:
+            click.echo(f"  {debt['ref']}  by {debt['debtor']}  {_title(debt['title'])}  "
+                       f"(declined {ago(debt['declined_at'], now)} in {debt['declined_by']})")

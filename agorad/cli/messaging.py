@@ -2,33 +2,21 @@
 
 from __future__ import annotations
 
-import sys
-
 import click
 
-from agorad.cli.common import as_option, connect, handles_errors, home_option, json_option, print_json, report_redirect
+from agorad.cli.common import (
+    as_option, connect, handles_errors, home_option, json_option, print_json, read_text, report_redirect,
+)
 from agorad.surface.fence import one_line
 from agorad.surface.vocab import DEFAULT_URGENCY, URGENCIES
 
 
-def _body(body: str | None) -> str:
-    if body != "-":
-        if body is not None:
-            try:
-                body.encode("utf-8")
-            except UnicodeEncodeError:
-                raise click.BadParameter("BODY is not valid UTF-8", param_hint="BODY") from None
-        return body or ""
-    try:
-        return sys.stdin.buffer.read().decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise click.BadParameter(f"the body on stdin is not valid UTF-8 (byte {exc.start})", param_hint="-") from None
-
-
-def _title(title: str | None, body: str) -> str:
+def _title(title: str | None, body: str, decline: bool) -> str:
     if title:
         return title
     first = one_line(body.strip().split("\n", 1)[0]).strip()
+    if not first and decline:
+        return "declined"
     if not first:
         raise click.UsageError("give a --title, or a BODY whose first line can serve as one")
     return first[:120]
@@ -41,20 +29,30 @@ def _title(title: str | None, body: str) -> str:
 @click.option("--title", help="One-line headline (default: the body's first line).")
 @click.option("--to", "to", help="Comma-separated agent ids the message is for (@mentions in the text count too).")
 @click.option("--ask", is_flag=True, help="Ask for a reply: each addressee owes one until someone answers.")
+@click.option("--ask-each", is_flag=True,
+              help="Ask every addressee for its own reply: one's answer discharges only its own debt.")
 @click.option("--reply-to", metavar="REF", help="The message this answers, as CHANNEL#SEQ; a reply discharges its ask.")
+@click.option("--decline", is_flag=True,
+              help="With --reply-to: decline that ask on the record, settling your debt on it without answering.")
 @click.option("--urgency", type=click.Choice(URGENCIES), default=DEFAULT_URGENCY, show_default=True,
               help="normal rings the recipients' doorbell (agora listen); next_turn is delivered quietly "
                    "and waits for their next inbox check.")
 @home_option
 @json_option
 @handles_errors
-def send(as_id, target, body, title, to, ask, reply_to, urgency, home, as_json):
+def send(as_id, target, body, title, to, ask, ask_each, reply_to, decline, urgency, home, as_json):
     """Post BODY (or stdin with -) to TARGET: a channel name, or @ID for a DM."""
-    text = _body(body)
-    params = {"target": target, "title": _title(title, text), "body": text, "ask": ask, "urgency": urgency,
+    if decline and not reply_to:
+        raise click.UsageError("--decline needs --reply-to REF, the ask you decline")
+    text = read_text(body)
+    params = {"target": target, "title": _title(title, text, decline), "body": text, "ask": ask, "urgency": urgency,
               "to": [a.strip() for a in to.split(",") if a.strip()] if to else []}
     if reply_to:
         params["reply_to"] = reply_to
+    if ask_each:  # sent only when given, so a hub from before --ask-each still takes every other send
+        params["ask_each"] = True
+    if decline:
+        params["decline"] = True
     with connect(home, as_id) as hub:
         receipt = hub.call("messages.send", **params)
     for redirect in receipt["redirected"]:
@@ -63,7 +61,9 @@ def send(as_id, target, body, title, to, ask, reply_to, urgency, home, as_json):
         print_json(receipt)
         return
     to_text = f" (for {', '.join(receipt['to'])})" if receipt["to"] else ""
-    extras = (" asking for a reply" if receipt["ask"] else "") + (f"; discharged {receipt['discharged']} debt(s)" if receipt["discharged"] else "")
+    asking = " asking each for a reply" if ask_each else " asking for a reply" if receipt["ask"] else ""
+    settled = f"; {'declined' if decline else 'discharged'} {receipt['discharged']} debt(s)" if receipt["discharged"] else ""
+    extras = asking + settled
     click.echo(f"sent {receipt['ref']} to {receipt['delivered']} agent(s){to_text}{extras}")
 
 

@@ -7,6 +7,7 @@ import click
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, handles_errors, home_option, json_option, print_json,
                                print_table)
+from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
 from agorad.surface.paths import Home, drive_file, listen_file
 from pathlib import Path
@@ -38,7 +39,9 @@ def status(home, as_json):
         print_json(info)
         return
     counts = info["counts"]
-    click.echo(f"hub: running, pid {info['pid']}, version {info['hub_version']}, up {_span(info['uptime'])}")
+    click.echo(f"hub: running, pid {info['pid']}, version {info['hub_version']}, up {format_span(info['uptime'])}")
+    if info["paused"]:
+        _print_paused(info["paused"])
     click.echo(f"home: {info['home']}")
     click.echo(f"database: {_bytes(info['db_bytes'])}; {counts['agents']} agents registered, "
                f"{counts['listed']} listed, {counts['kb']} KB entries")
@@ -50,6 +53,16 @@ def status(home, as_json):
                        str(a["owed"])]
                 for row, a in zip(agent_rows(info["agents"], info["now"]), info["agents"])]
         print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "HOOK", "UNREAD", "OWED"])
+
+
+def _print_paused(paused: dict) -> None:
+    """The pause at a glance: since when (the hub's clock), how long, why, the operator's seats."""
+    import time
+
+    since = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(paused["since"]))
+    why = f": {paused['reason']}" if paused["reason"] else ""
+    seats = f"; operator seats: {', '.join(paused['operator_seats'])}" if paused["operator_seats"] else ""
+    click.echo(f"PAUSED since {since} ({format_span(paused['paused_for'])}){why}{seats}; `agora resume` to go on")
 
 
 def _seat_state(pidfile: Path, live_word: str) -> str | None:
@@ -103,12 +116,6 @@ def _hook_shown(hook: dict | None) -> str:
 
 def _shown(state: str | None) -> str:
     return "-" if state is None else "STALE" if state == "stale" else state
-
-
-def _span(seconds: float) -> str:
-    seconds = int(seconds)
-    hours, rest = divmod(seconds, 3600)
-    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"
 
 
 def _bytes(size: int) -> str:

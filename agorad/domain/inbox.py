@@ -1,7 +1,8 @@
 """The inbox: what an agent has not handled yet, read through its per-channel cursors.
 
-`check` lists headlines (owed block first), `digest` summarises per channel
-cheaply enough for the top of every turn, `ack` moves the cursor. Only the
+`check` is a seat's reception pass: the charters it has not read yet (`charter`), then its
+owed block, then the open phases of its channels, then unread headlines by channel. `digest`
+summarises per channel cheaply enough for the top of every turn, `ack` moves the cursor. Only the
 ack cursor says "handled": reading never acks, and an ack never discharges a debt.
 """
 
@@ -10,7 +11,9 @@ from __future__ import annotations
 import apsw
 
 from agorad.domain import channels
+from agorad.domain import charters
 from agorad.domain import obligations
+from agorad.domain import phases
 from agorad.domain.policy import Actor
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
@@ -19,6 +22,7 @@ from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
+from agorad.surface.vocab import HUB_SENDER, REMINDER_FLAG
 
 DIGEST_SCAN = 50  # newest unread per channel the digest looks at for senders and titles
 DIGEST_TITLES = 3
@@ -27,8 +31,10 @@ DIGEST_DEBTS = 20  # one screen: the oldest debts each way, and their totals
 
 def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.INBOX_LIMIT,
           important: bool = False) -> dict:
-    """Debts owed, then unread headlines by channel; `important`: only headlines flagged to-me, dm or open
-    (the stop-hook backstop's question), so a busy channel's chatter cannot crowd them out of `limit`."""
+    """Unread charters, debts owed, open phases, then unread headlines by channel; `important`: only
+    headlines flagged to-me, dm or open (the stop-hook backstop's question), so a busy channel's chatter
+    cannot crowd them out of `limit`. Charters and phases are read from small tables by index (their
+    store functions say how): this runs at every arm, turn end and wake."""
     owed = obligations.i_owe(db, actor, now)
     open_refs = {debt["ref"] for debt in owed}
     owed_total, owed = len(owed), owed[:limit]  # the oldest first; the count says how many in all
@@ -49,7 +55,9 @@ def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.I
             "channel": channel["channel"], "unread": channel["unread"],
             "messages": [_headline(channel, h, to_me, open_refs) for h in headlines],
         })
-    return {"charter": None, "owed": owed, "owed_total": owed_total, "channels": listed, "unread": total}
+    open_phases = phases.open_for(db, actor)
+    return {"charter": charters.unread(db, actor), "owed": owed, "owed_total": owed_total,
+            "phases": open_phases[:limit], "phases_total": len(open_phases), "channels": listed, "unread": total}
 
 
 def _addressed(db, agent_pk: int, message_pks: list[int]) -> set[int]:
@@ -66,6 +74,7 @@ def _headline(channel: dict, message: dict, to_me: set[int], open_refs: set[str]
         ("to-me", message["pk"] in to_me or channel["kind"] == "dm"),
         ("dm", channel["kind"] == "dm"),
         ("open", ref in open_refs),
+        (REMINDER_FLAG, message["ask"] and message["sender"] == HUB_SENDER),  # the hub asks only in reminders
     ) if on]
     return {"ref": ref, "seq": message["seq"], "sender": message["sender"], "title": message["title"],
             "flags": flags, "ask": bool(message["ask"]), "urgency": message["urgency"], "created_at": message["created_at"]}
@@ -86,7 +95,8 @@ def digest(db: apsw.Connection, actor: Actor, now: float) -> dict:
                        for m in newest[:DIGEST_TITLES]],
         })
     return {
-        "charter": None, "i_owe": owed["i_owe"][:DIGEST_DEBTS], "i_owe_total": len(owed["i_owe"]),
+        "charter": charters.unread(db, actor), "phases": phases.open_for(db, actor),
+        "i_owe": owed["i_owe"][:DIGEST_DEBTS], "i_owe_total": len(owed["i_owe"]),
         "owed_to_me": owed["owed_to_me"][:DIGEST_DEBTS], "owed_to_me_total": len(owed["owed_to_me"]),
         "channels": summary, "unread": total,
     }

@@ -5,10 +5,10 @@ from __future__ import annotations
 import apsw
 
 from agorad.domain.policy import Actor, require, require_kb_write
-from agorad.domain.text import check_line
+from agorad.domain.text import check_line, check_sized
 from agorad.store import kb as sql
 from agorad.store import write
-from agorad.surface.errors import InvalidParams, NotFound, TooLarge
+from agorad.surface.errors import InvalidParams, NotFound
 from agorad.surface.protocol import MAX_KB_KEY, MAX_KB_VALUE
 
 MAX_LIST = 1000
@@ -31,14 +31,7 @@ def get(db: apsw.Connection, actor: Actor, key) -> dict:
 
 def put(db: apsw.Connection, actor: Actor, now: float, key, value) -> dict:
     key = _key(key)
-    if not isinstance(value, str):
-        raise InvalidParams("value must be a string", field="value")
-    try:
-        size = len(value.encode("utf-8"))
-    except UnicodeEncodeError:
-        raise InvalidParams("value is not valid Unicode (it holds a lone surrogate)", field="value") from None
-    if size > MAX_KB_VALUE:
-        raise TooLarge(f"value is {size} bytes; the limit is {MAX_KB_VALUE}", field="value", limit=MAX_KB_VALUE)
+    check_sized(value, "value", MAX_KB_VALUE)
     require_kb_write(actor, key)
     with write(db):
         sql.put(db, key, value, actor.name, now)

@@ -17,7 +17,7 @@ from agorad.domain import channels
 from agorad.domain import obligations
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
-from agorad.surface.fence import fenced
+from agorad.surface.fence import fenced, one_line
 from agorad.domain.policy import Actor
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
@@ -27,7 +27,7 @@ from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
 from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
-from agorad.surface.vocab import NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
+from agorad.surface.vocab import ASK_ANY, ASK_EACH, DEFAULT_URGENCY, HUB_SENDER, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
 MAX_TITLE = 200
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
@@ -42,6 +42,8 @@ class Draft:
     ask: bool = False
     reply_to: str | None = None
     urgency: str = "normal"
+    ask_each: bool = False  # an ask whose every addressee owes its own reply (implies ask)
+    decline: bool = False   # a reply that declines the ask it answers
 
 
 def check_draft(draft: Draft, max_body: int) -> None:
@@ -63,6 +65,10 @@ def check_draft(draft: Draft, max_body: int) -> None:
         raise InvalidParams(f"urgency must be one of {', '.join(URGENCIES)}", field="urgency")
     if not all(isinstance(a, str) for a in draft.to):
         raise InvalidParams("to must be a list of agent ids", field="to")
+    if draft.decline and (draft.ask or draft.ask_each):
+        raise InvalidParams("a decline settles an ask; it cannot ask for a reply itself", field="decline")
+    if draft.decline and draft.reply_to is None:
+        raise InvalidParams("a decline answers an ask: give reply_to, the ask's ref", field="decline")
 
 
 def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) -> tuple[dict, list[dict]]:
@@ -89,6 +95,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         if draft.ask and not addressees:
             raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
         original = _original(db, actor, draft.reply_to)
+        if draft.decline:
+            obligations.check_decline(db, original, actor)
         if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
             addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
         seq = channels_sql.take_seq(db, channel)
@@ -102,8 +110,10 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         if channel["kind"] != "dm":  # a DM's addressee is the other party, implied (0003_lean_send.sql)
             sql.add_addressees(db, message["pk"], addressees)
         if draft.ask:
-            obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule)
-        discharged = obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now) if original else 0
+            obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule,
+                                   ASK_EACH if draft.ask_each else ASK_ANY)
+        discharged = (obligations.discharge_by_reply(db, original, actor.agent_pk, message["pk"], now, draft.decline)
+                      if original else 0)
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
         # Everyone not addressed shares one flags set: a post to a big channel builds one, not one a member.
@@ -119,6 +129,21 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         "ask": draft.ask, "discharged": discharged, "redirected": redirects,
     }
     return receipt, events
+
+
+def post_as_hub(db: apsw.Connection, channel: dict, title: str, body: str, addressee_pks, now: float,
+                ask: bool = False) -> dict:
+    """Store a message the hub itself writes (a cadence reminder, a pause announcement), addressed to
+    `addressee_pks`: its sender is HUB_SENDER with no sender agent, an id no agent can hold, so it can
+    never pass for an agent's. Returns the stored message; its debts and deliveries are the caller's."""
+    message = {"channel_pk": channel["pk"], "seq": channels_sql.take_seq(db, channel), "sender_pk": None,
+               "sender": HUB_SENDER, "title": one_line(title, MAX_TITLE), "body": body, "ask": int(ask),
+               "reply_to": None, "urgency": DEFAULT_URGENCY, "created_at": now}
+    message["pk"] = sql.insert(db, message)
+    message["channel"] = channel["name"]
+    if channel["kind"] != "dm":  # a DM's addressee is implied (0003_lean_send.sql)
+        sql.add_addressees(db, message["pk"], list(addressee_pks))
+    return message
 
 
 def _plain(draft: Draft) -> bool:
@@ -212,9 +237,20 @@ def read(db: apsw.Connection, actor: Actor, ref) -> dict:
         "urgency": message["urgency"], "created_at": message["created_at"],
         "reply_to_ref": f"{original['channel']}#{original['seq']}" if original else None,
         "to": sorted(_ids(db, sql.addressee_pks(db, message["pk"]))),
+        "ask_rule": debts_sql.rule_of(db, message["pk"]) if message["ask"] else None,
+        "declines": _declines(db, message, original),
     }
     shown["fenced"] = fenced(shown)
     return shown
+
+
+def _declines(db, message: dict, original: dict | None) -> str | None:
+    """The ref of the ask `message` declined, or None when it is no decline."""
+    if original is None or message["sender_pk"] is None:
+        return None
+    debt = debts_sql.debt_of(db, original["pk"], message["sender_pk"])
+    declined = debt is not None and debt["declined"] and debt["discharged_by"] == message["pk"]
+    return f"{original['channel']}#{original['seq']}" if declined else None
 
 
 def _ids(db, pks) -> list[str]:

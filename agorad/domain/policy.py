@@ -21,6 +21,17 @@ CAPABILITIES = {
         "registry administration (register, change, rename or delete an agent) is reserved to the "
         "local operator; no liveness mode may do it",
     ),
+    "steward.report": (
+        (),
+        "the steward's report on stale claims, seats and debts is for the local operator's judgment; "
+        "no liveness mode may read it",
+    ),
+    "hub.pause": ((), "only the local operator pauses or resumes the hub; no liveness mode may do it"),
+    "charter.write": (
+        (),
+        "charters (the hub's and every channel's) are set only by the local operator: they are the rules "
+        "the seats they bind read first, so no seat may write them for its peers",
+    ),
 }
 
 

@@ -30,7 +30,7 @@ from agorad.surface.paths import Home
 from agorad.surface.protocol import (
     MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
 )
-from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES
+from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES
 
 if TYPE_CHECKING:
     from agorad.runtime.liveness import Liveness
@@ -59,11 +59,19 @@ def resolve(db: apsw.Connection, agent_id, field: str = "agent") -> tuple[dict, 
     raise NotFound(f"no agent named {agent_id!r} is registered (see `agora agents`)", field=field)
 
 
+def _check_new_id(agent_id, field: str) -> None:
+    """An id an agent may take: valid, and not the one the hub signs its own messages with."""
+    check_agent_id(agent_id, field)
+    if agent_id == HUB_SENDER:
+        raise Conflict(f"the id {HUB_SENDER!r} is the hub's own (it signs the reminders and announcements the hub posts); "
+                       "choose another", field=field)
+
+
 def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interval: float | None, meta: dict,
         ttl: float = settings.EPHEMERAL_TTL) -> tuple[dict, str]:
     """Register an agent; return its view and its key (the only time the key is shown).
     `interval` None: the operator sets none, so the agent's declaration or the default applies."""
-    check_agent_id(agent_id)
+    _check_new_id(agent_id, "agent")
     meta_text = _meta_text(meta)
     interval_s, source = intervals.effective(interval, None)
     key = keys.new_key()
@@ -231,7 +239,7 @@ def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dic
     Returns the receipt and the agent's pk. Files named after the agent (key,
     notify, seat files) are the caller's to move once this is committed.
     """
-    check_agent_id(new_id, "new")
+    _check_new_id(new_id, "new")
     reason = check_line(reason, "reason", MAX_REASON)
     if not reason.strip():
         raise InvalidParams("a rename needs a reason (it is shown to everyone the alias redirects)", field="reason")

@@ -1,4 +1,5 @@
-"""Checks for short human text fields (tasks, reasons, titles) that end up in tables and logs."""
+"""Checks for human text fields: short ones (tasks, reasons, titles) that end up in tables and logs,
+and sized ones (KB values, charters) measured in UTF-8 bytes."""
 
 from __future__ import annotations
 
@@ -24,4 +25,18 @@ def check_line(value, field: str, limit: int, *, optional: bool = False) -> str 
             f"{field} must be one line of printable text (no newlines, control or format characters)",
             field=field,
         )
+    return value
+
+
+def check_sized(value, field: str, limit: int, hint: str = "") -> str:
+    """Return `value` if it is a string of valid Unicode within `limit` bytes of UTF-8; `hint` says how
+    the limit is changed."""
+    if not isinstance(value, str):
+        raise InvalidParams(f"{field} must be a string", field=field)
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidParams(f"{field} is not valid Unicode (it holds a lone surrogate)", field=field) from None
+    if size > limit:
+        raise TooLarge(f"{field} is {size} bytes; the limit is {limit}{hint}", field=field, limit=limit)
     return value

@@ -18,6 +18,7 @@ import stat
 import apsw
 
 from agorad import __version__
+from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.runtime import homelock
 from agorad.runtime.checkpoint import Checkpointer
@@ -150,12 +151,13 @@ def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
 
 
 async def _sweep_forever(hub: HubState) -> None:
-    """A sweep every --sweep-interval; in between, each escalation as it falls due."""
+    """A sweep every --sweep-interval; in between, each escalation and cadence reminder as it falls due."""
     loop = asyncio.get_running_loop()
     while True:
         swept = _guarded(hub.sweep, "sweep-failed")
-        if swept and (swept["dormant"] or swept["expired"] or swept["escalated"]):
-            log("swept", dormant=swept["dormant"], expired=swept["expired"], escalated=swept["escalated"])
+        if swept and (swept["dormant"] or swept["expired"] or swept["escalated"] or swept["reminded"]):
+            log("swept", dormant=swept["dormant"], expired=swept["expired"], escalated=swept["escalated"],
+                reminded=swept["reminded"])
         deadline = loop.time() + hub.sweep_interval
         while swept is not None and await _escalation_due_before(hub, deadline):
             if _guarded(hub.escalate, "escalation-failed") is None:
@@ -172,14 +174,17 @@ def _guarded(step, failure: str):
 
 
 async def _escalation_due_before(hub: HubState, deadline: float) -> bool:
-    """Wait until the soonest escalation after the last pass falls due (True), or the deadline
-    passes (False). A committed ask (hub.debts_opened) makes the wait look again."""
+    """Wait until the soonest escalation or cadence reminder after the last pass falls due (True),
+    or the deadline passes (False). A committed ask, a pause or a resume (hub.debts_opened) makes
+    the wait look again."""
     loop = asyncio.get_running_loop()
     while True:
         hub.debts_opened.clear()
         left = deadline - loop.time()
-        try:
-            due_in = obligations.escalation_due_in(hub.db, hub.escalated_upto, hub.clock.now())
+        try:  # a paused hub escalates and reminds nothing: only its resume (which sets debts_opened) makes it look again
+            now = hub.clock.now()
+            due_in = None if hub.pause else _soonest(obligations.escalation_due_in(hub.db, hub.escalated_upto, now),
+                                                     cadence.reminder_due_in(hub.db, hub.reminded_upto, now))
         except apsw.Error as exc:  # cannot read the debts: the interval still holds
             log("sweep-schedule-failed", error=type(exc).__name__, detail=str(exc)[:200])
             due_in = None
@@ -190,6 +195,11 @@ async def _escalation_due_before(hub: HubState, deadline: float) -> bool:
             await asyncio.wait_for(hub.debts_opened.wait(), timeout=max(0.0, left))
         except TimeoutError:
             return False
+
+
+def _soonest(*delays: float | None) -> float | None:
+    known = [delay for delay in delays if delay is not None]
+    return min(known) if known else None
 
 
 def _remove_if_ours(home: Home) -> None:

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 
 import apsw
 
+from agorad.domain import cadence
 from agorad.domain import obligations
+from agorad.domain import pause as pausing
 from agorad.domain import registry
 from agorad.runtime import faults
 from agorad.runtime.batch import Batch
@@ -50,14 +52,19 @@ class HubState:
     started_at: float = 0.0
     last_sweep: dict = field(default_factory=dict)
     escalated_upto: float = 0.0  # the clock time the last escalation pass (sweep or not) ran at
+    reminded_upto: float = 0.0   # ... and the last cadence reminder pass
     notifier: Notifier = field(init=False)
     batch: Batch = field(init=False)
     liveness: Liveness = field(init=False)
     subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
     sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
     debts_opened: asyncio.Event = field(default_factory=asyncio.Event)  # an ask committed: the sweeper looks again
+    # The open pause (domain/pause.py), or None: read on every agent call, so kept here in step with
+    # the database (loaded at start, set by hub.pause and hub.resume, read again if their batch is lost).
+    pause: pausing.Pause | None = field(init=False, default=None)
 
     def __post_init__(self):
+        self.pause = pausing.current(self.db)
         self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())
         self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
         notify_dir = self.settings.notify_dir
@@ -91,6 +98,16 @@ class HubState:
                     connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(event)}))
         faults.point("after-notify")
 
+    def set_pause(self, paused: pausing.Pause | None) -> None:
+        """The pause state changed in the open batch: it holds for the calls after this one at once;
+        if the batch is not stored, the state is read back from the database."""
+        self.pause = paused
+        self.batch.when_settled(lambda stored: stored or self._reload_pause())
+        self.debts_opened.set()  # the sweeper's escalation wait looks again (none while paused)
+
+    def _reload_pause(self) -> None:
+        self.pause = pausing.current(self.db)
+
     def agent_renamed(self, pk: int, old_id: str, new_id: str) -> None:
         """After a committed rename: live connections act under the new id; files follow it."""
         for connection in self.sessions.get(pk, ()):
@@ -113,33 +130,49 @@ class HubState:
               lambda: seat_files.remove(self.home, agent_id))
 
     def sweep(self) -> dict:
-        """Periodic work: registry transitions, due escalations, notify catch-up, watermarks."""
+        """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""
         now = self.clock.now()
         self.batch.join()  # in the batch, so it reads the waiting liveness stamps
         self.liveness.forget_all()  # the sweep may turn agents dormant or expired
         with write(self.db):
             counts = registry.sweep(self.db, now, self.ephemeral_ttl)
-            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            events = self._escalations(now)
+            reminders = self.remind_due(now)
             marks = self.notifier.unstored()
             messages_sql.set_notified_upto(self.db, marks)
         self.after_commit(lambda: self.notifier.stored.update(marks))
-        self.publish(events)
+        self.publish(events + reminders)
         # Catch-up reads the database: only committed deliveries may reach a file.
         self.after_commit(lambda: self.notifier.catch_up_all(self.db))
-        self.escalated_upto = now
-        self.last_sweep = {"at": now, **counts, "escalated": len(events)}
+        self.escalated_upto = self.reminded_upto = now
+        self.last_sweep = {"at": now, **counts, "escalated": len(events), "reminded": len(reminders)}
         return self.last_sweep
 
     def escalate(self) -> int:
-        """Only the escalations that are due: what the sweeper runs between sweeps when a step
-        falls due (no registry transitions, so what liveness knows stays known)."""
+        """Only the escalations and reminders that are due: what the sweeper runs between sweeps when
+        one falls due (no registry transitions, so what liveness knows stays known)."""
         now = self.clock.now()
         self.batch.join()  # reads the waiting liveness stamps: a debtor's presence decides
         with write(self.db):
-            events = obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
+            events = self._escalations(now)
+            events += self.remind_due(now)
         self.publish(events)
-        self.escalated_upto = now
+        self.escalated_upto = self.reminded_upto = now
         return len(events)
+
+    def remind_due(self, now: float) -> list[dict]:
+        """The cadence reminder pass, inside the caller's transaction; its deliveries, to publish.
+        A paused hub posts none; its resume moves the pending ones on by the time paused
+        (pause.on_resume -> cadence.shift)."""
+        if self.pause is not None:
+            return []
+        return cadence.remind_due(self.db, now, self.ephemeral_ttl)
+
+    def _escalations(self, now: float) -> list[dict]:
+        """The due escalations, none while the hub is paused (its obligation clocks stand still)."""
+        if self.pause is not None:
+            return []
+        return obligations.escalate_due(self.db, now, self.ephemeral_ttl, self.settings.escalation)
 
 
 

@@ -33,3 +33,10 @@ def format_duration(seconds: float) -> str:
         if seconds % size == 0 and seconds >= size:
             return f"{seconds // size}{suffix}"
     return f"{seconds}s"
+
+
+def format_span(seconds: float) -> str:
+    """A time span for people, to the minute above an hour: `2m05s`, `3h07m`."""
+    seconds = int(max(0, seconds))
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours}h{rest // 60:02d}m" if hours else f"{rest // 60}m{rest % 60:02d}s"

@@ -17,6 +17,16 @@ ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifi
 LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
 DB_CACHE_MIB = 32                # the hub connection's page cache: a post dirties a page per member (ARCHITECTURE.md)
 
+# --- claims (agora claim) and the steward (agora steward) ----------------------------------
+CADENCE_FLOOR_MINUTES = 30       # --cadence: the shortest check-in cadence a claim may declare ...
+CADENCE_MAX_MINUTES = 525600     # ... and the longest (a year)
+# A due cadence reminds its owner a fixed share of the cadence late, at most this fraction, derived
+# from the claim's id: claims opened together (a fleet's) fall due spread out, never in one herd.
+CADENCE_JITTER = 0.2
+CLAIMS_LIMIT = 200               # claims.list: at most this many rows
+CLAIM_RECEIPTS_SHOWN = 20        # claims.show: the newest receipts it returns (the count says how many in all)
+STEWARD_CADENCES = 2             # --cadences: a claim with no receipt for this many cadences is stale
+
 # --- agents (agora agent add) --------------------------------------------------------------
 AGENT_INTERVAL = 1800.0          # --interval: what an agent is expected to heartbeat within, unless the
                                  # operator or the agent says otherwise; an async one turns dormant after twice this
@@ -73,7 +83,11 @@ DRIVE_GRACE = 10.0               # SIGTERM to the turn's process group, then thi
 # grandchildren holding the pipe once made a 3,600 s cap last 5,069 s in this field.
 DRIVE_PIPE_GRACE = 2.0
 DRIVE_BUDGET = 12                # --budget: reception turns per hour
-DRIVE_CHUNK_BUDGET = 12          # claim work chunks per hour: a separate budget, so reception is never starved
+DRIVE_CHUNK_BUDGET = 12          # --chunk-budget: claim work chunks per hour, a separate budget so reception
+                                 # is never starved (0: the driver never works on claims by itself)
+DRIVE_CHUNK_ARM = 20.0           # seconds armed between two chunks: mail that lands meanwhile preempts the next
+DRIVE_CLAIMS_SEEN = 50           # open claims a driver's sweep lists (the oldest first: the next chunk's)
+DRIVE_CHUNK_IDLE = 3             # chunks in a row without a receipt on one claim version park its chain
 DRIVE_BACKOFF_FIRST = 60.0       # a turn that never reached the hub holds its wake this long ...
 DRIVE_BACKOFF_CAP = 900.0        # ... doubling on each failure in a row up to this
 DRIVE_ROTATE_TURNS = 20          # --rotate-after: a new harness session after this many turns
@@ -87,6 +101,7 @@ DRIVE_STDERR_TAIL = 4096         # bytes of a turn's stderr kept for its failure
 
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
+DECLINED_SHOWN = 20              # owed.list: the newest declines of the caller's asks it lists
 
 # --- the MCP server (agora mcp) ------------------------------------------------------------
 # wait_for_messages must answer before the harness gives up on the tool call, or the model sees a

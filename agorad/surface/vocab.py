@@ -27,13 +27,40 @@ NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits
 URGENCIES = ("normal", NEXT_TURN)
 DEFAULT_URGENCY = "normal"
 
+# How an ask with several addressees is discharged (agora-send(1)), stored with each of its debts:
+# `any`, the first reply from any addressee discharges it for all (--ask); `each`, every addressee
+# owes its own reply (--ask-each). A decline (--decline) always settles only the decliner's debt.
+ASK_ANY, ASK_EACH = "any", "each"
+ASK_RULES = (ASK_ANY, ASK_EACH)
+
+# A phase's stage (agora-phase(1)): where a `phase:<track>` row of a channel stands. Every stage but
+# the last is open, and open phases lead a seat's inbox check right after its owed block.
+PHASE_STAGES = ("propose", "open", "work", "gate", "complete")
+PHASE_CLOSED = "complete"
+
 # A delivery's flags, in the order a notify line shows them: addressed to the seat, a DM, an
-# open ask, escalated, and sent with urgency next_turn (which never rings).
+# open ask, escalated, a claim's cadence reminder (agora-claim(1)), and sent with urgency
+# next_turn (which never rings).
 NEXT_TURN_FLAG = "next-turn"
-FLAGS = ("to-me", "dm", "open", "escalated", NEXT_TURN_FLAG)
+REMINDER_FLAG = "reminder"
+FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG, NEXT_TURN_FLAG)
 # The flags a wake line can carry, and what `agora listen --important-only` rings for.
-WAKE_FLAGS = ("to-me", "dm", "open", "escalated")
+WAKE_FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG)
 IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
+
+# The sender of what the hub itself posts (a claim's cadence reminder, the pause and resume
+# announcements): stored with no sender agent (sender_pk NULL), and an id no agent may be
+# registered or renamed to.
+HUB_SENDER = "agora-hub"
+
+# A claim's state (agora-claim(1)): worked on, set aside, finished. Only an open claim's cadence rings.
+CLAIM_OPEN, CLAIM_PARKED, CLAIM_DONE = "open", "parked", "done"
+CLAIM_STATES = (CLAIM_OPEN, CLAIM_PARKED, CLAIM_DONE)
+# The word that removes a claim's cadence or link in claims.update (`--cadence none` on the CLI).
+CLAIM_UNSET = "none"
+# Why the steward lists an open claim (agora-steward(1)): its owner is dormant, or expired (an
+# ephemeral seat past its TTL), or it has had no receipt for the report's number of cadences.
+STEWARD_REASONS = ("owner-dormant", "owner-expired", "no-receipt")
 
 # Why `agora listen` ended: the `ended reason=` word of its tombstone (agora-listen(1)).
 ENDED_REASONS = (

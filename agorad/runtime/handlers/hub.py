@@ -1,4 +1,4 @@
-"""hub.*: hello, status, sweep; and clock.advance on test hubs."""
+"""hub.*: hello, status, sweep, pause and resume; and clock.advance on test hubs."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import os
 
 from agorad import __version__
 from agorad.domain import intervals, registry
+from agorad.domain import pause as pausing
 from agorad.domain.policy import Actor, require
 from agorad.runtime.handlers import Call
 from agorad.store import agents as agents_sql
@@ -54,7 +55,32 @@ def status(call: Call) -> dict:
         "ephemeral_ttl": hub.ephemeral_ttl, "sweep_interval": hub.sweep_interval, "last_sweep": hub.last_sweep,
         "liveness_flush": hub.settings.liveness_flush,
         "notify_dir": str(hub.notifier.directory) if hub.notifier.enabled else None,
+        "paused": pausing.shown(hub.db, hub.pause, call.now),
     }
+
+
+def pause(call: Call) -> dict:
+    reason = call.params.get("reason", str, "")
+    seats = call.params.get("operator_seats", list, [])
+    call.finish()
+    require(call.actor, "hub.pause")
+    if not all(isinstance(seat, str) for seat in seats):
+        raise InvalidParams("operator_seats must be a list of agent ids", field="operator_seats")
+    hub = call.hub
+    paused, events = pausing.pause(hub.db, call.now, reason, seats)
+    hub.set_pause(paused)
+    hub.publish(events)
+    return {"paused": pausing.shown(hub.db, paused, call.now), "announced": len(events)}
+
+
+def resume(call: Call) -> dict:
+    call.finish()
+    require(call.actor, "hub.pause")
+    hub = call.hub
+    resumed, events = pausing.resume(hub.db, call.now)
+    hub.set_pause(None)
+    hub.publish(events)
+    return {**resumed, "announced": len(events)}
 
 
 def sweep(call: Call) -> dict:

@@ -6,6 +6,7 @@ from agorad.domain import channels
 from agorad.domain import inbox
 from agorad.domain import messages
 from agorad.domain import obligations
+from agorad.domain import pause as pausing
 from agorad.runtime.handlers import Call
 from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
@@ -13,10 +14,11 @@ from agorad.surface.errors import InvalidParams
 
 def send(call: Call) -> dict:
     p = call.params
+    ask_each = p.get("ask_each", bool, False)
     draft = messages.Draft(
         target=p.get("target", str), title=p.get("title", str), body=p.get("body", str, ""),
-        to=p.get("to", list, []), ask=p.get("ask", bool, False), reply_to=p.get("reply_to", str, None),
-        urgency=p.get("urgency", str, "normal"),
+        to=p.get("to", list, []), ask=p.get("ask", bool, False) or ask_each, reply_to=p.get("reply_to", str, None),
+        urgency=p.get("urgency", str, "normal"), ask_each=ask_each, decline=p.get("decline", bool, False),
     )
     call.finish()
     messages.check_draft(draft, call.hub.settings.max_body)
@@ -40,7 +42,9 @@ def check(call: Call) -> dict:
     if not 1 <= limit <= 1000:
         raise InvalidParams("limit must be from 1 to 1000", field="limit")
     now = call.now
-    return {**inbox.check(call.db, call.actor, now, limit, important), "now": now}
+    # The pause rides every check: a hook or a driver learns it from the call it makes anyway.
+    return {**inbox.check(call.db, call.actor, now, limit, important), "now": now,
+            "paused": pausing.shown(call.db, call.hub.pause, now)}
 
 
 def digest(call: Call) -> dict:
@@ -59,7 +63,8 @@ def ack(call: Call) -> dict:
 def owed(call: Call) -> dict:
     call.finish()
     now = call.now
-    return {**obligations.owed(call.db, call.actor, now), "now": now}
+    return {**obligations.owed(call.db, call.actor, now),
+            "declined_to_me": obligations.declined_to_me(call.db, call.actor, now), "now": now}
 
 
 def subscribe(call: Call) -> dict:

@@ -1,0 +1,135 @@
+"""SQL for claims, their receipts, and the cadence reminders the hub posts for them."""
+
+from __future__ import annotations
+
+import apsw
+
+from agorad.store.connection import one, rows
+
+# A claim as every read shows it: its channel's and owner's current names, and whether the
+# reminder it was last given still stands (its debt is open).
+_CLAIM = ("k.pk, k.channel_pk, c.name AS channel, c.kind AS channel_kind, k.owner_pk, a.id AS owner, k.title, "
+          "k.state, k.cadence_minutes, k.version, k.link_pk, k.created_at, k.updated_at, k.quiet_since, "
+          "k.last_receipt_at, k.remind_at, k.reminder_pk, "
+          "(SELECT COUNT(*) FROM claim_receipts r WHERE r.claim_pk = k.pk) AS receipts, "
+          "(SELECT c2.name || '#' || m.seq FROM debts d JOIN messages m ON m.pk = d.message_pk "
+          " JOIN channels c2 ON c2.pk = m.channel_pk "
+          " WHERE d.message_pk = k.reminder_pk AND d.debtor_pk = k.owner_pk AND d.discharged_at IS NULL) AS reminder")
+_JOINS = "FROM claims k JOIN channels c ON c.pk = k.channel_pk JOIN agents a ON a.pk = k.owner_pk"
+
+# Fields claims.update may change, each a column of the same name.
+CHANGEABLE = ("title", "state", "cadence_minutes", "link_pk", "quiet_since", "remind_at")
+
+
+def insert(db: apsw.Connection, channel_pk: int, owner_pk: int, title: str, cadence_minutes: int | None,
+           link_pk: int | None, now: float) -> int:
+    db.execute("INSERT INTO claims (channel_pk, owner_pk, title, cadence_minutes, link_pk, created_at, updated_at, "
+               "quiet_since) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+               (channel_pk, owner_pk, title, cadence_minutes, link_pk, now, now, now))
+    return db.last_insert_rowid()
+
+
+def by_pk(db: apsw.Connection, pk: int) -> dict | None:
+    return one(db.execute(f"SELECT {_CLAIM} {_JOINS} WHERE k.pk = ?", (pk,)))
+
+
+def listing(db: apsw.Connection, member_pk: int | None, channel_pk: int | None, state: str | None,
+            owner_pk: int | None, limit: int) -> list[dict]:
+    """Claims, oldest first, filtered; `member_pk`: only in channels that agent is a member of."""
+    where, args = [], []
+    for clause, value in (("k.channel_pk = ?", channel_pk), ("k.state = ?", state), ("k.owner_pk = ?", owner_pk),
+                          ("EXISTS (SELECT 1 FROM members mb WHERE mb.channel_pk = k.channel_pk AND mb.agent_pk = ?)",
+                           member_pk)):
+        if value is not None:
+            where.append(clause)
+            args.append(value)
+    condition = f"WHERE {' AND '.join(where)}" if where else ""
+    return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} {condition} ORDER BY k.pk LIMIT ?", (*args, limit)))
+
+
+def update(db: apsw.Connection, pk: int, version: int, changes: dict, now: float) -> bool:
+    """Apply `changes` (columns of CHANGEABLE) and take the next version, if the row is still at
+    `version`; False if it is not."""
+    unknown = set(changes) - set(CHANGEABLE)
+    if unknown:
+        raise ValueError(f"not changeable: {sorted(unknown)}")
+    columns = [f"{name} = ?" for name in changes] + ["updated_at = ?", "version = version + 1"]
+    db.execute(f"UPDATE claims SET {', '.join(columns)} WHERE pk = ? AND version = ?",
+               (*changes.values(), now, pk, version))
+    return db.changes() == 1
+
+
+def add_receipt(db: apsw.Connection, claim_pk: int, text: str, now: float) -> int:
+    """Append a receipt; return its number (1, 2, ... per claim)."""
+    n = db.execute("SELECT COALESCE(MAX(n), 0) + 1 FROM claim_receipts WHERE claim_pk = ?", (claim_pk,)).fetchone()[0]
+    db.execute("INSERT INTO claim_receipts (claim_pk, n, text, created_at) VALUES (?, ?, ?, ?)", (claim_pk, n, text, now))
+    return n
+
+
+def receipts(db: apsw.Connection, claim_pk: int, limit: int) -> list[dict]:
+    """The newest `limit` receipts, oldest of them first."""
+    return list(reversed(rows(db.execute(
+        "SELECT n, text, created_at FROM claim_receipts WHERE claim_pk = ? ORDER BY n DESC LIMIT ?", (claim_pk, limit)))))
+
+
+# --- cadence reminders -----------------------------------------------------------------------
+
+def set_remind_at(db: apsw.Connection, pk: int, remind_at: float | None) -> None:
+    db.execute("UPDATE claims SET remind_at = ? WHERE pk = ?", (remind_at, pk))
+
+
+def set_quiet(db: apsw.Connection, pk: int, quiet_since: float, last_receipt_at: float, remind_at: float | None) -> None:
+    """A receipt: the cadence counts again from `quiet_since`."""
+    db.execute("UPDATE claims SET quiet_since = ?, last_receipt_at = ?, remind_at = ? WHERE pk = ?",
+               (quiet_since, last_receipt_at, remind_at, pk))
+
+
+def due(db: apsw.Connection, now: float) -> list[dict]:
+    """Open claims with a cadence whose reminder time has come, soonest first."""
+    return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} WHERE k.remind_at <= ? AND k.state = 'open' "
+                           "AND k.cadence_minutes IS NOT NULL ORDER BY k.remind_at, k.pk", (now,)))
+
+
+def next_due_after(db: apsw.Connection, after: float) -> float | None:
+    """The soonest reminder time later than `after` (the claims_remind_due index holds it first)."""
+    return db.execute("SELECT MIN(remind_at) FROM claims WHERE remind_at > ?", (after,)).fetchone()[0]
+
+
+def standing_reminder(db: apsw.Connection, channel_pk: int, owner_pk: int) -> int | None:
+    """The claim whose reminder still stands for this owner in this channel, if any."""
+    found = db.execute(
+        "SELECT k.pk FROM claims k JOIN debts d ON d.message_pk = k.reminder_pk AND d.debtor_pk = k.owner_pk "
+        "WHERE k.channel_pk = ? AND k.owner_pk = ? AND d.discharged_at IS NULL LIMIT 1",
+        (channel_pk, owner_pk)).fetchone()
+    return found[0] if found else None
+
+
+def reminded(db: apsw.Connection, pk: int, message_pk: int) -> None:
+    """The claim's one reminder went out: no other until a receipt (or a new cadence) starts the count again."""
+    db.execute("UPDATE claims SET reminder_pk = ?, remind_at = NULL WHERE pk = ?", (message_pk, pk))
+
+
+def discharge_reminder(db: apsw.Connection, claim: dict, now: float) -> int:
+    """Discharge the claim's standing reminder, if one stands; return how many debts that closed."""
+    if claim["reminder_pk"] is None:
+        return 0
+    db.execute("UPDATE debts SET discharged_at = ?, due_at = NULL "
+               "WHERE message_pk = ? AND debtor_pk = ? AND discharged_at IS NULL",
+               (now, claim["reminder_pk"], claim["owner_pk"]))
+    return db.changes()
+
+
+def shift_reminders(db: apsw.Connection, seconds: float) -> int:
+    """Move every pending reminder `seconds` later (a hub resume, by the time it was paused)."""
+    db.execute("UPDATE claims SET remind_at = remind_at + ? WHERE remind_at IS NOT NULL", (seconds,))
+    return db.changes()
+
+
+# --- the steward -----------------------------------------------------------------------------
+
+def open_claims(db: apsw.Connection) -> list[dict]:
+    return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} WHERE k.state = 'open' ORDER BY k.pk"))
+
+
+def open_claim_counts(db: apsw.Connection) -> dict[int, int]:
+    return dict(db.execute("SELECT owner_pk, COUNT(*) FROM claims WHERE state = 'open' GROUP BY owner_pk"))
