@@ -6,7 +6,7 @@ import apsw
 
 from agorad.store.connection import Database, one, rows
 
-# The dormant rule in SQL (registry._effective_status is the same rule for rows already read).
+# The dormant rule in SQL (registry._view is the same rule for rows already read).
 _DUE_DORMANT = "(liveness_mode = 'async' AND COALESCE(last_seen, created_at) + 2 * interval_s < :now)"
 _DUE_EXPIRED = ("(liveness_mode = 'ephemeral' "
                 "AND (expired_at IS NOT NULL OR COALESCE(last_seen, created_at) + :ttl < :now))")
@@ -39,6 +39,16 @@ def alias(db: apsw.Connection, old_id: str) -> dict | None:
 
 def all_agents(db: apsw.Connection) -> list[dict]:
     return rows(db.execute(f"SELECT {_COLUMNS} FROM agents ORDER BY id"))
+
+
+# What registry.view shows of a row, in the order of registry._view's parameters.
+VIEW_COLUMNS = ("id, liveness_mode, interval_s, interval_source, declared_interval_s, status, task, meta, "
+                "created_at, last_seen, expired_at")
+
+
+def view_values(db: apsw.Connection) -> list[tuple]:
+    """Every agent's VIEW_COLUMNS as a tuple, by id: agents.list at 10,000 seats, no dict per row."""
+    return db.execute(f"SELECT {VIEW_COLUMNS} FROM agents ORDER BY id").fetchall()
 
 
 def pks_by_id(db: apsw.Connection) -> dict[str, int]:
