@@ -101,10 +101,8 @@ class Driver:
             lines.say(f"seat {self.options.agent} was renamed to {found.agent}; its files moved with it: run "
                       f"`agora drive --as {found.agent}` (or `agora setup {found.agent}` to rewrite the seat record)")
             return Pass("stopped", "renamed")
-        if found.paused:  # its answers would be refused; the resume's announcement rings the seat
-            return Pass("held", "paused")
-        if not found:
-            return self._settle(self._idle(found, now))
+        if not found:  # paused, what could oblige it is refused; the resume's announcement rings the seat
+            return Pass("held", "paused") if found.paused else self._settle(self._idle(found, now))
         if found.signature == self.state.quarantined:
             return Pass("quarantined", "debt-left")
         if self.state.retry_at is not None and now < self.state.retry_at:

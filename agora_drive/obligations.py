@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agora_drive.chunks import Work
-from agora_listen.inbox_view import Trouble, ask_as_seat, paused_for
+from agora_listen.inbox_view import Trouble, ask_as_seat, channel_of, through_pause
 from agorad.surface import settings
 from agorad.surface.vocab import CLAIM_OPEN, IMPORTANT_FLAGS, NEXT_TURN
 
@@ -53,21 +53,24 @@ def sweep(root: Path, agent: str) -> Obligations:
 
 def from_check(agent: str, result: dict, claims: list[dict] = ()) -> Obligations:
     escalations = {debt["ref"]: debt["escalations"] for debt in result["owed"]}
-    marks, refs = [], []
+    found = []  # (ref, mark)
     for debt in result["owed"]:
         if debt.get("urgency") != NEXT_TURN or debt["escalations"]:
-            marks.append(f"owed:{debt['ref']}@{debt['escalations']}")
-            refs.append(debt["ref"])
+            found.append((debt["ref"], f"owed:{debt['ref']}@{debt['escalations']}"))
     for channel in result["channels"]:
         for message in channel["messages"]:
             waits = message.get("urgency") == NEXT_TURN and not escalations.get(message["ref"])
             if IMPORTANT_FLAGS.intersection(message["flags"]) and not waits:
-                marks.append(f"unread:{message['ref']}")
-                refs.append(message["ref"])
-    if _truncated(result):  # what the listing left out can change unseen: the totals stand for it
+                found.append((message["ref"], f"unread:{message['ref']}"))
+    open_now = through_pause(result)
+    if open_now is not None:  # paused: only what waits in the DMs with the operator's seats can be answered
+        found = [(ref, mark) for ref, mark in found if channel_of(ref) in open_now]
+    marks = [mark for _, mark in found]
+    if open_now is None and _truncated(result):  # what the listing left out can change unseen: the totals stand for it
         marks.append(f"more:{result['owed_total']}:{result['unread']}")
-    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)), tuple(dict.fromkeys(refs)),
-                       paused_for(result, agent), tuple(Work.of(claim) for claim in claims))
+    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)),
+                       tuple(dict.fromkeys(ref for ref, _ in found)), open_now is not None,
+                       tuple(Work.of(claim) for claim in claims))
 
 
 def _truncated(result: dict) -> bool:

@@ -16,6 +16,8 @@ from agorad.surface import settings, wiring
 from agorad.surface.vocab import DRIVEN_TURN_MARK
 
 SHOWN_REFS = 20  # one line of refs; the inbox lists the rest
+PAUSED = ("The operator has paused this hub: only your DMs with the operator's seats can be answered now (the "
+          "refs above); everything else is refused until the resume, so leave it for then.")
 
 
 def reception(obligations: Obligations, home: Path, exe: str) -> str:
@@ -39,6 +41,7 @@ def reception(obligations: Obligations, home: Path, exe: str) -> str:
         "--link claim:N when it belongs with another): the driver goes on with your open claims in work "
         "chunks when nothing else waits.",
         f"5. Ack what you handled (ack_inbox, or `{wiring.shell(wiring.ack_refs(exe, agent, home, ['REF']))}`).",
+        *([PAUSED] if obligations.paused else []),
     ])
 
 

@@ -74,6 +74,7 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
 def _view(agent: str, result: dict) -> View:
     escalations = {debt["ref"]: debt["escalations"] for debt in result["owed"]}
     items, seen = [], set()
+    open_now = through_pause(result)
     for channel in result["channels"]:
         for m in channel["messages"]:
             if m.get("urgency") != NEXT_TURN or escalations.get(m["ref"]):
@@ -82,18 +83,26 @@ def _view(agent: str, result: dict) -> View:
     for debt in result["owed"]:
         if debt["escalations"] and debt["ref"] not in seen:
             items.append(_item(debt["ref"], debt["asker"], ["to-me", "open"], debt["title"], debt["escalations"]))
+    if open_now is not None:  # paused: only what the seat may still answer is asked of it
+        items = [item for item in items if channel_of(item["ref"]) in open_now]
     listed = sum(len(c["messages"]) for c in result["channels"])
     return View(agent, result["now"], result["unread"], result["owed_total"], items,
                 more=listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES,
-                charters=len(result.get("charter") or []), paused=paused_for(result, agent))
+                charters=len(result.get("charter") or []), paused=open_now is not None)
 
 
-def paused_for(result: dict, agent: str) -> bool:
-    """The hub is paused for this seat: what it would be asked to do (answer, claim, post) is refused
-    until the operator resumes, so nothing should spend a turn on it. The operator's own seats
-    (named in the pause) act freely."""
+def through_pause(result: dict) -> frozenset | None:
+    """None while the hub runs for this seat (not paused, or the seat is one of the operator's); else
+    the channels the seat may still answer in, its DMs with the operator's seats: what waits anywhere
+    else would buy a turn whose answers are refused."""
     paused = result.get("paused")
-    return bool(paused) and agent not in paused.get("operator_seats", ())
+    if not paused or paused.get("operator_seat"):
+        return None
+    return frozenset(paused.get("open_dms", ()))
+
+
+def channel_of(ref: str) -> str:
+    return ref.rpartition("#")[0]
 
 
 def _item(ref: str, sender: str, flags: list, title: str, escalations: int) -> dict:

@@ -37,9 +37,13 @@ def _headline(message: dict) -> str:
 
 def paused_line(result: dict) -> str:
     """Hub words only (the operator's reason is read inside the announcement's fence)."""
-    if not result.get("paused"):
+    paused = result.get("paused")
+    if not paused:
         return ""
-    return ("PAUSED: the operator paused the hub; answers, posts and claims are refused until it resumes "
+    if paused["operator_seat"]:
+        return "PAUSED: the operator paused the hub; you are one of its seats and act as ever\n"
+    open_dms = f" (but your DMs with its seats: {', '.join(paused['open_dms'])})" if paused["open_dms"] else ""
+    return (f"PAUSED: the operator paused the hub; answers, posts and claims are refused until it resumes{open_dms} "
             "(reading and acking work)\n")
 
 

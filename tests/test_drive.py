@@ -148,6 +148,18 @@ def test_a_paused_hub_holds_the_wake_and_its_resume_buys_the_turn(hub, pair, pla
     assert drive.step().state == "turn" and owed(pair) == 0 and len(turns()) == 1
 
 
+def test_while_paused_the_driver_answers_only_the_seats_dms_with_the_operators_seats(hub, pair, plan, tmp_path):
+    turns = plan("leave")
+    send(pair[PEER], "commons", "review?", ask=True, to=[SEAT])  # in commons: refused while paused
+    hub.call("hub.pause", operator_seats=[PEER])
+    drive = driver(hub, tmp_path)
+    assert drive.step().reason == "paused" and turns() == []
+    dm = ask(pair)  # the operator's seat asks in their DM: that one can be answered
+    assert drive.step().state == "turn"
+    given = turns()[0]["prompt"]
+    assert dm in given and "commons#" not in given and "only your DMs with the operator's seats" in given
+
+
 def test_the_operators_own_seat_is_driven_while_paused(hub, pair, plan, tmp_path):
     turns = plan("answer")
     ask(pair)
@@ -262,12 +274,20 @@ def test_a_spent_budget_holds_the_wake_until_a_turn_leaves_the_hour(hub, pair, p
     assert drive.step().state == "turn"
 
 
+def _environ(process: psutil.Process) -> dict:
+    try:
+        return process.environ()
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return {}
+
+
 def test_a_hanging_turn_is_killed_as_a_tree_and_counts_as_never_reaching_the_hub(hub, pair, plan, tmp_path):
     plan("hang")
     ask(pair)
     done = driver(hub, tmp_path, turn_limit=1.0, grace=0.3).step()
     assert (done.verdict.status, done.verdict.reason) == ("failed", "timeout")
-    mine = [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(3600)" in " ".join(p.info["cmdline"] or [])]
+    mine = [p for p in psutil.process_iter(["cmdline"]) if "time.sleep(3600)" in " ".join(p.info["cmdline"] or [])
+            and _environ(p).get("DRIVE_RECORD") == str(tmp_path / "turns.jsonl")]  # this test's, not a neighbour's
     assert not [p for p in mine if p.status() != psutil.STATUS_ZOMBIE]
     assert owed(pair) == 1
 

@@ -27,9 +27,13 @@ def _charter_lines(result: dict, as_id: str, now: float) -> None:
 def _paused_line(result: dict) -> None:
     """Above everything: a paused hub refuses what this inbox would have the seat do."""
     paused = result.get("paused")
-    if paused:
+    if paused and paused["operator_seat"]:
+        click.echo(f"PAUSED for {format_span(paused['paused_for'])} by the operator; you are one of its seats and "
+                   "act as ever")
+    elif paused:
+        open_dms = f" (but your DMs with its seats: {', '.join(paused['open_dms'])})" if paused["open_dms"] else ""
         click.echo(f"PAUSED for {format_span(paused['paused_for'])} by the operator: answers, posts and claims are "
-                   "refused until it resumes; reading and acking work")
+                   f"refused until it resumes{open_dms}; reading and acking work")
 
 
 def _phase_lines(phases: list[dict], total: int, now: float) -> None:

@@ -62,6 +62,8 @@ def after_change(db: apsw.Connection, claim: dict, changes: dict, now: float) ->
     if claim["reminder"] is not None:
         return {}
     restart = changes.get("state") == CLAIM_OPEN or claim["cadence_minutes"] is None
+    if not restart and claim["remind_at"] is None and claim["reminder_pk"] is not None:
+        return {}  # its one reminder went out (and was answered): quiet until the next receipt
     since = now if restart else claim["quiet_since"]
     return {"quiet_since": since, "remind_at": remind_at(claim["pk"], minutes, since)}
 
@@ -83,6 +85,8 @@ def remind_due(db: apsw.Connection, now: float, ttl: float) -> list[dict]:
         owner = registry.view(agents_sql.by_pk(db, claim["owner_pk"]), now, ttl)
         if owner["status"] == "dormant" or owner["expired"]:
             continue  # it waits, as escalations do: nobody is there to hear it
+        if channels_sql.membership(db, claim["owner_pk"], claim["channel_pk"]) is None:
+            continue  # the owner left the channel: it could not read the reminder (it waits for a rejoin)
         if sql.standing_reminder(db, claim["channel_pk"], claim["owner_pk"]) is not None:
             continue  # one at a time per (channel, owner); this one waits for that one's discharge
         events += _post(db, claim, now)
@@ -113,7 +117,7 @@ def reminder_due_in(db: apsw.Connection, after: float, now: float) -> float | No
     return None if due is None else max(0.0, due - now)
 
 
-def shift(db: apsw.Connection, seconds: float) -> int:
-    """Move every pending reminder `seconds` later: what a hub resume calls with the time it was
-    paused, so a pause neither rings the reminders that fell due in it nor shortens the next."""
-    return sql.shift_reminders(db, seconds)
+def shift(db: apsw.Connection, paused_at: float, resumed_at: float) -> int:
+    """A hub resume: each open claim's count moves later by the part of the pause it lived through, so
+    a pause neither rings the reminders that fell due in it nor counts as silence (steward.py)."""
+    return sql.shift_reminders(db, paused_at, resumed_at)

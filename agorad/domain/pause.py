@@ -94,7 +94,7 @@ def on_resume(db: apsw.Connection, paused_at: float, resumed_at: float) -> None:
     """Every clock the hub keeps for an obligation moves later by the pause, inside resume's
     transaction. Each clock-keeping concept adds its shift here."""
     debts_sql.freeze(db, paused_at, resumed_at)
-    cadence.shift(db, resumed_at - paused_at)
+    cadence.shift(db, paused_at, resumed_at)
 
 
 def shown(db: apsw.Connection, paused: Pause | None, now: float) -> dict | None:
@@ -106,15 +106,26 @@ def shown(db: apsw.Connection, paused: Pause | None, now: float) -> dict | None:
 
 
 def refusal(paused: Pause, now: float, method: str) -> Paused:
+    # The operator's reason stays in data.pause_reason and in the fenced announcement: a refusal's
+    # message may reach a model as a tool error, so it holds hub words only.
     return Paused(f"the hub is paused (for {format_span(now - paused.since)}, since {_clock(paused.since)}"
-                  f"{_why(paused.reason)}): {method} is refused until the operator resumes it; reads, acks, "
+                  f"): {method} is refused until the operator resumes it; reads, acks, "
                   "heartbeats and DMs with the operator's seats still work",
                   since=paused.since, pause_reason=paused.reason)
 
 
-def allows_send(db: apsw.Connection, paused: Pause, target) -> bool:
-    """A send while paused goes through only as a DM with one of the operator's seats."""
-    if not isinstance(target, str) or not paused.seats:
+def allows_send(db: apsw.Connection, paused: Pause, params: dict) -> bool:
+    """A send while paused goes through only as a DM with one of the operator's seats, and may answer
+    (reply_to, decline) only what was asked in such a DM: the ledger elsewhere stays as it stood."""
+    if not paused.seats or not _with_operator(db, paused, params.get("target")):
+        return False
+    reply_to = params.get("reply_to")
+    return reply_to is None or (isinstance(reply_to, str) and _with_operator(db, paused, reply_to.rpartition("#")[0]))
+
+
+def _with_operator(db: apsw.Connection, paused: Pause, target) -> bool:
+    """`target` (@id or a channel's name) is a DM with one of the operator's seats."""
+    if not isinstance(target, str):
         return False
     if target.startswith("@"):
         try:
@@ -124,6 +135,16 @@ def allows_send(db: apsw.Connection, paused: Pause, target) -> bool:
         return peer["pk"] in paused.seats
     channel = channels_sql.by_name(db, target) or (channels_sql.by_old_name(db, target) if target.startswith("dm:") else None)
     return channel is not None and channel["kind"] == "dm" and bool({channel["dm_low"], channel["dm_high"]} & paused.seats)
+
+
+def for_seat(db: apsw.Connection, paused: Pause | None, agent_pk: int, now: float) -> dict | None:
+    """The pause as a seat's inbox check shows it: whether the seat is one of the operator's (it acts
+    freely), and the DMs it shares with them (all it may still answer in). None while the hub runs."""
+    if paused is None:
+        return None
+    dms = [dm["name"] for dm in (channels_sql.dm_between(db, agent_pk, seat) for seat in sorted(paused.seats)
+                                 if seat != agent_pk) if dm]
+    return {**shown(db, paused, now), "operator_seat": agent_pk in paused.seats, "open_dms": dms}
 
 
 def _announce(db: apsw.Connection, now: float, title: str, body: str) -> list[dict]:

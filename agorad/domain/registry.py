@@ -21,6 +21,7 @@ from agorad.domain.policy import Actor
 from agorad.domain.text import check_line
 from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
+from agorad.store import claims as claims_sql
 from agorad.store import kb as kb_sql
 from agorad.store import write
 from agorad.surface import keys
@@ -315,13 +316,16 @@ def _is_unicode(text: str) -> bool:
     return True
 
 
-def remove(db: apsw.Connection, agent_id) -> tuple[dict, int]:
-    """Delete an agent, its aliases and its KB profile; return the receipt and its pk.
+def remove(db: apsw.Connection, agent_id, now: float) -> tuple[dict, int]:
+    """Delete an agent, its aliases, its KB profile and its claims (with their receipts); return the
+    receipt and its pk. A claim of another agent that linked to one of them loses the link, and that
+    is a change of its declared fields: a new version, so a stale write to it is still a conflict.
 
     Its key and seat files are the caller's to remove once this is committed.
     """
     with write(db):
         row, redirect = resolve(db, agent_id)
+        claims_sql.version_links_to_owner(db, row["pk"], now)
         sql.delete(db, row["pk"])
         kb_sql.delete(db, PROFILE_PREFIX + row["id"])
     return {"removed": row["id"], "redirected": redirect}, row["pk"]

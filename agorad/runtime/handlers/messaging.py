@@ -44,7 +44,7 @@ def check(call: Call) -> dict:
     now = call.now
     # The pause rides every check: a hook or a driver learns it from the call it makes anyway.
     return {**inbox.check(call.db, call.actor, now, limit, important), "now": now,
-            "paused": pausing.shown(call.db, call.hub.pause, now)}
+            "paused": pausing.for_seat(call.db, call.hub.pause, call.actor.agent_pk, now)}
 
 
 def digest(call: Call) -> dict:
