@@ -386,7 +386,7 @@ def _confirm_notify_dir(options: Options, doorbell):
         return None
     if os.path.realpath(answer.notify_dir) != os.path.realpath(options.notify_dir):
         doorbell.close()
-        options.notify_dir = answer.notify_dir
+        options.notify_dir = Path(answer.notify_dir)  # identity.ask gives text (no pathlib in a listener)
         return Doorbell(options.notify_dir, options.agent, options.watcher)
     return doorbell
 

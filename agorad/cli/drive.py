@@ -107,7 +107,7 @@ def _seat(root: Path, as_id: str) -> tuple[str, Path | None, bool]:
     if answer.redirected:
         r = answer.redirected
         click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    return answer.agent, answer.notify_dir, True
+    return answer.agent, Path(answer.notify_dir) if answer.notify_dir else None, True  # the listener's text
 
 
 def _release(root: Path, agent: str) -> None:

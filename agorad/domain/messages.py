@@ -83,7 +83,13 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
     with write(db, savepoint=not plain):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
-        names = channel.get("members") or channels_sql.members(db, channel["pk"])
+        marks = channel.get("marks") if plain else None
+        if channel.get("members"):
+            names = channel["members"]
+        elif plain:  # nothing this send writes before its deliveries moves a member's marks: read them now
+            names, marks = sql.member_marks(db, channel["pk"])
+        else:
+            names = channels_sql.members(db, channel["pk"])
         members = set(names)
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
@@ -110,10 +116,13 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
                       if original else 0)
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
-        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
+        # Everyone not addressed shares one flags set: a post to a big channel builds one, not one a member.
+        bystander = _flags(0, channel, (), draft.ask, quiet)
+        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) if pk in addressees else bystander
+                      for pk in members if pk != actor.agent_pk}
         # A plain draft opened no debt and discharged none, and nothing else delivered in between: the
-        # peer's marks read with its DM are still its marks (one statement less).
-        events = deliver(db, message, recipients, names, now, channel.get("marks") if plain else None)
+        # marks read with the DM or the members are still the marks (one statement less).
+        events = deliver(db, message, recipients, names, now, marks)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
         "to": sorted([e["agent"] for e in events if e["agent_pk"] in addressees]),

@@ -15,6 +15,7 @@ MAX_BODY_KIB = 64                # --max-body-kib: the largest message body acce
 MAX_BODY_KIB_LIMIT = 128         # ... and its ceiling, so any body fits a 1 MiB frame
 ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifies at these offsets
 LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
+DB_CACHE_MIB = 32                # the hub connection's page cache: a post dirties a page per member (ARCHITECTURE.md)
 
 # --- claims (agora claim) and the steward (agora steward) ----------------------------------
 CADENCE_FLOOR_MINUTES = 30       # --cadence: the shortest check-in cadence a claim may declare ...
