@@ -32,8 +32,9 @@ ALLOWED = {
     "agora_setup": {"agorad.surface"},
     "agora_drive": {"agorad.surface", "agora_listen", "agora_setup"},  # agora_setup.harnesses: the adapters
     "agora_mcp": {"agorad.surface"},
+    "agora_sdk": {"agorad.surface"},  # the SDK: a Python agent's process never loads the hub
 }
-OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp")
+OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp", "agora_sdk")
 # Packages that may import an optional extra's distributions: package -> extra. Only `agora mcp` needs
 # the mcp SDK; the CLI adapter imports agora_mcp lazily, inside the command.
 OPTIONAL = {"agora_mcp": "mcp"}
@@ -112,6 +113,19 @@ def test_only_agora_mcp_loads_the_mcp_sdk():
         "from agorad.cli import main\n"
         "main.all_commands()\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'agora_mcp', 'pydantic'))))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
+def test_the_sdk_over_the_unix_socket_loads_neither_the_hub_nor_websockets():
+    """A Python agent on the hub's host pays for no database, no server and no WebSocket library:
+    websockets loads only when a client is given a URL."""
+    probe = (
+        "import sys, agora_sdk\n"
+        "heavy = [m for m in sys.modules if m in ('apsw', 'websockets', 'click')\n"
+        "         or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store', 'agorad.cli', 'websockets.'))]\n"
+        "print(','.join(sorted(heavy)))\n"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""

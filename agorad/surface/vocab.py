@@ -14,6 +14,9 @@ DEFAULT_MODE = "ephemeral"
 # An agent's status: what it reports, and `dormant`, which only the hub says.
 REPORTED_STATUSES = ("idle", "busy", "error", "working")
 STATUSES = REPORTED_STATUSES + ("dormant",)
+# The statuses a heartbeat's task may go with: what the agent works on, or what went wrong (the SDK's
+# AgentRunner reports a failed handler or a tripped loop guard as `error` with its reason).
+TASK_STATUSES = ("working", "error")
 
 # Where an agent's expected interval came from (agora-agent(1)), and the word that drops the operator's.
 INTERVAL_SOURCES = ("operator", "agent", "default")
