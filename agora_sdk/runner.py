@@ -59,6 +59,7 @@ class AgentRunner:
         self.handled: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.failed: set[str] = set()  # refs whose handler raised: left unread, not retried in this session
         self.last_error: str | None = None
+        self._troubled = False  # a report since the last message began: its `error` status stays until the next
         self.connections = 0  # how many times it connected (1 + reconnects)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stopping = False
@@ -164,6 +165,7 @@ class AgentRunner:
         reading = client.request("messages.read", ref=ref)
         message = Message.from_read(await reading, flags, owed="open" in flags, delivery=delivery,
                                     hub=_HandlerHub(self))
+        self._troubled = False
         working = client.request("agents.heartbeat", status="working", task=one_line(f"{ref}: {message.title}", MAX_TASK))
         try:
             if self.is_async:
@@ -180,7 +182,7 @@ class AgentRunner:
             await _settled(working)
         await client.call("inbox.ack", ref=ref)
         self._remember(ref)
-        if client.pending_pushes == 0:
+        if client.pending_pushes == 0 and not self._troubled:  # a report stays in view until the next message
             await self._beat(status="idle")
 
     def _remember(self, ref: str) -> None:
@@ -204,6 +206,7 @@ class AgentRunner:
     async def _report(self, reason: str, exc_info: BaseException | None = None) -> None:
         """Say what went wrong: a log line, and status `error` with the reason as its task."""
         self.last_error = reason
+        self._troubled = True
         log.error("%s: %s", self.agent, reason, exc_info=exc_info)
         try:
             await self._beat(status="error", task=one_line(reason, MAX_TASK))
