@@ -7,6 +7,7 @@ The Unix socket is agorad.surface.client's connection, unchanged; a URL goes thr
 from __future__ import annotations
 
 import collections
+import inspect
 import time
 
 from agora_sdk.inbox import Inbox
@@ -101,8 +102,11 @@ class _WebSocket:
     def connect(self) -> "_WebSocket":
         from websockets.sync.client import connect  # only a remote client pays for websockets
 
+        # websockets 17 deprecates a connect() used without `with` unless it opts in with legacy=True,
+        # which 15 and 16 do not know.
+        legacy = {"legacy": True} if "legacy" in inspect.signature(connect).parameters else {}
         try:
-            self._ws = connect(self.url, open_timeout=self.timeout, max_size=MAX_FRAME, compression=None)
+            self._ws = connect(self.url, open_timeout=self.timeout, max_size=MAX_FRAME, compression=None, **legacy)
         except (OSError, TimeoutError) as exc:
             raise Unavailable(f"no hub is answering at {self.url}: {exc}") from None
         except Exception as exc:  # websockets' handshake errors (InvalidURI, InvalidHandshake, ...)
