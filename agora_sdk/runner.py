@@ -91,7 +91,13 @@ class AgentRunner:
         else:
             self._loop.call_soon_threadsafe(self._request_stop)
 
+    @property
+    def stopping(self) -> bool:
+        """A stop was asked for: the runner ends once the running handler (if any) returned and was acked."""
+        return self._stopping
+
     def _request_stop(self) -> None:
+        log.info("%s: stopping once the running handler returns", self.agent)
         self._stopping = True
         self._wake.set()
         self.client.interrupt()

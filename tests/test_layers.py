@@ -94,15 +94,17 @@ def test_every_import_points_down_the_layers():
     assert wrong == []
 
 
-def test_reception_loads_neither_the_database_nor_the_server():
-    probe = (
-        "import sys, agorad.cli, agorad.cli.listen, agora_listen.listener\n"
-        "heavy = [m for m in sys.modules if m in ('apsw', 'mcp', 'agora_mcp')\n"
-        "         or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store', 'mcp.', 'agora_mcp.'))]\n"
-        "print(','.join(sorted(heavy)))\n"
-    )
+def loaded_by(imports: str, modules: tuple[str, ...], prefixes: tuple[str, ...]) -> list[str]:
+    """Which of `modules` (or modules under `prefixes`) a fresh interpreter has loaded after `imports`."""
+    probe = (f"import sys, {imports}\n"
+             f"print(','.join(sorted(m for m in sys.modules if m in {modules!r} or m.startswith({prefixes!r}))))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    return [name for name in done.stdout.strip().split(",") if name]
+
+
+def test_reception_loads_neither_the_database_nor_the_server():
+    assert loaded_by("agorad.cli, agorad.cli.listen, agora_listen.listener", ("apsw", "mcp", "agora_mcp"),
+                     ("agorad.runtime", "agorad.domain", "agorad.store", "mcp.", "agora_mcp.")) == []
 
 
 def test_only_agora_mcp_loads_the_mcp_sdk():
@@ -121,14 +123,8 @@ def test_only_agora_mcp_loads_the_mcp_sdk():
 def test_the_sdk_over_the_unix_socket_loads_neither_the_hub_nor_websockets():
     """A Python agent on the hub's host pays for no database, no server and no WebSocket library:
     websockets loads only when a client is given a URL."""
-    probe = (
-        "import sys, agora_sdk\n"
-        "heavy = [m for m in sys.modules if m in ('apsw', 'websockets', 'click')\n"
-        "         or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store', 'agorad.cli', 'websockets.'))]\n"
-        "print(','.join(sorted(heavy)))\n"
-    )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    assert loaded_by("agora_sdk", ("apsw", "websockets", "click"),
+                     ("agorad.runtime", "agorad.domain", "agorad.store", "agorad.cli", "websockets.")) == []
 
 
 def declared_dependencies(extra: str | None = None) -> set[str]:

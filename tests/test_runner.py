@@ -56,6 +56,15 @@ class Gate:
         assert self.release.wait(10)
 
 
+def in_handler(hub, sender, title: str) -> tuple[Gate, Running, str]:
+    """A runner for `bot` whose handler holds a fresh message from `sender` until its gate opens."""
+    gate = Gate()
+    running = Running(hub, "bot", gate)
+    ref = send(sender, "@bot", title)["ref"]
+    assert gate.entered.wait(10)
+    return gate, running, ref
+
+
 def status_of(hub, agent: str) -> tuple[str, str | None]:
     shown = hub.call("agents.get", agent=agent)["agent"]
     return shown["status"], shown["task"]
@@ -63,10 +72,7 @@ def status_of(hub, agent: str) -> tuple[str, str | None]:
 
 def test_the_ack_comes_only_after_the_handler_returns_and_heartbeats_show_the_work(hub):
     with seats(hub, "alice", "bot") as s:
-        gate = Gate()
-        running = Running(hub, "bot", gate)
-        ref = send(s["alice"], "@bot", "review #12")["ref"]
-        assert gate.entered.wait(10)
+        gate, running, ref = in_handler(hub, s["alice"], "review #12")
         assert unread_refs(s["bot"]) == [ref]  # delivered and in hand, not acked
         wait_for(lambda: status_of(hub, "bot") == ("working", f"{ref}: review #12"), what="the working heartbeat")
         gate.release.set()
@@ -91,11 +97,7 @@ def test_catch_up_handles_what_waited_then_pushes_each_message_once(hub):
 
 def test_a_runner_killed_mid_handler_leaves_the_message_for_the_next_one(hub, tmp_path):
     with seats(hub, "alice", "bot") as s:
-        record, gate = tmp_path / "record", tmp_path / "gate"
-        os.mkfifo(gate)
-        first = runner_process(hub, "bot", "hang", record, gate)
-        ref = send(s["alice"], "@bot", "survive a crash")["ref"]
-        wait_for(lambda: record.exists() and f"started {ref}" in record.read_text(), what="the handler to start")
+        first, record, _, ref = held_in_handler(hub, s["alice"], tmp_path, "survive a crash")
         first.send_signal(signal.SIGKILL)
         first.wait(10)
         assert unread_refs(s["bot"]) == [ref]  # nothing acked: the message is not buried
@@ -110,14 +112,11 @@ def test_a_runner_killed_mid_handler_leaves_the_message_for_the_next_one(hub, tm
 
 def test_sigterm_lets_the_running_handler_finish_and_ack(hub, tmp_path):
     with seats(hub, "alice", "bot") as s:
-        record, gate = tmp_path / "record", tmp_path / "gate"
-        os.mkfifo(gate)
-        proc = runner_process(hub, "bot", "hang", record, gate)
-        ref = send(s["alice"], "@bot", "finish me")["ref"]
-        wait_for(lambda: record.exists() and f"started {ref}" in record.read_text(), what="the handler to start")
+        proc, record, gate, ref = held_in_handler(hub, s["alice"], tmp_path, "finish me")
         proc.send_signal(signal.SIGTERM)
-        with pytest.raises(subprocess.TimeoutExpired):
-            proc.wait(0.3)  # it waits for the handler, which waits for the gate
+        wait_for(lambda: "stopping once the running handler returns" in (tmp_path / "stderr").read_text(),
+                 what="the runner to take the signal")
+        assert proc.poll() is None and unread_refs(s["bot"]) == [ref]  # still in the handler, which waits for the gate
         gate.write_text("go")
         assert proc.wait(10) == 0
         assert record.read_text().splitlines() == [f"started {ref}", f"done {ref}"]
@@ -127,14 +126,11 @@ def test_sigterm_lets_the_running_handler_finish_and_ack(hub, tmp_path):
 
 def test_stop_finishes_the_current_handler_acks_it_and_leaves_the_rest(hub):
     with seats(hub, "alice", "bot") as s:
-        gate = Gate()
-        running = Running(hub, "bot", gate)
-        first = send(s["alice"], "@bot", "in hand")["ref"]
-        assert gate.entered.wait(10)
+        gate, running, first = in_handler(hub, s["alice"], "in hand")
         second = send(s["alice"], "@bot", "next")["ref"]
         running.runner.stop()
-        running.thread.join(0.2)
-        assert running.thread.is_alive()  # still in the handler
+        wait_for(lambda: running.runner.stopping, what="the runner to take the stop")
+        assert running.thread.is_alive() and unread_refs(s["bot"]) == [first, second]  # still in the handler
         gate.release.set()
         running.thread.join(10)
         assert not running.thread.is_alive() and running.errors == []
@@ -273,6 +269,19 @@ def test_a_wrong_key_ends_the_runner_with_unauthorized(hub):
 
 
 def runner_process(hub, agent: str, mode: str, record: Path, gate: Path | None = None) -> subprocess.Popen:
+    """A runner process (tests/sdk_agent.py); its log goes to `stderr` beside the record."""
     args = [sys.executable, "-m", "tests.sdk_agent", agent, mode, str(record)] + ([str(gate)] if gate else [])
-    return subprocess.Popen(args, cwd=ROOT, env={**hub.env, "AGORA_HOME": str(hub.home)},
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    with open(record.with_name("stderr"), "ab") as log:
+        return subprocess.Popen(args, cwd=ROOT, env={**hub.env, "AGORA_HOME": str(hub.home)},
+                                stdout=subprocess.DEVNULL, stderr=log)
+
+
+def held_in_handler(hub, sender, tmp_path: Path, title: str):
+    """A runner process for `bot` whose handler has begun on a fresh message and waits on its gate:
+    (process, record, gate, the message's ref)."""
+    record, gate = tmp_path / "record", tmp_path / "gate"
+    os.mkfifo(gate)
+    proc = runner_process(hub, "bot", "hang", record, gate)
+    ref = send(sender, "@bot", title)["ref"]
+    wait_for(lambda: record.exists() and f"started {ref}" in record.read_text(), what="the handler to start")
+    return proc, record, gate, ref
