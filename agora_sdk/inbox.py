@@ -11,6 +11,7 @@ from __future__ import annotations
 from agora_sdk.message import Message
 from agora_sdk.methods import Noun
 from agorad.surface import settings
+from agorad.surface.vocab import OPEN_FLAG
 
 
 def waiting_refs(check: dict) -> list[tuple[str, list[str], bool]]:
@@ -18,7 +19,7 @@ def waiting_refs(check: dict) -> list[tuple[str, list[str], bool]]:
     headlines by channel; an owed ask that is also unread is listed once, in the owed block."""
     seen: dict[str, tuple[str, list[str], bool]] = {}
     for debt in check["owed"]:
-        seen[debt["ref"]] = (debt["ref"], ["open"], True)
+        seen[debt["ref"]] = (debt["ref"], [OPEN_FLAG], True)
     for channel in check["channels"]:
         for headline in channel["messages"]:
             ref = headline["ref"]

@@ -30,9 +30,9 @@ from agorad.surface import settings
 from agorad.surface.errors import AgoraError, Unauthorized, Unavailable
 from agorad.surface.fence import one_line
 from agorad.surface.protocol import MAX_TASK
+from agorad.surface.vocab import ESCALATED_FLAG, OPEN_FLAG
 
 log = logging.getLogger("agora_sdk.runner")
-ESCALATED = "escalated"  # a delivery that re-notifies an ask (vocab.FLAGS): not a new message
 HANDLED_REMEMBERED = 10_000  # refs handled this session, kept so a push after the catch-up is not handled twice
 
 
@@ -143,7 +143,7 @@ class AgentRunner:
                 if push is None or push.get("method") != "inbox.delivery":
                     continue
                 params = push["params"]
-                if ESCALATED in params["flags"]:
+                if ESCALATED_FLAG in params["flags"]:
                     continue  # the ask itself was delivered; the debt stays in owed.list and drain()
                 await self._handle(f"{params['channel']}#{params['seq']}", params["flags"], params["id"])
         finally:
@@ -169,7 +169,7 @@ class AgentRunner:
             return
         client = self.client
         reading = client.request("messages.read", ref=ref)
-        message = Message.from_read(await reading, flags, owed="open" in flags, delivery=delivery,
+        message = Message.from_read(await reading, flags, owed=OPEN_FLAG in flags, delivery=delivery,
                                     hub=_HandlerHub(self))
         self._troubled = False
         working = client.request("agents.heartbeat", status="working", task=one_line(f"{ref}: {message.title}", MAX_TASK))

@@ -46,9 +46,11 @@ PHASE_CLOSED = "complete"
 # next_turn (which never rings).
 NEXT_TURN_FLAG = "next-turn"
 REMINDER_FLAG = "reminder"
-FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG, NEXT_TURN_FLAG)
+OPEN_FLAG = "open"            # an ask this agent owes a reply to
+ESCALATED_FLAG = "escalated"  # a delivery that re-notifies an unanswered ask, not a new message
+FLAGS = ("to-me", "dm", OPEN_FLAG, ESCALATED_FLAG, REMINDER_FLAG, NEXT_TURN_FLAG)
 # The flags a wake line can carry, and what `agora listen --important-only` rings for.
-WAKE_FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG)
+WAKE_FLAGS = ("to-me", "dm", OPEN_FLAG, ESCALATED_FLAG, REMINDER_FLAG)
 IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 
 # The sender of what the hub itself posts (a claim's cadence reminder, the pause and resume
