@@ -1,10 +1,12 @@
 """`AgentRunner`: an agent as a Python process, its handler called per message over a live push.
 
 The runner's promise is at-least-once: a message is acked only after its handler returned, so a
-runner killed (or a hub lost) between delivery and ack leaves it unread, and the next start or
-reconnect hands it to the handler again. Its catch-up is the server's cursor: on every
-(re)connect it subscribes first, then handles what `inbox.check` lists unread, then follows
-pushes; a ref handled in this session is never handled twice.
+runner killed between delivery and ack leaves it unread and the next runner hands it to its
+handler again (as does a reconnect when the hub went away under a running handler). Its
+catch-up is the server's cursor: on every (re)connect it subscribes first, then handles what
+`inbox.check` lists unread, then follows pushes. Within one process a message whose handler
+returned is never handed over again: an ack lost with the connection is made again after the
+reconnect, without the handler.
 
     def handle(message):                   # or `async def`
         message.reply(f"echo: {message.body}")
@@ -33,7 +35,8 @@ from agorad.surface.protocol import MAX_TASK
 from agorad.surface.vocab import ESCALATED_FLAG, OPEN_FLAG
 
 log = logging.getLogger("agora_sdk.runner")
-HANDLED_REMEMBERED = 10_000  # refs handled this session, kept so a push after the catch-up is not handled twice
+HANDLED_REMEMBERED = 10_000  # refs handled this session: a push after the catch-up, or a catch-up after an ack
+                             # lost with the connection, does not run the handler twice
 
 
 class AgentRunner:
@@ -162,12 +165,18 @@ class AgentRunner:
             for ref, flags in waiting:
                 if self._stopping:
                     return
-                await self._handle(ref, flags, None)
+                await self._handle(ref, flags, None, unread=True)
 
-    async def _handle(self, ref: str, flags: list[str], delivery: int | None) -> None:
-        if ref in self.handled or ref in self.failed:
+    async def _handle(self, ref: str, flags: list[str], delivery: int | None, unread: bool = False) -> None:
+        """Read, hand to the handler, ack. `unread`: the catch-up lists it, so a ref whose handler
+        already returned in this session lost its ack with the connection, and is acked now."""
+        if ref in self.failed:
             return
         client = self.client
+        if ref in self.handled:
+            if unread:
+                await client.call("inbox.ack", ref=ref)
+            return
         reading = client.request("messages.read", ref=ref)
         message = Message.from_read(await reading, flags, owed=OPEN_FLAG in flags, delivery=delivery,
                                     hub=_HandlerHub(self))
@@ -186,8 +195,8 @@ class AgentRunner:
             return
         finally:
             await _settled(working)
+        self._remember(ref)  # before the ack: an ack lost with the connection is made again, the handler not run again
         await client.call("inbox.ack", ref=ref)
-        self._remember(ref)
         if client.pending_pushes == 0 and not self._troubled:  # a report stays in view until the next message
             await self._beat(status="idle")
 

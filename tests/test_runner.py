@@ -158,6 +158,24 @@ def test_a_hub_restart_is_survived_and_what_arrived_meanwhile_is_handled_once(hu
         assert bot.inbox.check()["unread"] == 0
 
 
+def test_an_ack_lost_with_the_hub_is_made_again_without_running_the_handler_again(hub):
+    with seats(hub, "alice", "bot") as s:
+        seen = []
+
+        def handle(message):
+            seen.append(message.ref)
+            hub.stop()  # the hub goes away after the handler's work and before its ack
+
+        running = Running(hub, "bot", handle, reconnect_first=0.05)
+        ref = send(s["alice"], "@bot", "last words")["ref"]
+        wait_for(lambda: hub.proc.poll() is not None, what="the handler to stop the hub")
+    hub.start()
+    with Client("bot", home=hub.home) as bot:
+        wait_for(lambda: bot.inbox.check()["unread"] == 0, what="the ack after the reconnect")
+    running.stop()
+    assert seen == [ref] and running.runner.connections == 2
+
+
 def test_a_failing_handler_is_reported_and_its_message_left_unread(hub):
     with seats(hub, "alice", "bot") as s:
         def handle(message):
