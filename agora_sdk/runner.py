@@ -177,16 +177,16 @@ class AgentRunner:
             if unread:
                 await client.call("inbox.ack", ref=ref)
             return
-        reading = client.request("messages.read", ref=ref)
-        message = Message.from_read(await reading, flags, owed=OPEN_FLAG in flags, delivery=delivery,
-                                    hub=_HandlerHub(self))
+        message = Message.from_read(await client.request("messages.read", ref=ref), flags, owed=OPEN_FLAG in flags,
+                                    delivery=delivery, hub=_HandlerHub(self))
         self._troubled = False
+        # The handler starts first and the `working` heartbeat goes out beside it: the message's wait
+        # for its handler does not include a write, and the heartbeat's reply is awaited afterwards.
+        running = (asyncio.ensure_future(self.handler(message)) if self.is_async
+                   else self._loop.run_in_executor(None, self.handler, message))
         working = client.request("agents.heartbeat", status="working", task=one_line(f"{ref}: {message.title}", MAX_TASK))
         try:
-            if self.is_async:
-                await self.handler(message)
-            else:
-                await asyncio.to_thread(self.handler, message)
+            await running
         except Unavailable:
             raise  # the hub went away under the handler: reconnect, and the message comes again
         except Exception as exc:
@@ -196,9 +196,16 @@ class AgentRunner:
         finally:
             await _settled(working)
         self._remember(ref)  # before the ack: an ack lost with the connection is made again, the handler not run again
-        await client.call("inbox.ack", ref=ref)
-        if client.pending_pushes == 0 and not self._troubled:  # a report stays in view until the next message
-            await self._beat(status="idle")
+        acked = client.request("inbox.ack", ref=ref)
+        # Idle once nothing else waits, sent with the ack so that both are stored in one commit; a
+        # report stays in view until the next message.
+        idle = client.request("agents.heartbeat", status="idle") if (
+            client.pending_pushes == 0 and not self._troubled) else None
+        try:
+            await acked
+        finally:
+            if idle is not None:
+                await _settled(idle)
 
     def _remember(self, ref: str) -> None:
         self.handled[ref] = None
