@@ -264,3 +264,15 @@ def test_the_pause_holds_at_once_in_its_batch_and_a_lost_batch_takes_it_back(tmp
         assert "result" in hub.turn([(alice, *send_frame("@bob"))])[0]
     finally:
         hub.close()
+
+
+def test_inbox_check_carries_the_pause_and_agora_inbox_leads_with_it(hub, cli):
+    with seats(hub, "lead") as s:
+        assert s["lead"].call("inbox.check")["paused"] is None
+        hub.call("hub.pause", reason="db migration", operator_seats=["lead"])
+        paused = s["lead"].call("inbox.check")["paused"]
+        assert (paused["reason"], paused["operator_seats"]) == ("db migration", ["lead"])
+        first = cli("inbox", "--as", "lead").stdout.splitlines()[0]
+        assert first.startswith("PAUSED for ") and "refused until it resumes" in first
+        hub.call("hub.resume")
+        assert not cli("inbox", "--as", "lead").stdout.startswith("PAUSED")

@@ -17,7 +17,7 @@ from agorad.domain import channels
 from agorad.domain import obligations
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
-from agorad.surface.fence import fenced
+from agorad.surface.fence import fenced, one_line
 from agorad.domain.policy import Actor
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
@@ -27,7 +27,7 @@ from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
 from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
-from agorad.surface.vocab import ASK_ANY, ASK_EACH, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
+from agorad.surface.vocab import ASK_ANY, ASK_EACH, DEFAULT_URGENCY, HUB_SENDER, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
 MAX_TITLE = 200
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
@@ -120,6 +120,21 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         "ask": draft.ask, "discharged": discharged, "redirected": redirects,
     }
     return receipt, events
+
+
+def post_as_hub(db: apsw.Connection, channel: dict, title: str, body: str, addressee_pks, now: float,
+                ask: bool = False) -> dict:
+    """Store a message the hub itself writes (a cadence reminder, a pause announcement), addressed to
+    `addressee_pks`: its sender is HUB_SENDER with no sender agent, an id no agent can hold, so it can
+    never pass for an agent's. Returns the stored message; its debts and deliveries are the caller's."""
+    message = {"channel_pk": channel["pk"], "seq": channels_sql.take_seq(db, channel), "sender_pk": None,
+               "sender": HUB_SENDER, "title": one_line(title, MAX_TITLE), "body": body, "ask": int(ask),
+               "reply_to": None, "urgency": DEFAULT_URGENCY, "created_at": now}
+    message["pk"] = sql.insert(db, message)
+    message["channel"] = channel["name"]
+    if channel["kind"] != "dm":  # a DM's addressee is implied (0003_lean_send.sql)
+        sql.add_addressees(db, message["pk"], list(addressee_pks))
+    return message
 
 
 def _plain(draft: Draft) -> bool:

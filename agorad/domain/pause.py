@@ -25,22 +25,18 @@ from dataclasses import dataclass
 import apsw
 
 from agorad.domain import cadence
+from agorad.domain import messages
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
-from agorad.store import messages as messages_sql
 from agorad.store import pauses as sql
 from agorad.store import write
 from agorad.surface.durations import format_span
 from agorad.surface.errors import AgoraError, Conflict, Paused
-from agorad.surface.fence import one_line
 from agorad.surface.protocol import MAX_REASON
-from agorad.surface.vocab import DEFAULT_URGENCY, HUB_SENDER
-
-MAX_TITLE = 200  # as a message's (domain/messages.py)
 
 
 @dataclass(frozen=True)
@@ -134,12 +130,7 @@ def _announce(db: apsw.Connection, now: float, title: str, body: str) -> list[di
     """One hub-authored message in commons, addressed to every member; its deliveries to notify."""
     channel = channels_sql.by_name(db, channels_sql.COMMONS)
     members = channels_sql.members(db, channel["pk"])
-    message = {"channel_pk": channel["pk"], "seq": channels_sql.take_seq(db, channel), "sender_pk": None,
-               "sender": HUB_SENDER, "title": one_line(title, MAX_TITLE), "body": body, "ask": 0,
-               "reply_to": None, "urgency": DEFAULT_URGENCY, "created_at": now}
-    message["pk"] = messages_sql.insert(db, message)
-    message["channel"] = channel["name"]
-    messages_sql.add_addressees(db, message["pk"], members)
+    message = messages.post_as_hub(db, channel, title, body, members, now)
     return deliver(db, message, {pk: {"to-me"} for pk in members}, members, now)
 
 

@@ -82,7 +82,11 @@ DRIVE_GRACE = 10.0               # SIGTERM to the turn's process group, then thi
 # grandchildren holding the pipe once made a 3,600 s cap last 5,069 s in this field.
 DRIVE_PIPE_GRACE = 2.0
 DRIVE_BUDGET = 12                # --budget: reception turns per hour
-DRIVE_CHUNK_BUDGET = 12          # claim work chunks per hour: a separate budget, so reception is never starved
+DRIVE_CHUNK_BUDGET = 12          # --chunk-budget: claim work chunks per hour, a separate budget so reception
+                                 # is never starved (0: the driver never works on claims by itself)
+DRIVE_CHUNK_ARM = 20.0           # seconds armed between two chunks: mail that lands meanwhile preempts the next
+DRIVE_CLAIMS_SEEN = 50           # open claims a driver's sweep lists (the oldest first: the next chunk's)
+DRIVE_CHUNK_IDLE = 3             # chunks in a row without a receipt on one claim version park its chain
 DRIVE_BACKOFF_FIRST = 60.0       # a turn that never reached the hub holds its wake this long ...
 DRIVE_BACKOFF_CAP = 900.0        # ... doubling on each failure in a row up to this
 DRIVE_ROTATE_TURNS = 20          # --rotate-after: a new harness session after this many turns
