@@ -151,7 +151,7 @@ class AgentRunner:
                 await self._handle(f"{params['channel']}#{params['seq']}", params["flags"], params["id"])
         finally:
             beats.cancel()
-        if self._stopping:
+        if self._stopping and not self._troubled:  # a report outlives the runner, for whoever looks next
             await self._beat(status="idle")
 
     async def _catch_up(self) -> None:
