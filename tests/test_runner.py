@@ -13,11 +13,24 @@ from pathlib import Path
 
 import pytest
 
-from agora_sdk import AgentRunner, Client, LoopGuardTripped
+from agora_sdk import AgentRunner, Client, LoopGuardTripped, NotFound
 from tests.hubproc import wait_for
 from tests.seats import seats, send, unread_refs
 
 ROOT = Path(__file__).resolve().parent.parent
+
+
+STARTED: list["Running"] = []
+
+
+@pytest.fixture(autouse=True)
+def no_runner_outlives_its_test():
+    """A test that failed half-way leaves no runner knocking at a hub that is gone."""
+    yield
+    while STARTED:
+        running = STARTED.pop()
+        running.runner.stop()
+        running.thread.join(5)
 
 
 class Running:
@@ -25,6 +38,7 @@ class Running:
 
     def __init__(self, hub, agent: str, handler, **options):
         self.runner = AgentRunner(agent, handler, home=hub.home, **options)
+        STARTED.append(self)
         self.errors: list[BaseException] = []
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
@@ -242,6 +256,28 @@ def test_a_storming_handler_is_throttled_and_reported_never_dropped(hub):
         wait_for(lambda: unread_refs(s["bot"]) == [], what="the ack")
         running.stop()
         assert "loop guard" in running.runner.last_error
+
+
+def test_two_runners_answering_each_other_are_held_by_the_guard(hub):
+    with seats(hub, "a", "b") as s:
+        clocks = {"a": ManualClock(), "b": ManualClock()}
+        runners = {agent: Running(hub, agent, lambda message: message.reply("and you?"), max_sends=3, window=60,
+                                  clock=clocks[agent]) for agent in ("a", "b")}
+        send(s["a"], "@b", "hello")  # from a's other connection: not a send of a's runner
+        assert clocks["b"].sleeping.wait(10)  # b answered #1, #3, #5 and is held at its fourth answer, to #7
+        status, task = status_of(hub, "b")
+        assert status == "error" and task.startswith("loop guard: more than 3 sends within 60s")
+        wait_for(lambda: status_of(hub, "a") == ("idle", None), what="a to wait for b's answer")
+        assert s["a"].call("messages.read", ref="dm:a--b#7")["title"] == "re: re: re: re: re: re: hello"
+        with pytest.raises(NotFound):
+            s["a"].call("messages.read", ref="dm:a--b#8")  # nothing went out past the guard
+        for agent in ("a", "b"):
+            runners[agent].runner.stop()
+        clocks["b"].advance(60)  # the held answer goes out, its handler returns and is acked, b ends
+        for running in runners.values():
+            running.thread.join(10)
+            assert not running.thread.is_alive() and running.errors == []
+        assert s["a"].call("messages.read", ref="dm:a--b#8")["sender"] == "b"
 
 
 def test_a_handler_that_replies_to_itself_is_refused_and_reported(hub):
