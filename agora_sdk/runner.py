@@ -89,10 +89,13 @@ class AgentRunner:
 
     def stop(self) -> None:
         """Ask the runner to stop, from any thread: the handler running now finishes and is acked."""
-        if self._loop is None:
-            self._stopping = True
-        else:
-            self._loop.call_soon_threadsafe(self._request_stop)
+        self._stopping = True  # seen by a run() not started yet, or by one whose loop already ended
+        loop = self._loop
+        if loop is not None and not loop.is_closed():
+            try:
+                loop.call_soon_threadsafe(self._request_stop)
+            except RuntimeError:
+                pass  # the loop closed meanwhile: the run is over
 
     @property
     def stopping(self) -> bool:
