@@ -180,8 +180,15 @@ class AgentRunner:
             if unread:
                 await client.call("inbox.ack", ref=ref)
             return
-        message = Message.from_read(await client.request("messages.read", ref=ref), flags, owed=OPEN_FLAG in flags,
-                                    delivery=delivery, hub=_HandlerHub(self))
+        try:
+            read = await client.request("messages.read", ref=ref)
+        except Unavailable:
+            raise
+        except AgoraError as exc:  # e.g. its channel was left meanwhile: this message, not the runner, fails
+            self.failed.add(ref)
+            await self._report(f"cannot read {ref}: {exc.reason}: {exc}")
+            return
+        message = Message.from_read(read, flags, owed=OPEN_FLAG in flags, delivery=delivery, hub=_HandlerHub(self))
         self._troubled = False
         # The handler starts first and the `working` heartbeat goes out beside it: the message's wait
         # for its handler does not include a write, and the heartbeat's reply is awaited afterwards.

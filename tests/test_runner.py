@@ -207,6 +207,21 @@ def test_a_failing_handler_is_reported_and_its_message_left_unread(hub):
         assert "handler failed on " + bad in running.runner.last_error
 
 
+def test_a_message_that_cannot_be_read_fails_alone(hub):
+    with seats(hub, "alice", "bot") as s:
+        seen = []
+        running = Running(hub, "bot", lambda message: seen.append(message.ref))
+        send(s["alice"], "commons", "one")
+        # A push for a message the seat cannot read (as after leaving its channel): handed to the runner directly.
+        asyncio.run_coroutine_threadsafe(running.runner._handle("commons#99", [], 99), running.runner._loop).result(10)
+        assert running.runner.failed == {"commons#99"}
+        assert running.runner.last_error.startswith("cannot read commons#99: not-found")
+        assert status_of(hub, "bot")[0] == "error"
+        two = send(s["alice"], "commons", "two")["ref"]
+        wait_for(lambda: two in seen, what="the next message, handled as usual")
+        running.stop()
+
+
 class ManualClock:
     """The loop guard's clock, moved by the test: a throttled send waits until advance() passes it."""
 
