@@ -213,6 +213,10 @@ class AgentRunner:
             client.pending_pushes == 0 and not self._troubled) else None
         try:
             await acked
+        except Unavailable:
+            raise
+        except AgoraError as exc:  # the handler left the message's channel, say: it was handled, and is not retried
+            await self._report(f"cannot ack {ref}: {exc.reason}: {exc}")
         finally:
             if idle is not None:
                 await _settled(idle)

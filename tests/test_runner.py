@@ -212,6 +212,7 @@ def test_a_message_that_cannot_be_read_fails_alone(hub):
         seen = []
         running = Running(hub, "bot", lambda message: seen.append(message.ref))
         send(s["alice"], "commons", "one")
+        wait_for(lambda: seen and status_of(hub, "bot") == ("idle", None), what="the first message handled")
         # A push for a message the seat cannot read (as after leaving its channel): handed to the runner directly.
         asyncio.run_coroutine_threadsafe(running.runner._handle("commons#99", [], 99), running.runner._loop).result(10)
         assert running.runner.failed == {"commons#99"}
@@ -219,6 +220,27 @@ def test_a_message_that_cannot_be_read_fails_alone(hub):
         assert status_of(hub, "bot")[0] == "error"
         two = send(s["alice"], "commons", "two")["ref"]
         wait_for(lambda: two in seen, what="the next message, handled as usual")
+        running.stop()
+
+
+def test_a_handler_that_leaves_the_channel_is_reported_and_the_runner_goes_on(hub):
+    with seats(hub, "alice", "bot") as s:
+        seen = []
+
+        def handle(message):
+            seen.append(message.ref)
+            if message.title == "leave":
+                message.hub.channels.leave(channel=message.channel)
+
+        hub.call("channels.create", channel="ops")
+        for seat in s.values():
+            seat.call("channels.join", channel="ops")
+        running = Running(hub, "bot", handle)
+        left = send(s["alice"], "ops", "leave")["ref"]
+        wait_for(lambda: running.runner.last_error is not None, what="the report")
+        assert running.runner.last_error.startswith(f"cannot ack {left}: forbidden")
+        dm = send(s["alice"], "@bot", "still there?")["ref"]
+        wait_for(lambda: seen == [left, dm], what="the next message, handled as usual")
         running.stop()
 
 
