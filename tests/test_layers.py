@@ -32,8 +32,9 @@ ALLOWED = {
     "agora_setup": {"agorad.surface"},
     "agora_drive": {"agorad.surface", "agora_listen", "agora_setup"},  # agora_setup.harnesses: the adapters
     "agora_mcp": {"agorad.surface"},
+    "agora_sdk": {"agorad.surface"},  # the SDK: a Python agent's process never loads the hub
 }
-OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp")
+OURS = ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_mcp", "agora_sdk")
 # Packages that may import an optional extra's distributions: package -> extra. Only `agora mcp` needs
 # the mcp SDK; the CLI adapter imports agora_mcp lazily, inside the command.
 OPTIONAL = {"agora_mcp": "mcp"}
@@ -93,15 +94,17 @@ def test_every_import_points_down_the_layers():
     assert wrong == []
 
 
-def test_reception_loads_neither_the_database_nor_the_server():
-    probe = (
-        "import sys, agorad.cli, agorad.cli.listen, agora_listen.listener\n"
-        "heavy = [m for m in sys.modules if m in ('apsw', 'mcp', 'agora_mcp')\n"
-        "         or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store', 'mcp.', 'agora_mcp.'))]\n"
-        "print(','.join(sorted(heavy)))\n"
-    )
+def loaded_by(imports: str, modules: tuple[str, ...], prefixes: tuple[str, ...]) -> list[str]:
+    """Which of `modules` (or modules under `prefixes`) a fresh interpreter has loaded after `imports`."""
+    probe = (f"import sys, {imports}\n"
+             f"print(','.join(sorted(m for m in sys.modules if m in {modules!r} or m.startswith({prefixes!r}))))\n")
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    return [name for name in done.stdout.strip().split(",") if name]
+
+
+def test_reception_loads_neither_the_database_nor_the_server():
+    assert loaded_by("agorad.cli, agorad.cli.listen, agora_listen.listener", ("apsw", "mcp", "agora_mcp"),
+                     ("agorad.runtime", "agorad.domain", "agorad.store", "mcp.", "agora_mcp.")) == []
 
 
 def test_only_agora_mcp_loads_the_mcp_sdk():
@@ -115,6 +118,13 @@ def test_only_agora_mcp_loads_the_mcp_sdk():
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+def test_the_sdk_over_the_unix_socket_loads_neither_the_hub_nor_websockets():
+    """A Python agent on the hub's host pays for no database, no server and no WebSocket library:
+    websockets loads only when a client is given a URL."""
+    assert loaded_by("agora_sdk", ("apsw", "websockets", "click"),
+                     ("agorad.runtime", "agorad.domain", "agorad.store", "agorad.cli", "websockets.")) == []
 
 
 def declared_dependencies(extra: str | None = None) -> set[str]:

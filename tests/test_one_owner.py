@@ -23,7 +23,7 @@ from agorad.surface import settings, vocab
 from agorad.surface.durations import parse_duration
 
 ROOT = Path(__file__).resolve().parent.parent
-CODE = [p for top in ("agorad", "agora_listen", "agora_setup", "agora_drive") for p in sorted((ROOT / top).rglob("*.py"))]
+CODE = [p for top in ("agorad", "agora_listen", "agora_setup", "agora_drive", "agora_sdk") for p in sorted((ROOT / top).rglob("*.py"))]
 OWNERS = {ROOT / "agorad/surface/filenames.py", ROOT / "agorad/surface/vocab.py", ROOT / "agorad/surface/settings.py"}
 
 HOME_FILE = re.compile(

@@ -44,6 +44,18 @@ def test_task_alone_means_working_and_a_bare_beat_keeps_it(hub):
     assert beat(hub, "runtime", status="idle")["task"] is None
 
 
+def test_an_error_status_may_say_what_went_wrong_and_no_other_takes_a_task(hub):
+    hub.add_agent("runtime")
+    shown = beat(hub, "runtime", status="error", task="handler failed on commons#3: ValueError")
+    assert (shown["status"], shown["task"]) == ("error", "handler failed on commons#3: ValueError")
+    assert agent(hub, "runtime")["task"] == "handler failed on commons#3: ValueError"
+    for status in ("idle", "busy"):
+        with pytest.raises(InvalidParams, match="'working' or 'error'") as caught:
+            beat(hub, "runtime", status=status, task="x")
+        assert caught.value.data["field"] == "task"
+    assert agent(hub, "runtime")["status"] == "error"  # the refused beats changed nothing
+
+
 def test_heartbeats_that_keep_or_change_their_status(hub):
     hub.add_agent("runtime")
     assert beat(hub, "runtime", status="working", task="a")["task"] == "a"

@@ -202,7 +202,7 @@ def agent_rm(agent_id, home, as_json):
 @json_option
 @click.option("--status", "status_word", type=click.Choice(REPORTED_STATUSES),
               help="What the agent is doing (default: unchanged; dormant comes back idle).")
-@click.option("--task", help="What it is working on (implies --status working).")
+@click.option("--task", help="What it is working on (implies --status working), or with --status error what went wrong.")
 @click.option("--interval", type=DURATION,
               help="Declare how often the agent heartbeats (async: dormant after twice this silent). "
                    "An interval the operator set wins.")

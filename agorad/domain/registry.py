@@ -31,7 +31,7 @@ from agorad.surface.paths import Home
 from agorad.surface.protocol import (
     MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
 )
-from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES
+from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES, TASK_STATUSES
 
 if TYPE_CHECKING:
     from agorad.runtime.liveness import Liveness
@@ -147,8 +147,9 @@ def _checked_report(status: str | None, task) -> tuple[str | None, str | None]:
     task = check_line(task, "task", MAX_TASK, optional=True)
     if status is not None and status not in REPORTED_STATUSES:
         raise InvalidParams(f"status {status!r} is not one of {', '.join(REPORTED_STATUSES)}", field="status")
-    if task and status not in (None, "working"):
-        raise InvalidParams(f"a task goes with status 'working', not {status!r}", field="task")
+    if task and status not in (None, *TASK_STATUSES):
+        raise InvalidParams(f"a task goes with status {' or '.join(map(repr, TASK_STATUSES))}, not {status!r}",
+                            field="task")
     if status is None and task is not None:
         status = "working"
     return status, task

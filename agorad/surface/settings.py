@@ -122,3 +122,14 @@ MCP_TOOL_TIMEOUT = 60            # the tool_timeout_sec `agora setup` writes for
 # all session); a tool call in between tries at once. The listener's own retry is 2 s.
 MCP_RECONNECT_FIRST = 0.5
 MCP_RECONNECT_CAP = 5.0
+
+# --- the Python SDK (agora_sdk: AgentRunner, Inbox.drain) ----------------------------------
+RUNNER_HEARTBEAT = 60.0          # AgentRunner(heartbeat=): a steady heartbeat while idle, declared in hub.hello
+RUNNER_RECONNECT_FIRST = 0.2     # a runner that lost its hub tries again after this, jittered ...
+RUNNER_RECONNECT_CAP = 10.0      # ... doubling while the hub stays away, up to this
+# The loop guard: a handler that sends more than this many messages within the window is throttled
+# (its next send waits for the window) and reported (status `error` with the reason): two runners
+# answering each other, or a handler that answers its own replies, cannot flood the hub.
+LOOP_GUARD_SENDS = 20
+LOOP_GUARD_WINDOW = 60.0
+DRAIN_LIMIT = 200                # Inbox.drain(): at most this many debts and headlines per call (inbox.check's limit)

@@ -14,6 +14,9 @@ DEFAULT_MODE = "ephemeral"
 # An agent's status: what it reports, and `dormant`, which only the hub says.
 REPORTED_STATUSES = ("idle", "busy", "error", "working")
 STATUSES = REPORTED_STATUSES + ("dormant",)
+# The statuses a heartbeat's task may go with: what the agent works on, or what went wrong (the SDK's
+# AgentRunner reports a failed handler or a tripped loop guard as `error` with its reason).
+TASK_STATUSES = ("working", "error")
 
 # Where an agent's expected interval came from (agora-agent(1)), and the word that drops the operator's.
 INTERVAL_SOURCES = ("operator", "agent", "default")
@@ -43,9 +46,11 @@ PHASE_CLOSED = "complete"
 # next_turn (which never rings).
 NEXT_TURN_FLAG = "next-turn"
 REMINDER_FLAG = "reminder"
-FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG, NEXT_TURN_FLAG)
+OPEN_FLAG = "open"            # an ask this agent owes a reply to
+ESCALATED_FLAG = "escalated"  # a delivery that re-notifies an unanswered ask, not a new message
+FLAGS = ("to-me", "dm", OPEN_FLAG, ESCALATED_FLAG, REMINDER_FLAG, NEXT_TURN_FLAG)
 # The flags a wake line can carry, and what `agora listen --important-only` rings for.
-WAKE_FLAGS = ("to-me", "dm", "open", "escalated", REMINDER_FLAG)
+WAKE_FLAGS = ("to-me", "dm", OPEN_FLAG, ESCALATED_FLAG, REMINDER_FLAG)
 IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 
 # The sender of what the hub itself posts (a claim's cadence reminder, the pause and resume

@@ -1,0 +1,247 @@
+"""`AsyncClient`: the asyncio SDK client, over a hub's Unix socket or a ws/wss URL.
+
+One reader task per connection sorts what arrives: a reply settles the call that awaits its id
+(so calls may overlap), a push goes to the queue `next_notification` and `notifications()` read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+from agora_sdk.client import decode_frame, refuse_binary
+from agora_sdk.inbox import AsyncInbox
+from agora_sdk.methods import Methods
+from agora_sdk.target import Target
+from agorad.surface.errors import AgoraError, Unavailable, from_wire
+from agorad.surface.filenames import SOCKET_NAME
+from agorad.surface.protocol import MAX_FRAME, encode, encode_text_of
+
+_WAKE = object()  # put on the push queue by interrupt(): a waiting reader returns None
+
+
+class AsyncClient(Methods):
+    """One connection to a hub, acting as `agent` when one is named (see Client).
+
+        async with AsyncClient("reviewer") as hub:
+            await hub.inbox.subscribe()
+            async for push in hub.notifications():
+                message = await hub.messages.read(ref=f"{push['params']['channel']}#{push['params']['seq']}")
+    """
+
+    _nouns = {"inbox": AsyncInbox}
+
+    def __init__(self, agent: str | None = None, *, key: str | None = None, home=None, url: str | None = None,
+                 timeout: float | None = 30.0, interval: float | str | None = None):
+        self.target = Target(agent, key=key, home=home, url=url, interval=interval)
+        self.timeout = timeout
+        self._wire = None
+        self._reader: asyncio.Task | None = None
+        self._pending: dict[int, asyncio.Future] = {}
+        self._pushes: asyncio.Queue = asyncio.Queue()
+        self._lost: AgoraError | None = None
+        self._next_id = 0
+
+    @property
+    def agent(self) -> str | None:
+        return self.target.agent
+
+    async def connect(self) -> "AsyncClient":
+        await self.close()
+        self._wire = await (_UnixWire.open(self.target) if self.target.url is None else _WsWire.open(self.target))
+        self._lost = None
+        self._pushes = asyncio.Queue()  # what the last connection left (its end) is no news for this one
+        self._reader = asyncio.get_running_loop().create_task(self._read())
+        if self.target.agent is not None:
+            try:
+                await self.call("hub.hello", **self.target.hello_params())
+            except BaseException:
+                await self.close()
+                raise
+        return self
+
+    async def close(self) -> None:
+        if self._reader is not None:
+            self._reader.cancel()
+            self._reader = None
+        if self._wire is not None:
+            wire, self._wire = self._wire, None
+            await wire.close()
+            self._fail(Unavailable(f"the connection to {self.target.where} is closed"))
+
+    async def __aenter__(self) -> "AsyncClient":
+        return self if self._wire is not None else await self.connect()
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    def request(self, method: str, **params) -> asyncio.Future:
+        """Send one request now; a future of its result. `call` awaits it; a caller that wants two
+        requests in flight (a read and a heartbeat) sends both before awaiting either."""
+        if self._wire is None:
+            raise self._lost or Unavailable(f"not connected to {self.target.where}; call connect() first")
+        self._next_id += 1
+        future = asyncio.get_running_loop().create_future()
+        self._pending[self._next_id] = future
+        self._wire.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        return future
+
+    async def call(self, method: str, **params):
+        """Call one hub method; its result, or the AgoraError (with `.reason`) it answered with."""
+        if self._wire is None and self._lost is None:
+            await self.connect()
+        future = self.request(method, **params)
+        try:
+            return await asyncio.wait_for(future, self.timeout)
+        except TimeoutError:
+            raise Unavailable(f"the hub at {self.target.where} did not answer {method} within {self.timeout}s") from None
+
+    async def next_notification(self, timeout: float | None = None) -> dict | None:
+        """The next push, or None when none came within `timeout` seconds (or `interrupt()` was called).
+        A lost connection raises Unavailable once what had arrived is handed out."""
+        if self._pushes.empty() and self._wire is None:
+            raise self._lost or Unavailable(f"not connected to {self.target.where}")
+        try:
+            push = await asyncio.wait_for(self._pushes.get(), timeout) if timeout is not None else await self._pushes.get()
+        except TimeoutError:
+            return None
+        if push is _WAKE:
+            return None
+        if isinstance(push, AgoraError):
+            raise push
+        return push
+
+    async def notifications(self, timeout: float | None = None):
+        """Each push as it comes (an async iterator), until none comes within `timeout`."""
+        while True:
+            push = await self.next_notification(timeout)
+            if push is None:
+                return
+            yield push
+
+    @property
+    def pending_pushes(self) -> int:
+        """How many pushes have arrived and wait to be read."""
+        return self._pushes.qsize()
+
+    def interrupt(self) -> None:
+        """Make a waiting (or the next) `next_notification` return None: how a runner is told to stop."""
+        self._pushes.put_nowait(_WAKE)
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                text = await self._wire.receive()
+                if text is None:
+                    break
+                message = decode_frame(text, self.target.where, lambda: None)
+                if "id" not in message:
+                    self._pushes.put_nowait(message)
+                    continue
+                future = self._pending.pop(message["id"], None)
+                if future is None or future.done():
+                    continue
+                if "error" in message:
+                    future.set_exception(from_wire(message["error"]))
+                else:
+                    future.set_result(message["result"])
+            lost = Unavailable(f"the hub at {self.target.where} closed the connection")
+        except AgoraError as exc:
+            lost = exc
+        except (OSError, EOFError) as exc:
+            lost = Unavailable(f"the hub at {self.target.where} went away: {exc}")
+        if self._wire is not None:
+            wire, self._wire = self._wire, None
+            await wire.close()
+        self._fail(lost)
+
+    def _fail(self, lost: AgoraError) -> None:
+        """Every awaiting call and push reader learns the connection is gone."""
+        if self._lost is None:
+            self._lost = lost
+            self._pushes.put_nowait(lost)
+        for future in self._pending.values():
+            if not future.done():
+                future.set_exception(lost)
+        self._pending.clear()
+
+
+class _UnixWire:
+    """Newline-delimited frames on the hub's Unix socket."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, where: str):
+        self.reader, self.writer, self.where = reader, writer, where
+
+    @classmethod
+    async def open(cls, target: Target) -> "_UnixWire":
+        path = os.path.join(target.home.root_text, SOCKET_NAME)
+        try:
+            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_FRAME + 64 * 1024)
+        except (FileNotFoundError, ConnectionRefusedError):
+            raise Unavailable(f"no hub is answering on {path}; start one with `agora up`") from None
+        except OSError as exc:
+            raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
+        return cls(reader, writer, path)
+
+    def send(self, frame: dict) -> None:
+        if self.writer.is_closing():
+            raise Unavailable(f"the hub at {self.where} went away")
+        self.writer.write(encode(frame))
+
+    async def receive(self) -> bytes | None:
+        try:
+            line = await self.reader.readline()
+        except (ValueError, asyncio.LimitOverrunError):
+            raise Unavailable(f"the hub at {self.where} sent a frame over {MAX_FRAME} bytes") from None
+        except ConnectionResetError:
+            return None
+        return line or None
+
+    async def close(self) -> None:
+        self.writer.close()
+        try:
+            await self.writer.wait_closed()
+        except OSError:
+            pass
+
+
+class _WsWire:
+    """One JSON-RPC frame per WebSocket text message (the remote wire, agora-rpc(7))."""
+
+    def __init__(self, ws, where: str):
+        self.ws, self.where = ws, where
+
+    @classmethod
+    async def open(cls, target: Target) -> "_WsWire":
+        from websockets.asyncio.client import connect  # only a remote client pays for websockets
+
+        try:
+            ws = await connect(target.url, max_size=MAX_FRAME, compression=None)
+        except (OSError, TimeoutError) as exc:
+            raise Unavailable(f"no hub is answering at {target.url}: {exc}") from None
+        except Exception as exc:  # websockets' handshake errors
+            raise Unavailable(f"connecting to {target.url}: {exc}") from None
+        return cls(ws, target.url)
+
+    def send(self, frame: dict) -> None:
+        asyncio.get_running_loop().create_task(self._send(encode_text_of(frame)))
+
+    async def _send(self, text: str) -> None:
+        try:
+            await self.ws.send(text)
+        except Exception:  # the reader sees the close and fails every call
+            pass
+
+    async def receive(self):
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            text = await self.ws.recv()
+        except ConnectionClosed:
+            return None
+        if isinstance(text, bytes):
+            raise refuse_binary(self.where)
+        return text
+
+    async def close(self) -> None:
+        await self.ws.close()

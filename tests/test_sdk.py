@@ -1,0 +1,216 @@
+"""The SDK's clients against a real hub: every method by name, errors with their reason words,
+pushes as iterators, Inbox.drain, and the examples under examples/ answering real messages."""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from agora_sdk import AsyncClient, Client
+from agorad.runtime.methods import METHODS
+from agorad.surface.errors import AgoraError, InvalidParams, MethodNotFound, NotFound, Unauthorized, Unavailable
+from tests.hubproc import wait_for
+from tests.seats import seats, send, unread_refs
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_hub_method_is_reachable_by_name(hub):
+    hub.add_agent("bot")
+    with Client("bot", home=hub.home) as bot, Client(home=hub.home) as operator:
+        for name in sorted(METHODS):
+            noun, verb = name.split(".")
+            method = getattr(getattr(bot, noun), verb)
+            assert method.method == name
+            if name in ("hub.hello", "hub.pause"):
+                continue  # each would change what the connection acts as, or the hub
+            for client in (bot, operator):
+                try:
+                    getattr(getattr(client, noun), verb)()
+                except MethodNotFound:
+                    pytest.fail(f"{name} did not reach the hub's {name}")
+                except AgoraError:
+                    pass  # missing params, forbidden, ...: the hub answered that very method
+
+
+def test_calls_by_name_and_by_call_agree_and_unknown_methods_say_so(hub):
+    with seats(hub, "alice", "bot"):
+        with Client("alice", home=hub.home) as alice:
+            sent = alice.messages.send(target="@bot", title="hi", body="there")
+            assert alice.call("messages.read", ref=sent["ref"])["body"] == "there"
+            with pytest.raises(MethodNotFound) as caught:
+                alice.messages.nope()
+            assert caught.value.reason == "method-not-found"
+
+
+@pytest.mark.parametrize("make, reason", [
+    (lambda a: a.messages.send(target="@bob", title=""), "invalid-params"),
+    (lambda a: a.messages.read(ref="not a ref"), "invalid-params"),
+    (lambda a: a.messages.read(ref="nowhere#1"), "not-found"),
+    (lambda a: a.agents.remove(agent="bob"), "forbidden"),
+    (lambda a: a.inbox.ack(), "invalid-params"),
+])
+def test_errors_are_exceptions_carrying_the_reason_word(hub, make, reason):
+    with seats(hub, "alice", "bob"):
+        with Client("alice", home=hub.home) as alice:
+            with pytest.raises(AgoraError) as caught:
+                make(alice)
+            assert caught.value.reason == reason
+            assert alice.inbox.check()["unread"] == 0  # nothing changed, and the connection still works
+
+
+def test_a_wrong_key_a_missing_key_and_no_hub(hub, home, monkeypatch):
+    monkeypatch.delenv("AGORA_KEY", raising=False)
+    hub.add_agent("bot")
+    with pytest.raises(Unauthorized) as caught:
+        Client("bot", key="agk_wrong", home=hub.home).connect()
+    assert caught.value.reason == "unauthorized"
+    with pytest.raises(Unauthorized, match="no key for 'ghost'"):
+        Client("ghost", home=hub.home)
+    with pytest.raises(InvalidParams, match="ws:// or wss://"):
+        Client("bot", home=hub.home, url="http://example.invalid/")
+    hub.stop()
+    with pytest.raises(Unavailable) as caught:
+        Client("bot", home=hub.home).connect()
+    assert caught.value.reason == "unavailable"
+    with pytest.raises(Unavailable):
+        asyncio.run(AsyncClient("bot", home=hub.home).connect())
+
+
+def test_the_key_comes_from_agora_key_when_set(hub, monkeypatch):
+    key = hub.add_agent("bot")
+    (hub.home / "keys" / "bot.key").unlink()
+    monkeypatch.setenv("AGORA_KEY", key)
+    with Client("bot", home=hub.home) as bot:
+        assert bot.agents.heartbeat(status="idle")["agent"] == "bot"
+
+
+def test_sync_pushes_are_a_public_iterator(hub):
+    with seats(hub, "alice", "bot"):
+        with Client("alice", home=hub.home) as alice, Client("bot", home=hub.home) as bot:
+            bot.inbox.subscribe()
+            for i in range(3):
+                alice.messages.send(target="@bot", title=f"m{i}")
+            pushed = [push["params"]["title"] for push, _ in zip(bot.notifications(timeout=5), range(3))]
+            assert pushed == ["m0", "m1", "m2"]
+            assert list(bot.notifications(timeout=0)) == []
+
+
+def test_async_client_calls_overlap_and_pushes_are_an_async_iterator(hub):
+    with seats(hub, "alice", "bot"):
+        async def scenario():
+            async with AsyncClient("alice", home=hub.home) as alice, AsyncClient("bot", home=hub.home) as bot:
+                await bot.inbox.subscribe()
+                sent = await asyncio.gather(*(alice.messages.send(target="@bot", title=f"m{i}") for i in range(5)))
+                titles = []
+                async for push in bot.notifications(timeout=5):
+                    titles.append(push["params"]["title"])
+                    if len(titles) == 5:
+                        break
+                with pytest.raises(NotFound) as caught:
+                    await bot.messages.read(ref="nowhere#1")
+                assert caught.value.reason == "not-found"
+                assert await bot.next_notification(timeout=0.01) is None
+                return [s["seq"] for s in sent], titles
+
+        seqs, titles = asyncio.run(scenario())
+        assert seqs == [1, 2, 3, 4, 5]
+        assert titles == [f"m{i}" for i in range(5)]
+
+
+def test_an_async_client_learns_when_the_hub_goes_away(hub):
+    hub.add_agent("bot")
+
+    async def scenario():
+        async with AsyncClient("bot", home=hub.home) as bot:
+            await bot.inbox.subscribe()
+            hub.stop()
+            with pytest.raises(Unavailable, match="closed the connection"):
+                await bot.next_notification(timeout=10)
+            with pytest.raises(Unavailable):
+                await bot.inbox.check()
+
+    asyncio.run(scenario())
+
+
+def test_drain_returns_what_waits_owed_first_next_turn_included_and_acks_nothing(hub):
+    with seats(hub, "alice", "bot") as s:
+        chatter = send(s["alice"], "commons", "chatter")["ref"]
+        quiet = send(s["alice"], "@bot", "for later", body="no hurry", urgency="next_turn")["ref"]
+        ask = send(s["alice"], "@bot", "please review", body="diff", ask=True)["ref"]
+        with Client("bot", home=hub.home) as bot:
+            drained = bot.inbox.drain()
+            assert [m.ref for m in drained] == [ask, chatter, quiet]  # owed first, then by channel
+            assert [m.owed for m in drained] == [True, False, False]
+            assert drained[2].next_turn and drained[2].body == "no hurry"
+            assert "<<<AGORA-MESSAGE " in drained[0].fenced and drained[0].body == "diff"
+            assert bot.inbox.check()["unread"] == 3  # nothing acked
+            drained[2].ack()
+            drained[0].reply("looks fine")
+            assert [m.ref for m in bot.inbox.drain()] == [chatter, ask]  # the ask: unread still, owed no more
+            assert bot.owed.list()["i_owe"] == []
+
+            async def drain_async():
+                async with AsyncClient("bot", home=hub.home) as abot:
+                    return [m.ref for m in await abot.inbox.drain(limit=5)]
+
+            assert asyncio.run(drain_async()) == [chatter, ask]
+
+
+def test_an_acked_ask_still_owed_is_drained_at_the_front(hub):
+    with seats(hub, "alice", "bot") as s:
+        ask = send(s["alice"], "@bot", "owed", ask=True)["ref"]
+        s["bot"].call("inbox.ack", ref=ask)
+        later = send(s["alice"], "commons", "later")["ref"]
+        with Client("bot", home=hub.home) as bot:
+            assert [(m.ref, m.owed) for m in bot.inbox.drain()] == [(ask, True), (later, False)]
+
+
+def example(hub, name: str, agent: str) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, str(ROOT / "examples" / name), agent], cwd=ROOT,
+                            env={**hub.env, "AGORA_HOME": str(hub.home)},
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def stop_example(proc: subprocess.Popen) -> None:
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+
+
+def test_the_echo_example_answers_what_is_addressed_to_it(hub):
+    with seats(hub, "alice", "echo") as s:
+        send(s["alice"], "commons", "channel chatter")
+        ping = send(s["alice"], "@echo", "ping", body="hello there")["ref"]
+        proc = example(hub, "echo_agent.py", "echo")
+        try:
+            wait_for(lambda: s["alice"].call("inbox.check")["unread"] == 1, what="the echo")
+            wait_for(lambda: unread_refs(s["echo"]) == [], what="both messages acked")
+        finally:
+            stop_example(proc)
+        answer = s["alice"].call("inbox.check")["channels"][0]["messages"][0]
+        read = s["alice"].call("messages.read", ref=answer["ref"])
+        assert (read["title"], read["body"], read["reply_to_ref"]) == ("re: ping", "echo: hello there", ping)
+
+
+def test_the_reviewer_example_answers_asks_and_discharges_the_debt(hub):
+    with seats(hub, "alice", "reviewer") as s:
+        ask = send(s["alice"], "@reviewer", "review this", body="x = 1\n# TODO: test", ask=True)["ref"]
+        send(s["alice"], "@reviewer", "fyi", body="not an ask")
+        assert [d["ref"] for d in s["reviewer"].call("owed.list")["i_owe"]] == [ask]
+        proc = example(hub, "reviewer_agent.py", "reviewer")
+        try:
+            wait_for(lambda: s["reviewer"].call("owed.list")["i_owe"] == [], what="the debt discharged")
+            wait_for(lambda: unread_refs(s["reviewer"]) == [], what="both messages acked")
+        finally:
+            stop_example(proc)
+        replies = s["alice"].call("inbox.check")["channels"][0]["messages"]
+        assert len(replies) == 1
+        read = s["alice"].call("messages.read", ref=replies[0]["ref"])
+        assert (read["reply_to_ref"], read["body"]) == (ask, "changes requested: 2 line(s), 1 TODO(s)")
+        assert s["alice"].call("owed.list")["owed_to_me"] == []

@@ -1,0 +1,115 @@
+"""The SDK over the remote wire (agora-rpc(7), `agora up --listen`): Client, AsyncClient and
+AgentRunner given a ws:// URL, against a real hub on loopback.
+
+Skipped only where this checkout's hub has no `--listen` (the remote port lands separately).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import subprocess
+import threading
+
+import pytest
+
+from agora_sdk import AgentRunner, AsyncClient, Client
+from agorad.surface.errors import Forbidden, InvalidParams, Unauthorized, Unavailable
+from tests.hubproc import AGORAD, Hub, wait_for
+
+HAS_LISTEN = "--listen" in subprocess.run([AGORAD, "--help"], capture_output=True, text=True).stdout
+pytestmark = pytest.mark.skipif(not HAS_LISTEN, reason="this hub has no remote port (agorad --help lists no --listen)")
+
+
+@pytest.fixture
+def remote(home):
+    running = Hub(home, "--listen", "127.0.0.1:0").start()
+    running.url = running.call("hub.status")["remote"]
+    yield running
+    running.stop()
+
+
+def add(hub, *agents: str) -> dict[str, str]:
+    return {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in agents}
+
+
+def test_a_client_calls_by_name_and_reads_pushes_over_the_url(remote, monkeypatch):
+    keys = add(remote, "alice", "bot")
+    monkeypatch.setenv("AGORA_URL", remote.url)  # the URL from the environment, as a seat on another host has it
+    with Client("alice", key=keys["alice"]) as alice, Client("bot", key=keys["bot"]) as bot:
+        assert bot.target.url == remote.url
+        bot.inbox.subscribe()
+        sent = alice.messages.send(target="@bot", title="over the wire", body="hi")
+        push = bot.next_notification(timeout=10)
+        assert (push["method"], push["params"]["seq"]) == ("inbox.delivery", sent["seq"])
+        assert [m.body for m in bot.inbox.drain()] == ["hi"]
+        with pytest.raises(InvalidParams) as caught:
+            alice.messages.send(target="@bot", title="")
+        assert caught.value.reason == "invalid-params"
+
+
+def test_wrong_keys_and_operator_calls_are_refused_remotely(remote):
+    keys = add(remote, "bot")
+    with pytest.raises(Unauthorized) as caught:
+        Client("bot", key="agk_wrong", url=remote.url).connect()
+    assert caught.value.reason == "unauthorized"
+    with pytest.raises(Unauthorized):
+        Client("ghost", key="agk_wrong", url=remote.url).connect()
+    with pytest.raises(Unauthorized, match="acts only as an agent"):
+        Client(url=remote.url)
+    with Client("bot", key=keys["bot"], url=remote.url) as bot:
+        with pytest.raises(Forbidden) as caught:
+            bot.hub.sweep()
+        assert caught.value.reason == "forbidden"
+
+
+def test_an_async_client_over_the_url(remote):
+    keys = add(remote, "alice", "bot")
+
+    async def scenario():
+        async with AsyncClient("alice", key=keys["alice"], url=remote.url) as alice, \
+                AsyncClient("bot", key=keys["bot"], url=remote.url) as bot:
+            await bot.inbox.subscribe()
+            await asyncio.gather(*(alice.messages.send(target="@bot", title=f"m{i}") for i in range(3)))
+            titles = [push["params"]["title"] async for push in _take(bot.notifications(timeout=10), 3)]
+            await asyncio.to_thread(remote.stop)  # this loop must stay free to answer the closing handshake
+            with pytest.raises(Unavailable):
+                await bot.next_notification(timeout=10)
+            return titles
+
+    assert asyncio.run(scenario()) == ["m0", "m1", "m2"]
+
+
+async def _take(iterator, count: int):
+    async for item in iterator:
+        yield item
+        count -= 1
+        if count == 0:
+            return
+
+
+def test_a_runner_over_the_url_answers_and_survives_a_hub_restart(remote):
+    keys = add(remote, "alice", "bot")
+    seen = []
+
+    def handle(message):
+        seen.append(message.ref)
+        message.reply(f"got {message.title}")
+
+    runner = AgentRunner("bot", handle, key=keys["bot"], url=remote.url, reconnect_first=0.05)
+    thread = threading.Thread(target=runner.run, daemon=True)
+    thread.start()
+    assert runner.ready.wait(10)
+    with Client("alice", key=keys["alice"], url=remote.url) as alice:
+        first = alice.messages.send(target="@bot", title="one")["ref"]
+        wait_for(lambda: seen == [first], what="the first message")
+    url = remote.url
+    remote.stop()
+    remote.args = ("--listen", url.removeprefix("ws://").rstrip("/"))  # the same port again
+    remote.start()
+    with Client("alice", key=keys["alice"], url=url) as alice:
+        second = alice.messages.send(target="@bot", title="two")["ref"]
+        wait_for(lambda: seen == [first, second], what="the message after the restart")
+        wait_for(lambda: alice.inbox.check()["unread"] == 2, what="both replies")
+    runner.stop()
+    thread.join(10)
+    assert not thread.is_alive() and runner.connections == 2
