@@ -16,6 +16,7 @@ from click.core import ParameterSource
 # The group's option -> the parameter name the commands give it.
 SHARED = {"--home": "home", "--as": "as_id", "--json": "as_json"}
 _GIVEN = "agora.shared"  # ctx.meta key: what the group was given, by parameter name
+URL_META = "agora.url"  # ctx.meta key: `agora --url URL`, the hub's remote port for this invocation
 
 
 class SharedOption(click.Option):
@@ -62,6 +63,12 @@ def remember(ctx: click.Context, param: click.Parameter, value):
     return value
 
 
+def _remember_url(ctx: click.Context, param: click.Parameter, value):
+    if value:
+        ctx.meta[URL_META] = value
+    return value
+
+
 def group_options(command):
     """Decorate the `agora` group with the shared options (not exposed to its callback)."""
     decorators = [
@@ -71,6 +78,9 @@ def group_options(command):
                      help="Act as this agent, for a command that takes --as."),
         click.option("--json", "as_json", is_flag=True, default=None, expose_value=False, callback=remember,
                      help="Print JSON, for a command that takes --json."),
+        click.option("--url", metavar="URL", expose_value=False, callback=_remember_url,
+                     help="Speak to the hub's remote port (ws:// or wss://) as the seat --as names, "
+                          "instead of its Unix socket (default: $AGORA_URL, else the seat record's url)."),
     ]
     for decorate in reversed(decorators):
         command = decorate(command)
