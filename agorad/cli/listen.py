@@ -42,8 +42,11 @@ class ListenCommand(click.Command):
 @click.option("--important-only", is_flag=True, help="Wake only for to-me, dm, open or escalated deliveries.")
 @click.option("--preview", is_flag=True, help="Append the newest title, neutralised and quoted, to a wake line.")
 @click.option("--source", type=click.Choice(LISTEN_SOURCES), default="auto", show_default=True,
-              help="file tails the notify file on this host; auto is file, waiting for the file to appear; "
-                   "ws is for remote seats (not in this release).")
+              help="file tails the notify file on this host; ws holds a connection to the hub's remote port "
+                   "(--url); auto is file when the hub answers on this host, else ws when a URL is set, else "
+                   "file, waiting for the file to appear.")
+@click.option("--url", metavar="URL", help="The hub's remote port, ws://HOST:PORT/ or wss://HOST:PORT/, for "
+              "--source ws (default: $AGORA_URL, else the seat record's url).")
 @click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
 @click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
@@ -58,8 +61,8 @@ class ListenCommand(click.Command):
               help="For a hook: end at once (reason=foreground, exit 0) when the harness would wait for it "
                    "instead of running it in the background (Claude Code in -p mode without stream-json input).")
 @home_option
-def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
-           watcher, background_only, home):
+def listen(as_id, once, max_wait, debounce, important_only, preview, source, url, lock, adaptive, heartbeat,
+           notify_dir, watcher, background_only, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
@@ -74,7 +77,11 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, loc
 
         sentinels.emit(sentinels.ended("foreground"))
         sys.exit(0)
-    options = _options(as_id, home, notify_dir)
+    url = url or _url()
+    if source == "ws" and not url:
+        _fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
+    options = _options(as_id, home, notify_dir, None if source == "file" else url, source)
+    source = options.source
     options.once, options.max_wait, options.debounce = once, max_wait, debounce
     options.important_only, options.preview, options.source = important_only, preview, source
     options.lock, options.adaptive, options.heartbeat = lock, adaptive, heartbeat
@@ -96,11 +103,19 @@ def _fail(cause: str):
     sys.exit(1)
 
 
-def _options(as_id: str, home: str | None, notify_dir: Path | None):
+def _url() -> str | None:
+    """`agora --url`, else $AGORA_URL, else the seat record's url (cli.common.hub_url), read only when asked."""
+    from agorad.cli.common import hub_url
+
+    return hub_url()
+
+
+def _options(as_id: str, home: str | None, notify_dir: Path | None, url: str | None, source: str):
     """Ask the hub (if it answers) for the current id behind an alias and its notify directory.
 
     With no hub answering, the listener arms on the id as given and the home,
-    and confirms both once the hub answers (agora_listen.identity).
+    and confirms both once the hub answers (agora_listen.identity). `--source auto`
+    becomes ws when no hub answers on this host and a URL is set: the hub is elsewhere.
     """
     from agora_listen.identity import ask
     from agora_listen.listener import Options
@@ -109,10 +124,18 @@ def _options(as_id: str, home: str | None, notify_dir: Path | None):
     from agorad.surface.paths import Home
 
     where = Home.resolve(home)
-    try:
-        answer = ask(where.root, as_id)
-    except NotFound as exc:
-        _fail(exc.message)
+    if source == "ws":
+        answer = None
+    else:
+        try:
+            answer = ask(where.root, as_id)
+        except NotFound as exc:
+            _fail(exc.message)
+        if answer is None and url:
+            source = "ws"
+    if source == "ws":
+        return Options(agent=as_id, home=where.root, notify_dir=None, hub=url, url=url, source="ws",
+                       key=keys.read_key(where, as_id), confirmed=True)
     agent = answer.agent if answer else as_id
     if answer and answer.redirected:
         r = answer.redirected
