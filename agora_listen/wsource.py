@@ -45,6 +45,7 @@ class WsSource:
         self.fatal: str | None = None
         self.connected = threading.Event()
         self.redirected: dict | None = None
+        self.notify_dir: str | None = None  # where the hub writes notify files, on its own host
         self._stop = threading.Event()
         self._client: RemoteClient | None = None
         self._thread: threading.Thread | None = None
@@ -75,10 +76,10 @@ class WsSource:
             if exc.reason in ("unauthorized", "not-found", "forbidden"):
                 raise Fatal(f"the hub at {self.url} refused seat {self.agent}: {exc.message}") from None
             raise
-        self.redirected = hello.get("redirected")
+        self.redirected, self.notify_dir = hello.get("redirected"), hello.get("notify_dir")
         newest = answer.get("newest", 0)
         if self.received is None or newest < self.received:  # a first arm, or a hub whose ids restarted lower
-            self.received = newest
+            self.received = self.handed = newest
         return client
 
     def _keep(self) -> None:
