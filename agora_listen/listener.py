@@ -101,6 +101,10 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
     if not options.key:
         return _end("error", EXIT_FAILED, f"no key for {options.agent}: set AGORA_KEY or put the seat's key in "
                     f"{options.home}/keys/{options.agent}.key on this host")
+    try:  # on a seat's own host the home may hold nothing yet: its seat files go there
+        os.makedirs(options.home, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        return _end("error", EXIT_FAILED, f"creating the home {options.home}: {exc.strerror or exc}")
     source = WsSource(options.url, options.agent, options.key, saved_after(seat.load("offset")))
     try:
         source.open()

@@ -104,6 +104,19 @@ def test_reception_loads_neither_the_database_nor_the_server():
     assert done.stdout.strip() == ""
 
 
+def test_only_the_remote_port_and_its_clients_load_websockets():
+    """The hub loads it only with --listen (runtime/remote.py), the CLI only for a URL (surface/wsclient.py):
+    the Unix-socket client, the file listener and the stop hook start as fast as before."""
+    probe = (
+        "import sys, agorad.cli, agorad.cli.up, agorad.runtime.daemon, agorad.cli.listen, agorad.cli.watch\n"
+        "import agora_listen.listener, agora_listen.wsource, agorad.surface.client, agorad.surface.wsclient\n"
+        "import agorad.cli.common, agorad.cli.hook_fast\n"
+        "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'websockets')))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
+
+
 def test_only_agora_mcp_loads_the_mcp_sdk():
     """The hub and every command but `agora mcp` run without the optional extra; even loading the
     command's module (as `agora --help` does) leaves the SDK unloaded."""
