@@ -102,7 +102,7 @@ def _connect_remote(url: str, home: str | None, as_id: str | None):
         command = context.command_path if context is not None else "this command"
         raise Forbidden(f"`{command}` acts as the local operator, who is only ever a same-user peer on the hub's "
                         f"own socket; over {url} the CLI acts as a seat (give --as ID where the command takes it). "
-                        "Run it on the hub's host without AGORA_URL.", rule="operator-local")
+                        "Run it on the hub's host without AGORA_URL.")
     where = Home.resolve(home)
     key = keys.read_key(where, as_id)
     if key is None:
