@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import drive, harness, hook, load, mcp, messaging, reception
+from bench import drive, harness, hook, load, mcp, messaging, reception, remote
 from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
@@ -21,7 +21,7 @@ CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
 SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
-PARTS = ("heartbeats", "sends", "inbox", "reception", "hook", "drive", "startup", "memory", "mcp", "harness")  # --only
+PARTS = ("heartbeats", "sends", "inbox", "reception", "remote", "hook", "drive", "startup", "memory", "mcp", "harness")  # --only
 
 
 @dataclass
@@ -81,6 +81,7 @@ def measure(work: Path, s: Settings, notes: list[str], parts=None) -> list[Figur
         "sends": lambda: messaging.sends(work, s),
         "inbox": lambda: messaging.inbox(work, s, notes),
         "reception": lambda: reception.figures(work, s, notes),
+        "remote": lambda: remote.figures(work, s, notes),
         "hook": lambda: hook.figures(work, s),
         "drive": lambda: drive.figures(work, s),
         "startup": lambda: startup(work, s),

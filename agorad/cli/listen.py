@@ -148,4 +148,4 @@ def _options(as_id: str, home: str | None, notify_dir: Path | None, url: str | N
         directory = where.root
     return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
                    key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answer is not None,
-                   notify_dir_given=notify_dir is not None)
+                   notify_dir_given=notify_dir is not None, source=source)
