@@ -14,7 +14,7 @@ import time
 
 import click
 
-from agorad.cli.shared import URL_META, SharedOption, seat_record
+from agorad.cli.shared import RECORD_META, URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.paths import Home
 
@@ -57,14 +57,15 @@ def handles_errors(command):
 
 
 def hub_url() -> str | None:
-    """The hub URL this command speaks to, if remote: `agora --url`, else $AGORA_URL, else the workspace's
-    seat record's `url`. None: the hub's Unix socket under the home."""
+    """The hub URL this command speaks to, if remote: `agora --url`, else $AGORA_URL, else the `url` of the
+    workspace's seat record when the command took its seat or home from it (SharedOption). None: the hub's
+    Unix socket under the home."""
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(URL_META):
         return context.meta[URL_META]
     if os.environ.get("AGORA_URL"):
         return os.environ["AGORA_URL"]
-    record = seat_record(context) if context is not None else None
+    record = context.meta.get(RECORD_META) if context is not None else None
     return record.url if record is not None else None
 
 

@@ -17,6 +17,7 @@ from click.core import ParameterSource
 SHARED = {"--home": "home", "--as": "as_id", "--json": "as_json"}
 _GIVEN = "agora.shared"  # ctx.meta key: what the group was given, by parameter name
 URL_META = "agora.url"  # ctx.meta key: `agora --url URL`, the hub's remote port for this invocation
+RECORD_META = "agora.record"  # ctx.meta key: the seat record, once an option read it (None: there is none)
 
 
 class SharedOption(click.Option):
@@ -46,14 +47,14 @@ def seat_record(ctx: click.Context):
 
     Only the nearest counts: a workspace's identity is its own wiring, never a parent's.
     """
-    if "agora.record" not in ctx.meta:
+    if RECORD_META not in ctx.meta:
         from agorad.surface.seat_record import RecordError, find
 
         try:
-            ctx.meta["agora.record"] = find()
+            ctx.meta[RECORD_META] = find()
         except RecordError as exc:
             raise click.UsageError(f"{exc} (or give --as)", ctx) from None
-    return ctx.meta["agora.record"]
+    return ctx.meta[RECORD_META]
 
 
 def remember(ctx: click.Context, param: click.Parameter, value):
