@@ -108,9 +108,9 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
     source = WsSource(options.url, options.agent, options.key, saved_after(seat.load("offset")))
     try:
         source.open()
-    except Fatal as exc:
+    except Fatal:
         source.close()
-        return _end("error", EXIT_FAILED, str(exc))
+        raise
     except AgoraError as exc:  # no hub answering yet: arm anyway, the reader keeps trying
         write(sys.stderr, f"agora listen: {exc.message}; retrying\n")
     return _locked(options, seat, harness, lambda: _listen_ws(options, seat, source, harness), source.close)
@@ -132,12 +132,8 @@ def _locked(options: Options, seat: Seat, harness: Harness, listen, release=lamb
         seat.release_lock()
         release()
         return _end("already-armed", EXIT_QUIET)
-    from agora_listen.wsource import Fatal
-
-    try:
+    try:  # a seat the hub refuses while it listens raises Refused (wsource.Fatal): run() ends it
         return listen()
-    except Fatal as exc:  # the hub refused the seat while it listened (a removed seat, a changed key)
-        return _end("error", EXIT_FAILED, str(exc))
     except Stop:
         return _end("signal", EXIT_QUIET)
     except Gone as gone:  # nothing consumed: what was not delivered stays behind the saved offset
@@ -224,20 +220,7 @@ def _listen(options: Options, seat: Seat, notify_path: Path, harness: Harness) -
     seat.write_pid(options.heartbeat, "file", only_if_free=options.once and not options.lock)
     try:
         initial = [line for line in follower.read_new() if _rings(options, line) and _landed_since(line, since)]
-        # Lines already waiting ring through the loop; otherwise debt not yet rung for rings now, or
-        # else important mail rung before and still unread, when its schedule allows (rering.py).
-        check = None if initial else ask(seat, options.home, options.key, options.url)
-        # Armed once the position is fixed and the hub asked: anything later reaches the loop.
-        sentinels.emit(sentinels.armed(options.agent, options.hub))
-        if check is not None:
-            fresh = unrung(seat, check["owed"])
-            again = [] if fresh else rering.due(seat, check)
-            if fresh or again:
-                _wake(options, seat, follower, harness, fresh or again, check["owed_total"],
-                      backlog="owed" if fresh else "again", check=check)
-                if options.once:
-                    return _end("wake", EXIT_WOKE)
-        return _loop(options, seat, follower, watch, signals, harness, initial, _reminder_at(seat, check))
+        return _armed(options, seat, follower, watch, signals, harness, initial, "file")
     finally:
         watch.close()
         follower.close()
@@ -255,17 +238,25 @@ def _listen_ws(options: Options, seat: Seat, source, harness: Harness) -> int:
     seat.write_pid(options.heartbeat, "ws", only_if_free=options.once and not options.lock)
     source.start()
     initial = [line for line in source.read_new() if _rings(options, line)]
+    return _armed(options, seat, source, source, signals, harness, initial, "ws")
+
+
+def _armed(options: Options, seat: Seat, follower, watch, signals: _Signals, harness: Harness, initial: list[dict],
+           source: str) -> int:
+    """Lines already waiting ring through the loop; otherwise debt not yet rung for rings now, or
+    else important mail rung before and still unread, when its schedule allows (rering.py)."""
     check = None if initial else ask(seat, options.home, options.key, options.url)
-    sentinels.emit(sentinels.armed(options.agent, options.url, source="ws"))
+    # Armed once the position is fixed and the hub asked: anything later reaches the loop.
+    sentinels.emit(sentinels.armed(options.agent, options.url if source == "ws" else options.hub, source=source))
     if check is not None:
         fresh = unrung(seat, check["owed"])
         again = [] if fresh else rering.due(seat, check)
         if fresh or again:
-            _wake(options, seat, source, harness, fresh or again, check["owed_total"],
+            _wake(options, seat, follower, harness, fresh or again, check["owed_total"],
                   backlog="owed" if fresh else "again", check=check)
             if options.once:
                 return _end("wake", EXIT_WOKE)
-    return _loop(options, seat, source, source, signals, harness, initial, _reminder_at(seat, check))
+    return _loop(options, seat, follower, watch, signals, harness, initial, _reminder_at(seat, check))
 
 
 def _rings(options: Options, line: dict) -> bool:

@@ -15,8 +15,8 @@ import collections
 import os
 import random
 import threading
-import time
 
+from agora_listen.identity import Refused
 from agorad.surface import settings
 
 TYPE_CHECKING = False
@@ -24,8 +24,12 @@ if TYPE_CHECKING:
     from agorad.surface.wsclient import RemoteClient
 
 
-class Fatal(Exception):
-    """The hub refused the seat (a wrong key, a removed seat): reconnecting cannot help."""
+class Fatal(Refused):
+    """The hub refused the seat (a wrong key, a removed seat): reconnecting cannot help. A listener
+    ends with reason=error (listener.run handles Refused)."""
+
+    def __init__(self, cause: str):
+        super().__init__("error", cause)
 
 
 class WsSource:
@@ -84,6 +88,12 @@ class WsSource:
 
     def _keep(self) -> None:
         """The reader thread: take pushes; when the connection goes, reconnect and catch up."""
+        try:
+            self._reconnecting()
+        except Exception as exc:  # a bug: end the listener in words rather than leave it deaf
+            self._give_up(f"the connection to {self.url} failed: {type(exc).__name__}: {exc}")
+
+    def _reconnecting(self) -> None:
         from agorad.surface.errors import AgoraError
 
         failures = 0
@@ -123,9 +133,11 @@ class WsSource:
         self._ring()
 
     def _ring(self) -> None:
+        if self._stop.is_set():  # closing: the pipe may be gone
+            return
         try:
             os.write(self._wake_fd, b"!")
-        except BlockingIOError:  # the pipe is full: the loop is awake anyway
+        except OSError:  # the pipe is full: the loop is awake anyway
             pass
 
     # --- what the listener's loop sees (a watcher and a follower in one) ----------------------------

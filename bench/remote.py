@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import json
 import statistics
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ from pathlib import Path
 from bench.figures import Figure, alternate, progress
 from bench.load import _percentile
 from bench.messaging import SEND_PARAMS
-from bench.reception import LINE_TIMEOUT, SENDER, WARMUP_WAKES, Lines, Sender, _process, send_frame
+from bench.reception import LINE_TIMEOUT, SENDER, WARMUP_WAKES, Lines, Sender, _process, timed_wake
 from bench.servers import BenchError, Hub, script_path
 
 WS_SEAT, FILE_SEAT = "sink-ws", "sink-file"
@@ -85,15 +84,7 @@ def wakes(work: Path, hub: Hub, url: str, echo_url: str, keys: dict, s, notes: l
         seats = {"ws": WS_SEAT, "file": FILE_SEAT}
 
         def hub_wake(side: str):
-            seat, ear, frame = seats[side], ears[side], send_frame(seats[side])
-
-            def wake() -> float:
-                seq, replied = sender.send(frame)
-                line, woke = ear.next()
-                if not line.startswith(b"AGORA_WAKE ") or f" n=1 channels=dm:{SENDER}--{seat}#{seq} ".encode() not in line:
-                    raise BenchError(f"expected the wake for dm:{SENDER}--{seat}#{seq}, read {line[:200]!r}")
-                return woke - replied
-            return wake
+            return timed_wake(sender, ears[side], seats[side])
 
         push = json.dumps({"jsonrpc": "2.0", "method": "inbox.delivery", "params": {"pad": "x" * 400}})
 

@@ -93,6 +93,11 @@ def test_every_import_points_down_the_layers():
     assert wrong == []
 
 
+def printed_by(probe: str) -> str:
+    """What `probe` prints, run in a fresh interpreter (so only what it imports is loaded)."""
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def test_reception_loads_neither_the_database_nor_the_server():
     probe = (
         "import sys, agorad.cli, agorad.cli.listen, agora_listen.listener\n"
@@ -100,8 +105,7 @@ def test_reception_loads_neither_the_database_nor_the_server():
         "         or m.startswith(('agorad.runtime', 'agorad.domain', 'agorad.store', 'mcp.', 'agora_mcp.'))]\n"
         "print(','.join(sorted(heavy)))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    assert printed_by(probe) == ""
 
 
 def test_only_the_remote_port_and_its_clients_load_websockets():
@@ -113,8 +117,7 @@ def test_only_the_remote_port_and_its_clients_load_websockets():
         "import agorad.cli.common, agorad.cli.hook_fast\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] == 'websockets')))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    assert printed_by(probe) == ""
 
 
 def test_only_agora_mcp_loads_the_mcp_sdk():
@@ -126,8 +129,7 @@ def test_only_agora_mcp_loads_the_mcp_sdk():
         "main.all_commands()\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'agora_mcp', 'pydantic'))))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    assert printed_by(probe) == ""
 
 
 def declared_dependencies(extra: str | None = None) -> set[str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import base64
 import json
 import os
-import signal
 import socket
 import struct
 import subprocess
@@ -22,17 +21,9 @@ from websockets.sync.client import connect as ws_connect
 from agorad.surface.errors import AgoraError
 from agorad.surface.protocol import MAX_FRAME, encode
 from agorad.surface.wsclient import RemoteClient
-from tests.hubproc import AGORA, AGORAD, Hub, short_home, wait_for
+from tests.hubproc import AGORA, AGORAD, Hub, wait_for
 from tests.seats import send
 
-
-@pytest.fixture
-def remote(home):
-    hub = Hub(home, "--listen", "127.0.0.1:0").start()
-    hub.url = hub.call("hub.status")["remote"]
-    hub.keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
-    yield hub
-    hub.stop()
 
 
 def peer(url: str):

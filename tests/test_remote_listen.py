@@ -15,15 +15,6 @@ from tests.listenproc import Listener, fields
 from tests.seats import send
 
 
-@pytest.fixture
-def remote(home):
-    hub = Hub(home, "--listen", "127.0.0.1:0").start()
-    hub.url = hub.call("hub.status")["remote"]
-    hub.keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
-    yield hub
-    if hub.proc.poll() is None:
-        hub.stop()
-
 
 def drained(source: WsSource, count: int) -> list[dict]:
     got: list[dict] = []
