@@ -112,6 +112,9 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
         source.close()
         raise
     except AgoraError as exc:  # no hub answering yet: arm anyway, the reader keeps trying
+        if exc.reason != "unavailable":
+            source.close()
+            return _end("error", EXIT_FAILED, exc.message)
         write(sys.stderr, f"agora listen: {exc.message}; retrying\n")
     return _locked(options, seat, harness, lambda: _listen_ws(options, seat, source, harness), source.close)
 

@@ -105,7 +105,9 @@ class WsSource:
                     failures = 0
                 except Fatal as exc:
                     return self._give_up(str(exc))
-                except AgoraError:
+                except AgoraError as exc:
+                    if exc.reason == "invalid-params":  # a URL that cannot be a hub's: trying again cannot help
+                        return self._give_up(exc.message)
                     failures += 1
                     self._stop.wait(_backoff(failures))
                     continue

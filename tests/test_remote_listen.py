@@ -98,6 +98,27 @@ def test_source_ws_without_a_url_is_a_usage_failure(remote):
     assert done.stdout.splitlines()[-1].startswith("AGORA_LISTEN ended reason=error")
 
 
+def test_a_first_ws_arm_with_no_hub_answering_arms_and_waits(remote, tmp_path):
+    elsewhere = tmp_path / "seat"
+    done = subprocess.run([AGORA, "listen", "--home", str(elsewhere), "--as", "alice", "--source", "ws",
+                           "--url", "ws://127.0.0.1:9/", "--once", "--max-wait", "1"],
+                          env={**remote.env, "AGORA_KEY": "agk_any"}, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["AGORA_LISTEN armed source=ws agent=alice hub=ws://127.0.0.1:9/",
+                                        "AGORA_LISTEN ended reason=max-wait"]
+    assert "no hub is answering at ws://127.0.0.1:9/" in done.stderr and "retrying" in done.stderr
+    # It never reached the hub: the next arm is a first arm too, not a replay of everything.
+    assert (elsewhere / "listen-alice.offset").read_text() == '{"source": "ws", "id": null}'
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:1/", "ws://", "127.0.0.1:8765"])
+def test_a_url_that_cannot_be_a_hubs_is_an_error_at_once(remote, url):
+    done = subprocess.run([AGORA, "listen", "--home", str(remote.home), "--as", "alice", "--source", "ws",
+                           "--url", url, "--once"], env=remote.env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "is not a hub URL" in done.stderr
+    assert done.stdout.splitlines()[-1].startswith("AGORA_LISTEN ended reason=error")
+
+
 def test_source_auto_is_ws_when_no_hub_answers_here_and_a_url_is_set(remote, tmp_path):
     elsewhere = tmp_path / "seat"
     ear = Listener(remote, "--as", "alice", "--home", str(elsewhere), "--debounce", "0",

@@ -80,6 +80,8 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, url
     url = url or _url()
     if source == "ws" and not url:
         _fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
+    if url and source != "file":
+        _check_url(url)
     options = _options(as_id, home, notify_dir, None if source == "file" else url, source)
     source = options.source
     options.once, options.max_wait, options.debounce = once, max_wait, debounce
@@ -101,6 +103,16 @@ def _fail(cause: str):
     click.echo(f"agora listen: {cause}", err=True)
     sentinels.emit_last(sentinels.ended("error", cause))
     sys.exit(1)
+
+
+def _check_url(url: str) -> None:
+    from agorad.surface.errors import InvalidParams
+    from agorad.surface.wsclient import check_url
+
+    try:
+        check_url(url)
+    except InvalidParams as exc:
+        _fail(exc.message)
 
 
 def _url() -> str | None:

@@ -43,6 +43,9 @@ def watch(as_id, notify_file, url, home):
     url = url or hub_url()
     if not url:
         fail("agora watch speaks to the hub's remote port: give --url ws://HOST:PORT/ or set AGORA_URL")
+    from agorad.surface.wsclient import check_url
+
+    check_url(url)  # a malformed URL is an error now, not a reconnection loop
     path = notify_file.absolute()
     _refuse_hub_directory(path.parent)
     key = keys.read_key(Home.resolve(home), as_id)
