@@ -452,9 +452,19 @@ def _digest(options: Options, batch: list[dict], backlog: str | None, missed: in
         exe = "agora"
     seat = (options.agent, options.home)
     lines += [
-        f"To handle them: run `{wiring.shell(wiring.inbox(exe, *seat))}`; read what warrants it with "
-        f"`{wiring.shell([exe, 'read', *wiring.seat_args(*seat), 'REF'])}`; reply where a reply is owed with "
-        f"`{wiring.shell(wiring.reply(exe, *seat))}`; then ack what you handled with "
-        f"`{wiring.shell(wiring.ack_refs(exe, *seat, ['REF']))}`.",
+        f"To handle them: run `{_command(options, wiring.inbox(exe, *seat))}`; read what warrants it with "
+        f"`{_command(options, [exe, 'read', *wiring.seat_args(*seat), 'REF'])}`; reply where a reply is owed with "
+        f"`{_command(options, wiring.reply(exe, *seat))}`; then ack what you handled with "
+        f"`{_command(options, wiring.ack_refs(exe, *seat, ['REF']))}`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _command(options: Options, argv: list[str]) -> str:
+    """A command for the digest, as a shell line; for a ws seat whose URL the environment does not carry,
+    with `--url` (before the subcommand), so it reaches the hub from the harness's shell too."""
+    from agorad.surface import wiring
+
+    if options.source == "ws" and options.url and os.environ.get("AGORA_URL") != options.url:
+        argv = [argv[0], "--url", options.url, *argv[1:]]
+    return wiring.shell(argv)

@@ -1,7 +1,7 @@
 """The listener's contract (tests/test_listen.py) over the remote port: `agora listen --source ws`.
 
 The tests below are test_listen.py's own, collected again here with a hub that also serves
-`--listen` on loopback and every listener started with `--source ws --url`; they hold the ws
+`--listen` on loopback and every listener started with `--source ws` and AGORA_URL; they hold the ws
 source to the same sentinels, exit codes and seat files. Left out are the tests of what only a
 file has (rotation, the notify directory, offsets by inode) and those that spell the file
 source's armed line. What only ws has (a cut connection, a hub restart on the same port,
@@ -33,7 +33,7 @@ from tests.test_listen import (  # noqa: F401 (collected here, under the ws sour
 @pytest.fixture
 def hub(home, monkeypatch):
     running = Hub(home, "--listen", "127.0.0.1:0").start()
-    url = running.call("hub.status")["remote"]
-    monkeypatch.setattr(listenproc, "SOURCE", ["--source", "ws", "--url", url])
+    running.env["AGORA_URL"] = running.call("hub.status")["remote"]  # as a remote seat's environment carries it
+    monkeypatch.setattr(listenproc, "SOURCE", ["--source", "ws"])
     yield running
     running.stop()

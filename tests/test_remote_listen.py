@@ -81,6 +81,15 @@ def test_a_ws_listener_lives_through_a_hub_restart_and_rings_each_delivery_once(
         again.stop()
 
 
+def test_a_ws_seats_digest_names_the_url_its_environment_lacks(remote):
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        ear = Listener(remote, "--as", "alice", "--source", "ws", "--url", remote.url, "--once", "--debounce", "0")
+        ear.next_line()
+        send(bob, "@alice", "review?")
+        code, _, stderr = ear.finish()
+    assert code == 2 and f"--url {remote.url} inbox --home {remote.home} --as alice`" in stderr
+
+
 def test_a_ws_listener_with_a_wrong_key_ends_with_a_tombstone(remote):
     done = subprocess.run([AGORA, "listen", "--home", str(remote.home), "--as", "alice", "--source", "ws",
                            "--url", remote.url, "--once"], env={**remote.env, "AGORA_KEY": "agk_wrong"},

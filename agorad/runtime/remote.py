@@ -48,7 +48,7 @@ class AuthThrottle:
         self.failures: collections.OrderedDict[str, collections.deque] = collections.OrderedDict()
 
     def blocked(self, now: float, *names: str) -> bool:
-        return any(len(self._recent(now, name)) >= self.allowed for name in names)
+        return any(name in self.failures and len(self._recent(now, name)) >= self.allowed for name in names)
 
     def failed(self, now: float, *names: str) -> None:
         for name in names:
