@@ -82,8 +82,11 @@ class WsSource:
             raise
         self.redirected, self.notify_dir = hello.get("redirected"), hello.get("notify_dir")
         newest = answer.get("newest", 0)
-        if self.received is None or newest < self.received:  # a first arm, or a hub whose ids restarted lower
+        if self.received is None:  # a first arm: from the hub's newest on
             self.received = self.handed = newest
+        elif newest < self.received:  # the hub's ids started again lower (a restored database): which of its
+            self.received = self.handed = 0  # deliveries are new cannot be told, so all ring: never deaf
+            client.call("inbox.subscribe", after=0)
         return client
 
     def _keep(self) -> None:

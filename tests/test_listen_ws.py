@@ -16,6 +16,9 @@ from tests import listenproc
 from tests.hubproc import Hub
 from tests.test_listen import (  # noqa: F401 (collected here, under the ws source)
     pair,
+    test_a_first_arm_remembers_its_place_even_if_killed,
+    test_a_once_without_lock_leaves_a_live_listeners_pidfile_alone,
+    test_a_saved_id_above_the_files_never_makes_the_listener_deaf,
     test_adaptive_backoff,
     test_backlog_rings_once_for_debt_then_again_for_new_or_escalated_debt,
     test_debounce_coalesces_a_burst,
@@ -24,9 +27,14 @@ from tests.test_listen import (  # noqa: F401 (collected here, under the ws sour
     test_important_only_skips_plain_channel_posts,
     test_max_wait_exits_0_with_nothing_on_stderr,
     test_once_wakes_exits_2_with_a_redacted_digest,
+    test_out_of_range_offsets_count_as_corrupt,
     test_own_messages_never_wake,
+    test_persistent_listener_holds_the_seat_lock_even_with_lock,
     test_persistent_listener_takes_the_lock_and_a_second_is_already_armed,
+    test_persistent_listener_with_the_seat_lock_as_lock_arms,
+    test_pidfile_lives_while_armed_and_goes_at_exit,
     test_signals_end_with_a_tombstone,
+    test_unknown_seat_and_usage_errors_end_with_a_tombstone_and_exit_1,
 )
 
 
