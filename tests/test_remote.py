@@ -265,11 +265,12 @@ def test_silent_connections_close_before_and_after_the_hello(home):
         ws = peer(url)
         request(ws, 1, "hub.hello", agent="alice", key=key)
         assert close_code(ws) == 1001  # idle
-        subscriber = peer(url)
-        request(subscriber, 1, "hub.hello", agent="alice", key=key)
-        request(subscriber, 2, "inbox.subscribe")
-        with pytest.raises(TimeoutError):
-            subscriber.recv(timeout=2.5)  # a subscriber waits as long as it answers pings
+        for params in ({}, {"after": 0}):  # with after, the subscription starts once the call is committed
+            subscriber = peer(url)
+            request(subscriber, 1, "hub.hello", agent="alice", key=key)
+            request(subscriber, 2, "inbox.subscribe", **params)
+            with pytest.raises(TimeoutError):
+                subscriber.recv(timeout=2.5)  # a subscriber waits as long as it answers pings
         assert "reason=no hello" in hub.log().replace("'", "")
     finally:
         hub.stop()

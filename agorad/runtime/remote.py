@@ -148,20 +148,25 @@ class RemoteSession(Session):
                 pass
 
     async def _read(self) -> None:
-        try:
-            async with asyncio.timeout(None) as clock:  # moved on per message: cheaper than a wait_for each
-                await self._each_message(clock)
-        except TimeoutError:  # recv is safe to cancel (websockets)
-            self._time_out()
-        except ConnectionClosed:
-            pass
+        while not self.closing:
+            try:
+                async with asyncio.timeout(None) as clock:  # moved on per message: cheaper than a wait_for each
+                    await self._each_message(clock)
+            except TimeoutError:  # recv is safe to cancel (websockets)
+                if self.actor.is_operator or not self._subscribed():  # (a subscription can start after
+                    self._time_out()                                 # commit, while recv already waits)
+                    return
+            except ConnectionClosed:
+                return
+
+    def _subscribed(self) -> bool:
+        return self in self.hub.subscribers.get(self.actor.agent_pk, ())
 
     async def _each_message(self, clock) -> None:
         loop = asyncio.get_running_loop()
         hello_by = min(settings.REMOTE_HELLO_TIMEOUT, self.idle)
         while not self.closing:
-            subscribed = self in self.hub.subscribers.get(self.actor.agent_pk, ())
-            wait = hello_by if self.actor.is_operator else None if subscribed else self.idle
+            wait = hello_by if self.actor.is_operator else None if self._subscribed() else self.idle
             clock.reschedule(None if wait is None else loop.time() + wait)
             message = await self.ws.recv()
             clock.reschedule(None)
