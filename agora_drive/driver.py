@@ -20,17 +20,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable
 
-from agora_drive import journal, lines, prompt
+from agora_drive import chunks, journal, lines, prompt
+from agora_drive.chunks import Work
 from agora_drive.obligations import Obligations, Trouble, sweep
 from agora_drive.ownership import Ownership, Refused
 from agora_drive.state import DriveState
 from agora_drive.supervise import Finished, run_turn, scrubbed_environment
-from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge
+from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge, judge_chunk
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
 from agorad.surface import settings
 from agorad.surface.paths import drive_file
 
+CHUNK_LANE = "chunk_"  # claim work chunks keep their own harness session (state.py)
 HUB_RETRY = 5.0  # seconds: a hub that could not be asked is asked again after this (or at the next ring)
 EXIT_OK, EXIT_FAILED, EXIT_NO_TURN, EXIT_TURN_FAILED = 0, 1, 3, 4
 NO_NOTIFY_FILES = ("the hub writes no notify files (started with --notify-dir ''); a driver waits on them: "
@@ -49,6 +51,7 @@ class Options:
     args: tuple[str, ...] = ()
     command: tuple[str, ...] = ()  # the `command` harness's program and arguments
     budget: int = settings.DRIVE_BUDGET
+    chunk_budget: int = settings.DRIVE_CHUNK_BUDGET  # 0: never work on claims between wakes
     turn_limit: float = settings.DRIVE_TURN_LIMIT
     grace: float = settings.DRIVE_GRACE
     rotate_after: int = settings.DRIVE_ROTATE_TURNS
@@ -98,8 +101,8 @@ class Driver:
             lines.say(f"seat {self.options.agent} was renamed to {found.agent}; its files moved with it: run "
                       f"`agora drive --as {found.agent}` (or `agora setup {found.agent}` to rewrite the seat record)")
             return Pass("stopped", "renamed")
-        if not found:
-            return self._settle(Pass("armed", "idle"))
+        if not found:  # paused, what could oblige it is refused; the resume's announcement rings the seat
+            return Pass("held", "paused") if found.paused else self._settle(self._idle(found, now))
         if found.signature == self.state.quarantined:
             return Pass("quarantined", "debt-left")
         if self.state.retry_at is not None and now < self.state.retry_at:
@@ -118,24 +121,73 @@ class Driver:
             self.state.save(self.state_path)
         return decided
 
+    def _idle(self, found: Obligations, now: float) -> Pass:
+        """Nothing obliges the seat: go on with one of its open claims (chunks.py), if it has one to go on with."""
+        chunks.forget_closed(self.state.chains, found.claims)
+        work = chunks.pick(found.claims, self.state.chains) if self.options.chunk_budget > 0 else None
+        if work is None:
+            return Pass("armed", "claims-parked" if found.claims and self.options.chunk_budget > 0 else "idle")
+        if self.state.retry_at is not None and now < self.state.retry_at:
+            return Pass("backoff", f"streak-{self.state.streak}", self.state.retry_at)
+        free_at = self.state.spent(self.state.chunks, self.options.chunk_budget, now)
+        if free_at is not None:
+            return Pass("held", "chunk-budget", free_at)
+        if self.stopping():
+            return Pass("stopped", "signal")
+        return self._chunk(work, now)
+
     def _turn(self, before: Obligations, now: float) -> Pass:
         self.state.turns.append(now)
         resumed = self.state.session_for(self.options.harness, self.options.rotate_after)
         self.state.save(self.state_path)  # the budget is spent before the turn: a crash mid-turn still counts
         self.turns_run += 1
-        turn = Turn(prompt.reception(before, self.options.home, self._agora()), self.options.workspace, resumed,
-                    self.options.model, self.options.args, self.options.command)
         self.announce(Pass("turn", "obliged"))
         lines.emit(state="turn", reason="obliged", turn=self.turns_run, owed=before.owed, refs=len(before.refs),
                    session="resume" if resumed else "new")
+        finished, outcome, after = self._spawn(prompt.reception(before, self.options.home, self._agora()), resumed)
+        verdict = judge(finished, outcome, before, after)
+        self._record(verdict, outcome, finished, resumed)
+        if verdict.status == DEBT_LEFT:
+            self.state.quarantined = after.signature
+            self.state.save(self.state_path)
+            lines.say(f"the turn reached the hub but left what woke it; this wake is quarantined until something "
+                      f"changes (new mail, the debt, or `agora drive --release`): {verdict.detail}")
+        self._close(verdict, finished, outcome)
+        return Pass("turn", verdict.reason, self.clock(), verdict)
+
+    def _chunk(self, work: Work, now: float) -> Pass:
+        self.state.chunks.append(now)
+        resumed = self.state.session_for(self.options.harness, self.options.rotate_after, CHUNK_LANE)
+        self.state.save(self.state_path)  # spent before the chunk, as a turn's budget is
+        self.turns_run += 1
+        self.announce(Pass("chunk", work.ref))
+        lines.emit(state="chunk", reason="claim", claim=work.ref, version=work.version, turn=self.turns_run,
+                   session="resume" if resumed else "new")
+        text = prompt.chunk(work, self.options.agent, self.options.home, self._agora())
+        finished, outcome, after = self._spawn(text, resumed)
+        verdict = judge_chunk(finished, outcome, chunks.progressed(work, None if after is None else after.claims))
+        self._record(verdict, outcome, finished, resumed, CHUNK_LANE)
+        if verdict.reached_hub and verdict.reason != "unchecked":
+            if chunks.record(self.state.chains, work, moved=verdict.reason == "progress"):
+                lines.say(f"{settings.DRIVE_CHUNK_IDLE} chunks in a row wrote no receipt on {work.ref} (version "
+                          f"{work.version}): the driver stops working on it until the claim changes")
+            self.state.save(self.state_path)
+        self._close(verdict, finished, outcome)
+        return Pass("chunk", verdict.reason, self.clock() + settings.DRIVE_CHUNK_ARM, verdict)
+
+    def _spawn(self, text: str, resumed: str | None):
+        """Run one turn of the harness with this prompt; its process facts, its outcome, and the sweep after it."""
+        turn = Turn(text, self.options.workspace, resumed, self.options.model, self.options.args, self.options.command)
         reader = self.harness.reader()
         finished = self.supervise(self._argv(turn), cwd=self.options.workspace, env=self._environment(turn),
                                   limit=self.options.turn_limit, grace=self.options.grace,
                                   on_line=self._feeder(reader), stop_fd=self.stop_fd)
         outcome = reader.finish(finished.status, finished.stderr_tail)
         after = None if finished.stopped else self._sweep_quietly()
-        verdict = judge(finished, outcome, before, after)
-        self._record(verdict, outcome, finished, resumed, after)
+        return finished, outcome, after
+
+    def _close(self, verdict: Verdict, finished: Finished, outcome) -> None:
+        """The flight recorder's last line for the turn, and its turn_end line."""
         if self.options.turn_log:  # the flight recorder closes each turn with how it ended
             self._log("turns.jsonl", {
                 "turn": self.turns_run, "ts": round(time.time(), 3), "end": {
@@ -145,24 +197,18 @@ class Driver:
         lines.emit(event="turn_end", status=verdict.status, stage=verdict.stage, reason=verdict.reason,
                    turn=self.turns_run, duration=round(finished.duration, 1), tools=outcome.tool_calls,
                    exit=finished.status if finished.status is not None else "-")
-        return Pass("turn", verdict.reason, self.clock(), verdict)
 
-    def _record(self, verdict: Verdict, outcome, finished: Finished, resumed: str | None,
-                after: Obligations | None) -> None:
-        """The turn's consequences, saved before anything else can fail."""
-        self.state.ran_in(self.options.harness, outcome.session)
+    def _record(self, verdict: Verdict, outcome, finished: Finished, resumed: str | None, lane: str = "") -> None:
+        """The turn's consequences, saved before anything else can fail. `lane`: its session's (state.py)."""
+        self.state.ran_in(self.options.harness, outcome.session, lane)
         if outcome.context_full:
-            self.state.rotate()
+            self.state.rotate(lane)
         if verdict.status == FAILED and not (outcome.context_full and resumed):  # a fresh session may fit
             delay = self.state.failed(self.clock())
             lines.say(f"the turn never reached the hub ({verdict.reason}); the wake is held {delay:g} s: "
                       f"{verdict.detail or 'no detail'}")
         elif verdict.reached_hub and verdict.reason != "unchecked":  # unchecked: nobody knows yet
             self.state.healthy()
-        if verdict.status == DEBT_LEFT:
-            self.state.quarantined = after.signature
-            lines.say(f"the turn reached the hub but left what woke it; this wake is quarantined until something "
-                      f"changes (new mail, the debt, or `agora drive --release`): {verdict.detail}")
         self.state.save(self.state_path)
         if verdict.status != OK:
             self._log("failures.jsonl", {
@@ -340,7 +386,7 @@ def _confirm_notify_dir(options: Options, doorbell):
         return None
     if os.path.realpath(answer.notify_dir) != os.path.realpath(options.notify_dir):
         doorbell.close()
-        options.notify_dir = answer.notify_dir
+        options.notify_dir = Path(answer.notify_dir)  # identity.ask gives text (no pathlib in a listener)
         return Doorbell(options.notify_dir, options.agent, options.watcher)
     return doorbell
 
@@ -349,7 +395,7 @@ def _show(driver: Driver, decided: Pass) -> None:
     """The pass's state line (a turn printed its own) and the pidfile's facts."""
     now = driver.clock()
     wait = "wake" if decided.next_at is None else f"{max(0, round(decided.next_at - now))}s"
-    if decided.state != "turn":
+    if decided.state not in ("turn", "chunk"):  # each printed its own lines
         lines.emit(state=decided.state, reason=decided.reason, next=wait)
     driver.announce(decided)
 

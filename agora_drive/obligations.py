@@ -15,9 +15,10 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from agora_listen.inbox_view import Trouble, check
+from agora_drive.chunks import Work
+from agora_listen.inbox_view import Trouble, ask_as_seat, channel_of, through_pause
 from agorad.surface import settings
-from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN
+from agorad.surface.vocab import CLAIM_OPEN, IMPORTANT_FLAGS, NEXT_TURN
 
 __all__ = ["Obligations", "Trouble", "sweep"]
 
@@ -29,6 +30,8 @@ class Obligations:
     owed: int  # owed replies in all
     marks: tuple[str, ...]  # sorted: `owed:<ref>@<escalations>`, `unread:<ref>`
     refs: tuple[str, ...]  # the messages behind the marks, oldest channel first, each once
+    paused: bool = False  # the operator paused the hub for this seat: no turn can do the work
+    claims: tuple[Work, ...] = ()  # the open claims the seat owns: work it may go on with, never an obligation
 
     def __bool__(self) -> bool:
         return bool(self.marks)
@@ -39,27 +42,35 @@ class Obligations:
 
 
 def sweep(root: Path, agent: str) -> Obligations:
-    """Ask the hub what obliges the seat now. Raises Trouble when the hub cannot be asked."""
-    current, result = check(root, agent, settings.ARM_CHECK_LIMIT)
-    return from_check(current, result)
+    """Ask the hub what obliges the seat now, and which claims it has open (one connection).
+    Raises Trouble when the hub cannot be asked."""
+    current, (result, claims) = ask_as_seat(root, agent, [
+        ("inbox.check", {"important": True, "limit": settings.ARM_CHECK_LIMIT}),
+        ("claims.list", {"owner": agent, "state": CLAIM_OPEN, "limit": settings.DRIVE_CLAIMS_SEEN}),
+    ])
+    return from_check(current, result, claims["claims"])
 
 
-def from_check(agent: str, result: dict) -> Obligations:
+def from_check(agent: str, result: dict, claims: list[dict] = ()) -> Obligations:
     escalations = {debt["ref"]: debt["escalations"] for debt in result["owed"]}
-    marks, refs = [], []
+    found = []  # (ref, mark)
     for debt in result["owed"]:
         if debt.get("urgency") != NEXT_TURN or debt["escalations"]:
-            marks.append(f"owed:{debt['ref']}@{debt['escalations']}")
-            refs.append(debt["ref"])
+            found.append((debt["ref"], f"owed:{debt['ref']}@{debt['escalations']}"))
     for channel in result["channels"]:
         for message in channel["messages"]:
             waits = message.get("urgency") == NEXT_TURN and not escalations.get(message["ref"])
             if IMPORTANT_FLAGS.intersection(message["flags"]) and not waits:
-                marks.append(f"unread:{message['ref']}")
-                refs.append(message["ref"])
-    if _truncated(result):  # what the listing left out can change unseen: the totals stand for it
+                found.append((message["ref"], f"unread:{message['ref']}"))
+    open_now = through_pause(result)
+    if open_now is not None:  # paused: only what waits in the DMs with the operator's seats can be answered
+        found = [(ref, mark) for ref, mark in found if channel_of(ref) in open_now]
+    marks = [mark for _, mark in found]
+    if open_now is None and _truncated(result):  # what the listing left out can change unseen: the totals stand for it
         marks.append(f"more:{result['owed_total']}:{result['unread']}")
-    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)), tuple(dict.fromkeys(refs)))
+    return Obligations(agent, result["now"], result["owed_total"], tuple(sorted(marks)),
+                       tuple(dict.fromkeys(ref for ref, _ in found)), open_now is not None,
+                       tuple(Work.of(claim) for claim in claims))
 
 
 def _truncated(result: dict) -> bool:

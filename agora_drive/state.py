@@ -29,6 +29,11 @@ class DriveState:
     session: str | None = None  # the harness session the next turn resumes
     session_harness: str | None = None  # ... and which harness it belongs to
     session_turns: int = 0  # turns run in that session
+    # Claim work chunks keep a session of their own (chunks.py), so reception's stays its own.
+    chunk_session: str | None = None
+    chunk_session_harness: str | None = None
+    chunk_session_turns: int = 0
+    chains: dict = field(default_factory=dict)  # claim ref -> [version, chunks in a row without a receipt]
 
     @classmethod
     def load(cls, path: Path) -> "DriveState":
@@ -45,7 +50,11 @@ class DriveState:
         numbers = all(isinstance(t, (int, float)) for t in self.turns + self.chunks)
         if not (numbers and isinstance(self.streak, int) and isinstance(self.session_turns, int)):
             raise TypeError("drive state")
-        if not all(v is None or isinstance(v, str) for v in (self.quarantined, self.session, self.session_harness)):
+        texts = (self.quarantined, self.session, self.session_harness, self.chunk_session, self.chunk_session_harness)
+        if not all(v is None or isinstance(v, str) for v in texts) or not isinstance(self.chunk_session_turns, int):
+            raise TypeError("drive state")
+        if not isinstance(self.chains, dict) or not all(
+                isinstance(v, list) and len(v) == 2 and all(isinstance(n, int) for n in v) for v in self.chains.values()):
             raise TypeError("drive state")
         if self.retry_at is not None and not isinstance(self.retry_at, (int, float)):
             raise TypeError("drive state")
@@ -82,18 +91,22 @@ class DriveState:
 
     # --- the harness session ------------------------------------------------------------------
 
-    def session_for(self, harness: str, rotate_after: int) -> str | None:
-        """The session the next turn resumes: none for another harness's, or after `rotate_after` turns."""
-        if self.session_harness != harness or self.session_turns >= rotate_after:
-            self.session, self.session_turns = None, 0
-        return self.session
+    def session_for(self, harness: str, rotate_after: int, lane: str = "") -> str | None:
+        """The session the next turn resumes: none for another harness's, or after `rotate_after` turns.
+        `lane`: "" for reception turns, "chunk_" for claim work chunks (each keeps its own)."""
+        if getattr(self, lane + "session_harness") != harness or getattr(self, lane + "session_turns") >= rotate_after:
+            self.rotate(lane)
+        return getattr(self, lane + "session")
 
-    def ran_in(self, harness: str, session: str | None) -> None:
+    def ran_in(self, harness: str, session: str | None, lane: str = "") -> None:
         if session is None:
             return
-        if session != self.session or harness != self.session_harness:
-            self.session, self.session_harness, self.session_turns = session, harness, 0
-        self.session_turns += 1
+        if session != getattr(self, lane + "session") or harness != getattr(self, lane + "session_harness"):
+            setattr(self, lane + "session", session)
+            setattr(self, lane + "session_harness", harness)
+            setattr(self, lane + "session_turns", 0)
+        setattr(self, lane + "session_turns", getattr(self, lane + "session_turns") + 1)
 
-    def rotate(self) -> None:
-        self.session, self.session_turns = None, 0
+    def rotate(self, lane: str = "") -> None:
+        setattr(self, lane + "session", None)
+        setattr(self, lane + "session_turns", 0)

@@ -49,6 +49,20 @@ def judge(finished: Finished, outcome: Outcome, before: Obligations, after: Obli
     return Verdict(OK, "hub", "progress")
 
 
+def judge_chunk(finished: Finished, outcome: Outcome, moved: bool | None) -> Verdict:
+    """A claim work chunk (chunks.py): `moved`, whether its claim moved (a receipt, a new version, no
+    longer open); None when the hub could not be asked. No receipt is not a failure of the harness:
+    it counts toward parking the claim's chain, never toward the back-off."""
+    if finished.stopped:
+        return Verdict(STOPPED, "run", "signal")
+    failure = _harness_failure(finished, outcome)
+    if failure is not None:
+        return failure
+    if moved is None:
+        return Verdict(OK, "hub", "unchecked", "the hub could not be asked after the chunk")
+    return Verdict(OK, "hub", "progress") if moved else Verdict(OK, "hub", "no-receipt")
+
+
 def _harness_failure(finished: Finished, outcome: Outcome) -> Verdict | None:
     if finished.spawn_error:
         return Verdict(FAILED, "spawn", "spawn-failed", finished.spawn_error)

@@ -11,19 +11,35 @@ due at once.
 
 from __future__ import annotations
 
-import dataclasses
 import math
-from dataclasses import dataclass
 
 from agora_listen.seat import Seat
 
 
-@dataclass
 class Backoff:
-    adaptive: float | None = None  # None: the first wait (settings.ADAPTIVE_FIRST)
-    rering_at: float | None = None  # the hub's clock; None: no schedule runs
-    rering_step: int = 0
-    corrupt: bool = False  # the file held something unreadable: a re-ring is due
+    """A value class, not a dataclass: an armed listener holds this module (listener.Options says why)."""
+
+    __slots__ = ("adaptive", "rering_at", "rering_step", "corrupt")
+
+    def __init__(self, adaptive: float | None = None, rering_at: float | None = None, rering_step: int = 0,
+                 corrupt: bool = False):
+        self.adaptive = adaptive  # None: the first wait (settings.ADAPTIVE_FIRST)
+        self.rering_at = rering_at  # the hub's clock; None: no schedule runs
+        self.rering_step = rering_step
+        self.corrupt = corrupt  # the file held something unreadable: a re-ring is due
+
+    def _fields(self) -> tuple:
+        return self.adaptive, self.rering_at, self.rering_step, self.corrupt
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Backoff) and other._fields() == self._fields()
+
+    def __repr__(self) -> str:
+        return (f"Backoff(adaptive={self.adaptive!r}, rering_at={self.rering_at!r}, "
+                f"rering_step={self.rering_step!r}, corrupt={self.corrupt!r})")
+
+    def replace(self, **changes) -> "Backoff":
+        return Backoff(**{**dict(zip(self.__slots__, self._fields())), **changes})
 
     def schedule(self) -> dict | None:
         return None if self.rering_at is None else {"at": self.rering_at, "step": self.rering_step}
@@ -56,7 +72,7 @@ def update(seat: Seat, sync: bool = True, **changes) -> Backoff:
     to say writes nothing. (Read just before: two writers of one seat are rare, and a value lost costs
     at most one wait or one ring.)"""
     current = load(seat)
-    changed = dataclasses.replace(current, corrupt=False, **changes)  # any write replaces the file whole
+    changed = current.replace(corrupt=False, **changes)  # any write replaces the file whole
     if changed != current:
         save(seat, changed, sync)
     return changed

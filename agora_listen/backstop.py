@@ -42,7 +42,7 @@ def stop(harness: str, agent: str, root: str | os.PathLike, payload: dict) -> Re
     if view.agent != agent:  # renamed: the hub moved the seat's stamp; the one just written is an alias's
         hook_stamps.forget(root, agent, HOOK)
         stamp = hook_stamps.mark_fired(root, view.agent, HOOK)
-    parts = _mail(root, view, stamp)
+    parts = _mail(root, view, stamp)  # paused: only what the seat may still answer is in view.important
     if harness == "cursor":
         parts += _arming(root, view, stamp)
     hook_stamps.write(root, view.agent, HOOK, stamp)

@@ -12,18 +12,21 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
 
-from agorad.surface.paths import rotated
+from agorad.surface.filenames import ROTATED_SUFFIX
+
+TYPE_CHECKING = False  # typing's, without importing typing
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _CHUNK = 1 << 16
 _TAIL = 1 << 16
 
 
 class Follower:
-    def __init__(self, path: Path):
+    def __init__(self, path: str | Path):
         self.path = path
-        self.rotated = rotated(path)
+        self.rotated = os.fspath(path) + ROTATED_SUFFIX  # paths.rotated, as text: no pathlib in a listener
         self.fd: int | None = None
         self.inode: int | None = None
         self.pos = 0
@@ -143,7 +146,7 @@ class Follower:
             found.append(line)
         return found
 
-    def _open(self, path: Path) -> bool:
+    def _open(self, path: str | Path) -> bool:
         self._close()
         try:
             self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
@@ -162,7 +165,7 @@ class Follower:
         self._close()
 
 
-def _inode(path: Path) -> int | None:
+def _inode(path: str | Path) -> int | None:
     try:
         return os.stat(path).st_ino
     except FileNotFoundError:

@@ -13,20 +13,23 @@ nothing to listen to, ends with a reason (`Refused`).
 
 from __future__ import annotations
 
-import dataclasses
+import os
 import sys
 import time
-from dataclasses import dataclass
-from pathlib import Path
 
 HUB_RETRY = 2.0  # seconds between tries while no hub answers: a refused connect costs microseconds
 
 
-@dataclass
 class Answer:
-    agent: str  # the current id behind the one asked for
-    notify_dir: Path | None  # None: the hub writes no notify files
-    redirected: dict | None  # {"from", "to", "reason"} when the id asked for is an alias
+    """The hub's word on a seat. Plain, and its directory text: an armed listener imports neither
+    dataclasses nor pathlib (listener.Options says why)."""
+
+    __slots__ = ("agent", "notify_dir", "redirected")
+
+    def __init__(self, agent: str, notify_dir: str | None, redirected: dict | None):
+        self.agent = agent  # the current id behind the one asked for
+        self.notify_dir = notify_dir  # as pathlib spells it; None: the hub writes no notify files
+        self.redirected = redirected  # {"from", "to", "reason"} when the id asked for is an alias
 
 
 class Rearm(Exception):
@@ -45,10 +48,11 @@ class Refused(Exception):
         self.reason, self.cause = reason, cause
 
 
-def ask(home: Path, agent: str, timeout: float = 5.0) -> Answer | None:
+def ask(home: str | os.PathLike, agent: str, timeout: float = 5.0) -> Answer | None:
     """The hub's answer about `agent`, or None when no hub answers. Raises NotFound for an id it does not know."""
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError
+    from agorad.surface.filenames import pathlib_form
 
     try:
         with Client(home, timeout=timeout) as hub:
@@ -58,7 +62,7 @@ def ask(home: Path, agent: str, timeout: float = 5.0) -> Answer | None:
         if exc.reason == "not-found":
             raise
         return None
-    return Answer(resolved["agent"], Path(told) if told else None, resolved["redirected"])
+    return Answer(resolved["agent"], pathlib_form(told) if told else None, resolved["redirected"])
 
 
 def confirm(options, seat) -> bool:
@@ -94,8 +98,8 @@ def confirm(options, seat) -> bool:
     from agorad.surface.paths import Home
 
     key = keys.read_key(Home(options.home), answer.agent) or options.key
-    raise Rearm(dataclasses.replace(options, agent=answer.agent, notify_dir=notify_dir, key=key, confirmed=True,
-                                    since=options.started))
+    raise Rearm(options.replace(agent=answer.agent, notify_dir=notify_dir, key=key, confirmed=True,
+                                since=options.started))
 
 
 class Asker:
@@ -117,6 +121,6 @@ class Asker:
         removal: ask once per such file. A seat with no file yet never asks (other seats' files come and go)."""
         if self.at is not None:
             self.at = time.monotonic()
-        elif follower.inode is not None and follower.inode != self._vanished and not follower.path.exists():
+        elif follower.inode is not None and follower.inode != self._vanished and not os.path.exists(follower.path):
             self._vanished = follower.inode
             self.at = time.monotonic()

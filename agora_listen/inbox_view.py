@@ -22,13 +22,14 @@ class View:
     """The seat's mail as a hook sees it (a plain class: `dataclasses` costs the hook its `inspect` import)."""
 
     def __init__(self, agent: str, now: float, unread: int, owed: int, important: list[dict], more: bool,
-                 charters: int = 0):
+                 charters: int = 0, paused: bool = False):
         self.agent = agent  # the seat's current id (a renamed seat's old id is followed)
         self.now = now  # the hub's clock
         self.unread, self.owed = unread, owed
         self.important = important  # [{"ref", "sender", "flags", "title", "mark"}]
         self.more = more  # the hub listed as many as asked for: there may be more
         self.charters = charters  # charters binding the seat that it has not read: context, never a re-prompt
+        self.paused = paused  # the operator paused the hub and this seat is not one of its seats
 
 
 def ask(root: str | os.PathLike, agent: str) -> View:
@@ -40,6 +41,14 @@ def check(root: str | os.PathLike, agent: str, limit: int,
           timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, dict]:
     """The seat's current id (a renamed seat's old id is followed) and the hub's `inbox.check` answer,
     important headlines only, up to `limit` of them and of the debts. Raises Trouble."""
+    current, (result,) = ask_as_seat(root, agent, [("inbox.check", {"important": True, "limit": limit})], timeout)
+    return current, result
+
+
+def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict]],
+                timeout: float = settings.HOOK_HUB_TIMEOUT) -> tuple[str, list[dict]]:
+    """The seat's current id and the answers to `calls` (method, params), made as the seat on one
+    connection. Raises Trouble."""
     from agorad.surface import keys
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError
@@ -58,7 +67,7 @@ def check(root: str | os.PathLike, agent: str, limit: int,
                               f"{home.key_file(agent)} (`agora agent add {agent}` prints a key once)")
             hello = hub.hello(agent, key)
             current = (hello.get("redirected") or {}).get("to", current)
-            return current, hub.call("inbox.check", important=True, limit=limit)
+            return current, [hub.call(method, **params) for method, params in calls]
     except AgoraError as exc:
         raise Trouble(exc.message) from None
 
@@ -72,6 +81,7 @@ def _remote(url: str, timeout: float):
 def _view(agent: str, result: dict) -> View:
     escalations = {debt["ref"]: debt["escalations"] for debt in result["owed"]}
     items, seen = [], set()
+    open_now = through_pause(result)
     for channel in result["channels"]:
         for m in channel["messages"]:
             if m.get("urgency") != NEXT_TURN or escalations.get(m["ref"]):
@@ -80,10 +90,26 @@ def _view(agent: str, result: dict) -> View:
     for debt in result["owed"]:
         if debt["escalations"] and debt["ref"] not in seen:
             items.append(_item(debt["ref"], debt["asker"], ["to-me", "open"], debt["title"], debt["escalations"]))
+    if open_now is not None:  # paused: only what the seat may still answer is asked of it
+        items = [item for item in items if channel_of(item["ref"]) in open_now]
     listed = sum(len(c["messages"]) for c in result["channels"])
     return View(agent, result["now"], result["unread"], result["owed_total"], items,
                 more=listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES,
-                charters=len(result.get("charter") or []))
+                charters=len(result.get("charter") or []), paused=open_now is not None)
+
+
+def through_pause(result: dict) -> frozenset | None:
+    """None while the hub runs for this seat (not paused, or the seat is one of the operator's); else
+    the channels the seat may still answer in, its DMs with the operator's seats: what waits anywhere
+    else would buy a turn whose answers are refused."""
+    paused = result.get("paused")
+    if not paused or paused.get("operator_seat"):
+        return None
+    return frozenset(paused.get("open_dms", ()))
+
+
+def channel_of(ref: str) -> str:
+    return ref.rpartition("#")[0]
 
 
 def _item(ref: str, sender: str, flags: list, title: str, escalations: int) -> dict:

@@ -14,8 +14,6 @@ import select
 import signal
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from agora_listen import backoff, headlines, rering, sentinels
 from agora_listen.backlog import ask, remember, unrung
@@ -25,36 +23,67 @@ from agora_listen.identity import Asker, Rearm, Refused
 from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface import settings
-from agorad.surface.paths import notify_file
+from agorad.surface.filenames import notify_file
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
 
 
-@dataclass
 class Options:
+    """What one listener listens for, and how. Paths are text, as pathlib spells them
+    (filenames.pathlib_form).
+
+    A plain class, not a dataclass, and no pathlib: an armed listener holds what it imported for as
+    long as it waits, and `dataclasses` (through `inspect`) and `pathlib` were 2.4 of its 16 MiB
+    (bench/README.md "Listener footprint").
+    """
+
     agent: str
-    home: Path
-    notify_dir: Path | None  # None: the hub said it writes no notify files
+    home: str
+    notify_dir: str | None  # None: the hub said it writes no notify files
     hub: str
-    key: str | None = None
-    once: bool = False
-    max_wait: float | None = None
-    debounce: float = settings.DEBOUNCE
-    important_only: bool = False
-    preview: bool = False
-    source: str = "auto"  # file or ws by now (cli/listen.py picks for auto); auto waits for the file to appear
-    url: str | None = None  # the hub's remote port, for --source ws
-    lock: Path | None = None
-    adaptive: bool = False
-    heartbeat: float = settings.LISTEN_HEARTBEAT
-    watcher: str = "auto"  # one of vocab.WATCHERS
+    key: str | None
+    once: bool
+    max_wait: float | None
+    debounce: float
+    important_only: bool
+    preview: bool
+    source: str  # file or ws by now (cli/listen_run.py picks for auto); auto waits for the file to appear
+    url: str | None  # the hub's remote port, for --source ws
+    lock: str | None
+    adaptive: bool
+    heartbeat: float
+    watcher: str  # one of vocab.WATCHERS
     # Confirming the seat once the hub answers (identity.py):
-    confirmed: bool = False  # the hub said which agent and notify_dir these are
-    notify_dir_given: bool = False  # --notify-dir: the hub's answer does not move it
-    started: float = field(default_factory=time.time)
-    since: float | None = None  # a re-arm: a seat with no saved place rings what it got since then
-    deadline: float | None = None  # --once with a max-wait: monotonic; a re-arm keeps it
+    confirmed: bool  # the hub said which agent and notify_dir these are
+    notify_dir_given: bool  # --notify-dir: the hub's answer does not move it
+    started: float
+    since: float | None  # a re-arm: a seat with no saved place rings what it got since then
+    deadline: float | None  # --once with a max-wait: monotonic; a re-arm keeps it
+
+    _DEFAULTS = {
+        "key": None, "once": False, "max_wait": None, "debounce": settings.DEBOUNCE, "important_only": False,
+        "preview": False, "source": "auto", "url": None, "lock": None, "adaptive": False,
+        "heartbeat": settings.LISTEN_HEARTBEAT, "watcher": "auto", "confirmed": False, "notify_dir_given": False,
+        "since": None, "deadline": None,
+    }
+
+    def __init__(self, agent: str, home, notify_dir, hub: str, **given):
+        unknown = given.keys() - self._DEFAULTS.keys() - {"started"}
+        if unknown:
+            raise TypeError(f"Options: unknown fields {sorted(unknown)}")
+        self.agent, self.home, self.notify_dir, self.hub = agent, home, notify_dir, hub
+        for name, default in self._DEFAULTS.items():
+            setattr(self, name, given.get(name, default))
+        self.started = given["started"] if "started" in given else time.time()
+
+    def replace(self, **changes) -> "Options":
+        """A copy with `changes` (dataclasses.replace, which this class replaces)."""
+        fields = {**vars(self), **changes}
+        return Options(**fields)
+
+    def __repr__(self) -> str:
+        return f"Options({', '.join(f'{k}={v!r}' for k, v in vars(self).items())})"
 
 
 class Stop(Exception):
@@ -88,7 +117,7 @@ def _run(options: Options, harness: Harness) -> int:
         return _end("no-notify-file", EXIT_FAILED, "the hub writes no notify files (it was started with "
                     "--notify-dir ''); start it with notify files to listen")
     notify_path = notify_file(options.notify_dir, options.agent)
-    if not options.notify_dir.is_dir() or (options.source == "file" and not notify_path.exists()):
+    if not os.path.isdir(options.notify_dir) or (options.source == "file" and not os.path.exists(notify_path)):
         return _end("no-notify-file", EXIT_FAILED, _no_file_yet(options, notify_path))
     return _locked(options, seat, harness, lambda: _listen(options, seat, notify_path, harness))
 
@@ -149,14 +178,14 @@ def _locked(options: Options, seat: Seat, harness: Harness, listen, release=lamb
         seat.release_lock()
 
 
-def _same_file(a: Path, b: Path) -> bool:
+def _same_file(a: str, b: str) -> bool:
     return os.path.realpath(a) == os.path.realpath(b)
 
 
-def _no_file_yet(options: Options, path: Path) -> str:
+def _no_file_yet(options: Options, path: str) -> str:
     """What a missing notify file means here, and what to do about it."""
     start = f"start the hub (`agora up --home {options.home}`) or check --home and --notify-dir"
-    if not options.notify_dir.is_dir():  # e.g. a home where no hub has ever run
+    if not os.path.isdir(options.notify_dir):  # e.g. a home where no hub has ever run
         return f"no notify file yet at {path}: the directory {options.notify_dir} does not exist; {start}"
     if options.confirmed:  # the hub answered: the file comes with the seat's first delivery
         return (f"no notify file yet at {path}: the hub creates it at the seat's first delivery; "
@@ -210,7 +239,7 @@ class _Signals:
             raise Stop()
 
 
-def _listen(options: Options, seat: Seat, notify_path: Path, harness: Harness) -> int:
+def _listen(options: Options, seat: Seat, notify_path: str, harness: Harness) -> int:
     signals = _Signals.install()
     # Before the first read: no append falls between.
     watch = open_watcher(options.watcher, str(options.notify_dir), str(notify_path))

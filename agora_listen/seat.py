@@ -10,7 +10,7 @@ import json
 import os
 
 from agorad.surface import filenames
-from agorad.surface.paths import FILE_MODE, LISTEN_STATE, drive_file, listen_file, write_private
+from agorad.surface.paths import FILE_MODE, LISTEN_STATE, drive_file, write_private
 from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
 
 TYPE_CHECKING = False  # typing's, without importing typing: the stop hook imports this module
@@ -25,8 +25,9 @@ class Seat:
         self.home, self.agent = home, agent
         self._lock_fds: list[int] = []
 
-    def file(self, suffix: str) -> Path:
-        return listen_file(self.home, self.agent, suffix)
+    def file(self, suffix: str) -> str:
+        # Text, not a Path: an armed listener loads no pathlib (listener.Options says why).
+        return filenames.listen_file(self.home, self.agent, suffix)
 
     @property
     def driver_pidfile(self) -> Path:
@@ -77,7 +78,8 @@ class Seat:
     def load(self, suffix: str):
         """The JSON in listen-<id>.<suffix>: the value, None when missing, CORRUPT when unreadable."""
         try:
-            return json.loads(self.file(suffix).read_text())
+            with open(self.file(suffix), encoding="utf-8") as f:
+                return json.loads(f.read())
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
@@ -89,4 +91,7 @@ class Seat:
     def forget_state(self) -> None:
         """Remove the state files (offset, backoff, owed signature), as the hub does when a seat goes."""
         for suffix in LISTEN_STATE:
-            self.file(suffix).unlink(missing_ok=True)
+            try:
+                os.unlink(self.file(suffix))
+            except FileNotFoundError:
+                pass

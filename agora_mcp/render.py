@@ -35,6 +35,18 @@ def _headline(message: dict) -> str:
     return f"{message['ref']} from {message['sender']}{flags}{quiet}: {one_line(message['title'], _TITLE)}"
 
 
+def paused_line(result: dict) -> str:
+    """Hub words only (the operator's reason is read inside the announcement's fence)."""
+    paused = result.get("paused")
+    if not paused:
+        return ""
+    if paused["operator_seat"]:
+        return "PAUSED: the operator paused the hub; you are one of its seats and act as ever\n"
+    open_dms = f" (but your DMs with its seats: {', '.join(paused['open_dms'])})" if paused["open_dms"] else ""
+    return (f"PAUSED: the operator paused the hub; answers, posts and claims are refused until it resumes{open_dms} "
+            "(reading and acking work)\n")
+
+
 def charter_lines(result: dict) -> str:
     """A CHARTER line per charter binding the seat that it has not read: hub words only (names, versions)."""
     return "".join(f"CHARTER {_scope(c['channel'])} v{c['version']} (set by {c['set_by']}) binds you and you have "
@@ -55,7 +67,7 @@ def _phase(found: dict) -> str:
 
 def inbox(result: dict) -> str:
     now = result["now"]
-    head = charter_lines(result) + f"owed {result['owed_total']} | unread {result['unread']}"
+    head = paused_line(result) + charter_lines(result) + f"owed {result['owed_total']} | unread {result['unread']}"
     phases = result.get("phases") or []
     if not result["owed"] and not result["channels"] and not phases:
         return head + " | nothing unread, nothing owed"

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import drive, harness, hook, load, mcp, messaging, reception, remote
+from bench import drive, fanout, harness, hook, load, mcp, messaging, reception, registry, remote
 from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
@@ -21,7 +21,8 @@ CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
 SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
-PARTS = ("heartbeats", "sends", "inbox", "reception", "remote", "hook", "drive", "startup", "memory", "mcp", "harness")  # --only
+PARTS = ("heartbeats", "sends", "inbox", "fanout", "registry", "reception", "remote", "hook", "drive", "startup",
+         "memory", "mcp", "harness")  # --only
 
 
 @dataclass
@@ -41,6 +42,13 @@ class Settings:
     hook_runs: int = 21           # agora hook stop, python -c pass and the bare client, each
     drive_turns: int = 15         # agora drive send-to-exec turns, each beside a listener's wake
     harness_wakes: int = 5        # wakes of a real Claude Code session (each a model turn), when installed
+    fanout_sizes: tuple = (10, 100, 1000, 5000)  # members of commons, one hub growing through them
+    fanout_warm: int = 5          # posts before the timed ones at each size, on both hubs
+    fanout_history: int = 150     # ... and this many more on the aged hub: each member's deliveries fill pages of their own
+    fanout_posts: int = 20        # timed posts per round, alternating with as many bare loops
+    registry_population: messaging.Population = field(default_factory=lambda: messaging.Population(
+        agents=10_000, messages=1_000_000, modes=("always-on", "async", "ephemeral", "async"), silence=2 * 86400))
+    registry_calls: int = 50      # of each operator call per round, per hub
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -52,7 +60,10 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     settings = Settings(warmup=0.1, duration=0.4, rounds=1, cold_runs=3, idle=0.5, inbox_duration=0.3,
                         population=messaging.Population(agents=100, messages=20_000),
-                        wakes=40, spawn_runs=3, reception_idle=1.0, hook_runs=5, drive_turns=3, harness_wakes=2) if args.quick else Settings()
+                        wakes=40, spawn_runs=3, reception_idle=1.0, hook_runs=5, drive_turns=3, harness_wakes=2,
+                        fanout_sizes=(10, 100, 1000), fanout_warm=2, fanout_history=20, fanout_posts=5,
+                        registry_population=messaging.Population(agents=1000, messages=20_000, modes=(
+                            "always-on", "async", "ephemeral", "async"), silence=2 * 86400), registry_calls=10) if args.quick else Settings()
 
     work = Path(tempfile.mkdtemp(prefix="agb", dir="/tmp"))  # short: socket paths are at most 107 bytes
     notes: list[str] = []
@@ -80,6 +91,8 @@ def measure(work: Path, s: Settings, notes: list[str], parts=None) -> list[Figur
         "heartbeats": lambda: throughput(work, s),
         "sends": lambda: messaging.sends(work, s),
         "inbox": lambda: messaging.inbox(work, s, notes),
+        "fanout": lambda: fanout.figures(work, s),
+        "registry": lambda: registry.figures(work, s),
         "reception": lambda: reception.figures(work, s, notes),
         "remote": lambda: remote.figures(work, s, notes),
         "hook": lambda: hook.figures(work, s),

@@ -123,6 +123,8 @@ class Population:
     ask_share: float = 0.02    # of DM messages: asks, each a debt on the other agent
     open_share: float = 0.05   # of asks: never answered, still open (escalation schedule done)
     seed: int = 3
+    modes: tuple = ("always-on",)  # the populated seats' liveness modes, in turn
+    silence: float = 0.0       # each populated seat was last seen up to this many seconds ago (0: never seen)
 
 
 @dataclass
@@ -160,9 +162,11 @@ def populate(home: Path, pop: Population) -> Populated:
         commons = db.execute("SELECT pk FROM channels WHERE name = 'commons'").fetchone()[0]
 
         db.execute("BEGIN")
+        seats = [(a, pop.modes[i % len(pop.modes)], now - 40 * 86400 if pop.silence else now,
+                  now - rng.random() * pop.silence if pop.silence else None) for i, a in enumerate(ids) if a not in pks]
         db.executemany(
-            "INSERT INTO agents (id, key_hash, liveness_mode, interval_s, created_at) VALUES (?, 'sha256:unusable', 'always-on', 1800, ?)",
-            [(a, now) for a in ids if a not in pks])
+            "INSERT INTO agents (id, key_hash, liveness_mode, interval_s, created_at, last_seen) "
+            "VALUES (?, 'sha256:unusable', ?, 1800, ?, ?)", seats)
         pks = dict((i, p) for p, i in db.execute("SELECT pk, id FROM agents"))
         agent_pk = [pks[a] for a in ids]
 

@@ -25,6 +25,9 @@ alternating.
 
 Idle: each persistent listener's CPU (psutil user+system) over an idle window
 after its last wake, beside the bare reader's over the same window.
+
+Footprint: a persistent `agora listen` (the default watcher) once armed, RSS,
+beside a bare `python -c` that sleeps, both with their bytecode (as installed).
 """
 
 from __future__ import annotations
@@ -49,6 +52,11 @@ from bench.servers import BenchError, Hub, script_path
 WAKE_P50_GOAL_MS = 1.0
 WAKE_P99_GOAL_MS = 5.0
 SPAWN_GOAL_RATIO = 2.0
+ARMED_RSS_GOAL_MIB = 12.0  # an armed `agora listen` (a host with 50 seats runs 50)
+MIB = 1024 * 1024
+# As installed: pip compiles the bytecode, and a listener that compiles its modules from source
+# (PYTHONDONTWRITEBYTECODE, which this workplace sets) holds the compiler's leftovers too.
+INSTALLED_ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
 IDLE_GOAL_CPU = 0.001     # CPU seconds per idle second: a clock tick in the window is already a miss
 SENDER = "sender"
 WATCHERS = ("inotify", "watchdog")  # the first is the default on Linux: the goals are for it
@@ -177,6 +185,7 @@ def figures(work: Path, s, notes: list[str]) -> list[Figure]:
         keys = dict(hub.add_agents([*SEATS.values(), SENDER], "always-on"))
         result = wakes(work, hub, keys, s, notes)
         result += spawns(work, hub, s)
+        result += footprint(work, hub, s)
     return result
 
 
@@ -346,3 +355,51 @@ def spawns(work: Path, hub: Hub, s) -> list[Figure]:
                               "python -c 'import click'", f"<= {SPAWN_GOAL_RATIO:g}x" if graded else "",
                               a <= SPAWN_GOAL_RATIO * b if graded else None))
     return figures
+
+
+# --- armed footprint ------------------------------------------------------------------
+
+def armed_rss(work: Path, hub: Hub) -> float:
+    """RSS (bytes) of a persistent `agora listen` (the default watcher) once armed and settled."""
+    import psutil
+
+    command = [str(script_path("agora")), "listen", "--home", str(hub.home), "--as", SINK]
+    log = work / "listen-footprint.log"
+    with open(log, "ab") as err:
+        proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=err,
+                                close_fds=True, env=INSTALLED_ENV)
+    try:
+        line, _ = Lines(proc, "agora listen (footprint)", log).next()
+        if not line.startswith(b"AGORA_LISTEN armed"):
+            raise BenchError(f"agora listen said {line[:200]!r} instead of arming")
+        time.sleep(0.3)
+        return psutil.Process(proc.pid).memory_info().rss
+    finally:
+        _stop(proc)
+        proc.stdout.close()
+
+
+def sleeper_rss() -> float:
+    """RSS (bytes) of a bare `python -c` that sleeps: the interpreter's own floor."""
+    import psutil
+
+    proc = subprocess.Popen([sys.executable, "-c", "import sys, time; print('ready', flush=True); time.sleep(60)"],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, env=INSTALLED_ENV)
+    try:
+        if proc.stdout.readline() != b"ready\n":
+            raise BenchError("the bare sleeper did not start")
+        time.sleep(0.3)
+        return psutil.Process(proc.pid).memory_info().rss
+    finally:
+        proc.kill()
+        proc.wait(timeout=10)
+        proc.stdout.close()
+
+
+def footprint(work: Path, hub: Hub, s) -> list[Figure]:
+    progress(f"armed footprint, {s.spawn_runs} runs: a persistent agora listen beside python -c that sleeps, alternating")
+    armed_rss(work, hub)  # writes the bytecode, as an install would have (unmeasured)
+    armed, bare = alternate(s.spawn_runs, lambda: armed_rss(work, hub), sleeper_rss)
+    a, b = statistics.median(armed) / MIB, statistics.median(bare) / MIB
+    return [Figure(f"armed listener RSS, median of {s.spawn_runs}", "MiB", a, b, "python -c 'time.sleep(60)'",
+                   f"<= {ARMED_RSS_GOAL_MIB:g} MiB", a <= ARMED_RSS_GOAL_MIB)]

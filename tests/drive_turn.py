@@ -11,6 +11,8 @@ the driver's side of the contract. Behaviours:
   crash       exit 3
   transient   exit 75 (EX_TEMPFAIL: a provider hiccup)
   hang        sleep far past any limit, with a grandchild in its own session holding stdout
+  receipt     a work chunk: write a progress receipt on the claim the prompt names; exit 0
+  finish      a work chunk: mark the claim the prompt names done, at the version it names; exit 0
 
 Run as: python tests/drive_turn.py (the seat and home come from AGORA_AGENT_ID and AGORA_HOME,
 which the driver sets).
@@ -74,6 +76,27 @@ def ack() -> int:
     return 0
 
 
+def _chunk_claim() -> tuple[str, int]:
+    import re
+
+    found = re.search(r"owns (claim:\d+) \(version (\d+)\)", os.environ["AGORA_DRIVE_PROMPT"])
+    return found.group(1), int(found.group(2))
+
+
+def receipt() -> int:
+    ref, _ = _chunk_claim()
+    with _hub() as hub:
+        hub.call("claims.receipt", ref=ref, text="one slice done by the driven chunk")
+    return 0
+
+
+def finish() -> int:
+    ref, version = _chunk_claim()
+    with _hub() as hub:
+        hub.call("claims.done", ref=ref, version=version)
+    return 0
+
+
 def hang() -> int:
     # A grandchild that leaves the process group and keeps our stdout: the driver must still end the turn.
     subprocess.Popen([sys.executable, "-c", "import os, time; os.setsid(); time.sleep(3600)"], stdout=sys.stdout)
@@ -88,6 +111,8 @@ PLAYS = {
     "crash": lambda: 3,
     "transient": lambda: 75,
     "hang": hang,
+    "receipt": receipt,
+    "finish": finish,
 }
 
 if __name__ == "__main__":

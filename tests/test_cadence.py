@@ -235,10 +235,25 @@ def test_a_reply_to_the_reminder_discharges_it_like_any_ask(hub):
         assert owed(s["alice"]) == []
         hub.advance(7 * 86400)
         assert reminded(hub) == 0  # quiet until the next receipt
+        s["alice"].call("claims.update", ref="claim:1", version=1, cadence_minutes=45)
+        hub.advance(7 * 86400)
+        assert reminded(hub) == 0  # a new cadence is not a new count: still quiet until the next receipt
+
+
+def test_an_owner_who_left_the_channel_is_not_reminded_there_until_it_rejoins(hub):
+    """A reminder is an ask addressed to the owner, who could not read it outside the channel."""
+    with seats(hub, "alice") as s:
+        s["alice"].call("channels.create", channel="work")
+        open_claim(s["alice"], channel="work")
+        s["alice"].call("channels.leave", channel="work")
+        hub.advance(LATEST)
+        assert reminded(hub) == 0 and owed(s["alice"]) == []
+        s["alice"].call("channels.join", channel="work")
+        assert reminded(hub) == 1 and [d["ref"] for d in owed(s["alice"])] == ["work#1"]
 
 
 def test_shift_moves_every_pending_reminder_and_nothing_else(home):
-    """The seam a hub pause uses: resume moves every pending reminder by the time paused."""
+    """The seam a hub pause uses: resume moves each open claim's count by the part of the pause it lived through."""
     from agorad.domain import claims
     from agorad.domain.policy import Actor
     from agorad.store import connect
@@ -253,9 +268,14 @@ def test_shift_moves_every_pending_reminder_and_nothing_else(home):
     alice = Actor(1, "alice", "always-on")
     timed = claims.open_claim(db, alice, "commons", "timed", 30, None, 1000.0)
     claims.open_claim(db, alice, "commons", "untimed", None, None, 1000.0)
-    assert cadence.shift(db, 600.0) == 1
-    assert claims.show(db, alice, "claim:1")["remind_at"] == pytest.approx(timed["remind_at"] + 600)
+    assert cadence.shift(db, 900.0, 1600.0) == 2  # both open claims' counts began before the pause
+    assert claims.show(db, alice, "claim:1")["remind_at"] == pytest.approx(timed["remind_at"] + 600)  # its count began 100 s into it
     assert claims.show(db, alice, "claim:2")["remind_at"] is None
+    assert claims.show(db, alice, "claim:2")["quiet_since"] == pytest.approx(1600.0)
+    claims.open_claim(db, alice, "commons", "opened in a pause", 30, None, 2000.0)
+    before = claims.show(db, alice, "claim:3")["remind_at"]
+    cadence.shift(db, 1900.0, 2500.0)  # it lived through 500 s of that pause, not 600
+    assert claims.show(db, alice, "claim:3")["remind_at"] == pytest.approx(before + 500)
     db.close()
 
 

@@ -183,6 +183,18 @@ def test_links_follow_and_can_be_removed(hub):
         assert unlinked["link"] is None
 
 
+def test_removing_an_agent_removes_its_claims_and_versions_the_claims_that_linked_to_them(hub):
+    with seats(hub, "alice", "dave") as s:
+        open_claim(s["dave"], title="epic")
+        open_claim(s["alice"], title="part")
+        s["alice"].call("claims.update", ref="claim:2", version=1, link="claim:1")
+        hub.call("agents.remove", agent="dave")
+        refused(lambda: s["alice"].call("claims.show", ref="claim:1"), NotFound)
+        part = s["alice"].call("claims.show", ref="claim:2")
+        assert (part["link"], part["version"]) == (None, 3)  # the lost link is a change: a stale write conflicts
+        refused(lambda: s["alice"].call("claims.update", ref="claim:2", version=2, title="stale"), Conflict)
+
+
 def test_the_hub_senders_id_cannot_be_registered_or_taken(hub):
     error = refused(lambda: hub.add_agent(HUB_SENDER), Conflict)
     assert error.data["field"] == "agent" and HUB_SENDER in error.message

@@ -8,6 +8,8 @@ import json
 
 import pytest
 
+from agora_drive import chunks
+from agora_drive.chunks import Work
 from agora_drive.obligations import from_check
 from agora_drive.state import HOUR, DriveState
 from agora_drive.supervise import Finished
@@ -118,7 +120,12 @@ def test_state_survives_a_restart_and_a_corrupt_file_is_a_fresh_start(tmp_path):
     state.save(path)
     assert DriveState.load(path) == state
     assert oct(path.stat().st_mode & 0o777) == "0o600"
-    for junk in ("{", "[]", json.dumps({"turns": "x"}), json.dumps({"streak": "2"}), json.dumps({"session": 5})):
+    state.chains = {"claim:1": [2, 1]}
+    state.chunk_session, state.chunk_session_turns = "w1", 1
+    state.save(path)
+    assert DriveState.load(path) == state
+    for junk in ("{", "[]", json.dumps({"turns": "x"}), json.dumps({"streak": "2"}), json.dumps({"session": 5}),
+                 json.dumps({"chains": {"claim:1": "x"}}), json.dumps({"chains": []}), json.dumps({"chunk_session": 1})):
         path.write_text(junk)
         assert DriveState.load(path) == DriveState()
 
@@ -135,3 +142,39 @@ def test_sessions_resume_until_rotation_and_never_across_harnesses():
     state.ran_in("claude", "s3")
     state.rotate()
     assert state.session_for("claude", 2) is None
+
+
+def test_reception_and_chunks_keep_a_session_each():
+    state = DriveState()
+    state.ran_in("claude", "reception")
+    state.ran_in("claude", "work", "chunk_")
+    assert (state.session_for("claude", 5), state.session_for("claude", 5, "chunk_")) == ("reception", "work")
+    state.rotate("chunk_")
+    assert (state.session_for("claude", 5), state.session_for("claude", 5, "chunk_")) == ("reception", None)
+
+
+def work(ref="claim:1", version=1, receipts=0) -> Work:
+    return Work(ref, version, receipts, "open")
+
+
+def test_a_chain_parks_after_receiptless_chunks_on_one_version_and_a_new_version_restarts_it():
+    chains: dict = {}
+    for n in range(1, settings.DRIVE_CHUNK_IDLE):
+        assert chunks.record(chains, work(), moved=False) is False
+    assert chunks.record(chains, work(), moved=True) is False and chains["claim:1"] == [1, 0]  # a receipt resets
+    for _ in range(settings.DRIVE_CHUNK_IDLE - 1):
+        chunks.record(chains, work(), moved=False)
+    assert chunks.record(chains, work(), moved=False) is True
+    assert chunks.pick((work(), work("claim:2")), chains) == work("claim:2")  # the next open claim
+    assert chunks.pick((work(version=2),), chains) == work(version=2)  # the claim changed: its chain goes on
+    chunks.forget_closed(chains, (work("claim:2"),))
+    assert chains == {}
+
+
+def test_a_chunk_moved_its_claim_by_a_receipt_a_new_version_or_closing_it():
+    before = work(receipts=1)
+    assert chunks.progressed(before, (work(receipts=2),)) is True
+    assert chunks.progressed(before, (work(version=2, receipts=1),)) is True
+    assert chunks.progressed(before, ()) is True  # done, parked or no longer the seat's: not open any more
+    assert chunks.progressed(before, (work(receipts=1),)) is False
+    assert chunks.progressed(before, None) is None  # the hub could not be asked

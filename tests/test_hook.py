@@ -190,6 +190,24 @@ def test_quiet_while_a_live_driver_owns_the_seat(hub, pair):
     assert hook(hub.home).returncode == 2
 
 
+def test_quiet_while_the_hub_is_paused_for_the_seat_and_not_for_the_operators_seat(hub, pair):
+    """A paused hub refuses the answers a re-prompt would ask for: the turn may end. The operator's
+    own seats act freely while paused, so they are re-prompted as ever."""
+    send(pair["alice"], "@bob", "review this", ask=True)
+    hub.call("hub.pause", reason="migration")
+    assert hook(hub.home).returncode == 0
+    hub.call("hub.resume")
+    assert hook(hub.home).returncode == 2  # the debt and both announcements wait
+    hub.call("hub.pause", operator_seats=["bob"])
+    assert hook(hub.home).returncode == 2  # the new announcement is news, and bob is the operator's
+    hub.call("hub.resume")
+    hub.call("hub.pause", operator_seats=["alice"])
+    assert hook(hub.home).returncode == 0  # the debt and the announcements wait outside the DM with alice
+    dm = send(pair["alice"], "@bob", "are you there?")["ref"]
+    done = hook(hub.home)
+    assert done.returncode == 2 and dm in done.stderr.decode() and "commons#" not in done.stderr.decode()
+
+
 def test_cursor_rearms_a_dead_listener_on_backoff(hub, pair):
     text = reason("cursor", hook(hub.home, "cursor"))
     assert text and PROVENANCE in text

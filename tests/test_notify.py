@@ -212,6 +212,44 @@ def test_the_formatted_notify_line_is_the_encoded_contract_fields(row):
     assert notify_line(row) == encode(line_fields(row))
 
 
+_EVENT = st.fixed_dictionaries({
+    "ts": st.floats(0, 4e9, allow_nan=False) | st.integers(0, 2**40), "channel": st.text(max_size=30),
+    "seq": st.integers(1, 2**63 - 1), "sender": st.text(max_size=20), "title": st.text(max_size=250),
+    "body": st.text(max_size=300)}, optional={"preview": st.text(max_size=130)})
+_RECIPIENT = st.fixed_dictionaries({
+    "id": st.integers(1, 2**63 - 1), "agent": st.text(max_size=20), "owed": st.integers(0, 10**6),
+    "flags": st.sampled_from(["", "to-me", "to-me,dm", "to-me,dm,open,escalated"]) | st.lists(st.sampled_from(["to-me", "dm", ""]))})
+
+
+@given(st.lists(st.tuples(_EVENT, st.lists(_RECIPIENT, min_size=1, max_size=5)), min_size=1, max_size=4))
+def test_a_fan_outs_lines_are_each_the_encoded_contract_fields(events):
+    """notify_lines formats the parts one event's deliveries share once; every line must still be
+    encode(line_fields(row)), whatever events follow each other (here: several, each to several agents)."""
+    from agorad.runtime.notify import line_fields, notify_lines
+    from agorad.surface.protocol import encode
+
+    rows = [{**event, **recipient} for event, recipients in events for recipient in recipients]
+    assert notify_lines(rows) == [encode(line_fields(row)) for row in rows]
+
+
+def test_a_fan_out_writes_one_line_per_agent_and_falls_back_per_agent(tmp_path):
+    """write_all's inlined path (open file, next id, far from rotating) and the general path (a file not
+    open yet, an agent behind, an id gap) give the same files."""
+    from agorad.runtime.notify import Notifier
+
+    def event(agent_pk, agent, delivery_id):
+        return {"agent_pk": agent_pk, "id": delivery_id, "ts": 2.5, "agent": agent, "channel": "commons",
+                "seq": 9, "sender": "memory", "title": "t", "body": "b", "flags": "", "owed": 0}
+
+    notifier = Notifier(tmp_path)
+    notifier.write_all(None, [event(1, "ann", 1), event(2, "bob", 1), event(3, "cy", 1)])  # none open yet
+    notifier.write_all(None, [event(1, "ann", 2), event(2, "bob", 2), event(3, "cy", 2)])  # all open: inlined
+    notifier.close()
+    for agent in ("ann", "bob", "cy"):
+        assert [line["id"] for line in lines(tmp_path / f"{agent}-inbox.log")] == [1, 2]
+    assert notifier.written == {1: 2, 2: 2, 3: 2}
+
+
 SHORT_WRITE = '''
 import json, resource, signal, sys
 from pathlib import Path

@@ -41,7 +41,8 @@ def test_while_paused_an_agents_changes_are_refused_and_its_reads_acks_and_heart
         memory = s["memory"]
         error = refused(send, memory, "commons", "during")
         assert error.reason == "paused" and error.code == -32006
-        assert "db migration" in error.message and "for 0m" in error.message and "messages.send" in error.message
+        assert "for 0m" in error.message and "messages.send" in error.message
+        assert "db migration" not in error.message  # the operator's words: in data and the fenced announcement
         assert error.data["pause_reason"] == "db migration" and error.data["since"] > 0
         refused(memory.call, "kb.put", key="notes", value="x")
         refused(memory.call, "channels.create", channel="ops")
@@ -264,3 +265,34 @@ def test_the_pause_holds_at_once_in_its_batch_and_a_lost_batch_takes_it_back(tmp
         assert "result" in hub.turn([(alice, *send_frame("@bob"))])[0]
     finally:
         hub.close()
+
+
+def test_inbox_check_carries_the_pause_and_agora_inbox_leads_with_it(hub, cli):
+    with seats(hub, "lead", "worker") as s:
+        assert s["worker"].call("inbox.check")["paused"] is None
+        send(s["lead"], "@worker", "hello")
+        hub.call("hub.pause", reason="db migration", operator_seats=["lead"])
+        paused = s["worker"].call("inbox.check")["paused"]
+        assert (paused["reason"], paused["operator_seats"]) == ("db migration", ["lead"])
+        assert (paused["operator_seat"], paused["open_dms"]) == (False, ["dm:lead--worker"])
+        assert s["lead"].call("inbox.check")["paused"]["operator_seat"] is True
+        first = cli("inbox", "--as", "worker").stdout.splitlines()[0]
+        assert first.startswith("PAUSED for ") and "refused until it resumes (but your DMs with its seats: " \
+            "dm:lead--worker)" in first
+        assert "act as ever" in cli("inbox", "--as", "lead").stdout.splitlines()[0]
+        hub.call("hub.resume")
+        assert not cli("inbox", "--as", "worker").stdout.startswith("PAUSED")
+
+
+def test_while_paused_a_dm_with_an_operator_seat_answers_only_what_was_asked_in_such_a_dm(hub):
+    """The DM is open, the ledger elsewhere is not: a reply or decline sent there to an ask in another
+    channel is refused as paused and settles nothing."""
+    with seats(hub, "alice", "bob", "op") as s:
+        ask = send(s["alice"], "commons", "review?", ask=True, to=["bob"])["ref"]
+        dm_ask = send(s["op"], "@bob", "status?", ask=True)["ref"]
+        hub.call("hub.pause", operator_seats=["op"])
+        for params in ({"reply_to": ask}, {"reply_to": ask, "decline": True}):
+            refused(s["bob"].call, "messages.send", target="@op", title="sneaky", **params)
+        assert [d["ref"] for d in s["alice"].call("owed.list")["owed_to_me"]] == [ask]
+        send(s["bob"], "@op", "all green", reply_to=dm_ask)  # what the operator asked in the DM: answered
+        assert [d["ref"] for d in s["bob"].call("owed.list")["i_owe"]] == [ask]

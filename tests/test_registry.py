@@ -302,3 +302,59 @@ def test_a_heartbeat_for_an_agent_removed_in_the_same_batch_is_not_found(tmp_pat
     with pytest.raises(NotFound, match="no longer exists"):
         registry.heartbeat(db, liveness, 0.0, Actor(41, "gone", "always-on"), "working", "x")
     db.close()
+
+
+# --- counted at scale: hub.status and agora status's counts -------------------------------------
+
+def test_hub_status_counts_what_agents_list_shows(hub):
+    """hub.status counts in SQL (store/agents.census); agents.list builds each view: they must agree
+    on every state rule, swept or not: dormant async seats, expired ephemeral ones, profile-only seats."""
+    hub.add_agent("lasting", liveness_mode="always-on")
+    hub.add_agent("napper", liveness_mode="async", interval=60)
+    hub.add_agent("busybody", liveness_mode="async", interval=1800)
+    hub.add_agent("passing")
+    hub.add_agent("staying")
+    beat(hub, "busybody", status="busy")
+    hub.call("kb.put", key="profile/analyst", value='{"liveness_mode": "async"}')
+    hub.call("kb.put", key="profile/lasting", value="also registered: listed once")
+    hub.call("agents.rename", old="staying", new="stayed", reason="test")
+    hub.call("kb.put", key="profile/staying", value="an alias now: not listed")
+
+    def agree():
+        listed = hub.call("agents.list")["agents"]
+        counts = hub.call("hub.status")["counts"]
+        by_status = {}
+        for shown in listed:
+            by_status[shown["status"]] = by_status.get(shown["status"], 0) + 1
+        assert counts["listed"] == len(listed)
+        assert counts["by_status"] == by_status
+        return by_status
+
+    assert agree() == {"idle": 4, "busy": 1, "dormant": 1}  # analyst, listed from its profile, is dormant
+    hub.advance(2 * MINUTE + 1)  # napper is due to turn dormant; not swept yet
+    assert agree() == {"idle": 3, "busy": 1, "dormant": 2}
+    hub.advance(3600)  # passing and stayed expire (ephemeral, silent past the TTL); busybody turns dormant
+    assert agree() == {"idle": 1, "dormant": 3}
+    hub.call("hub.sweep")
+    assert agree() == {"idle": 1, "dormant": 3}
+
+
+def test_agents_list_counts_are_each_seats_inbox(hub):
+    """`agora status`'s unread and owed, counted for every seat in two statements, are what each seat's
+    own inbox.check says."""
+    for seat in ("ann", "bob", "cy"):
+        hub.add_agent(seat, liveness_mode="always-on")
+    with hub.client("ann") as ann:
+        ann.call("messages.send", target="commons", title="to all", body="x")
+        ann.call("messages.send", target="@bob", title="a question", body="y", ask=True)
+        ann.call("messages.send", target="@cy", title="fyi", body="z")
+    with hub.client("cy") as cy:
+        cy.call("messages.send", target="commons", title="also", body="w")
+    with hub.client("bob") as bob:
+        bob.call("inbox.ack", ref="commons#1")
+    counted = {a["id"]: (a["unread"], a["owed"]) for a in hub.call("agents.list", counts=True)["agents"]}
+    for seat in ("ann", "bob", "cy"):
+        with hub.client(seat) as client:
+            found = client.call("inbox.check")
+        assert counted[seat] == (found["unread"], len(found["owed"])), seat
+    assert counted == {"ann": (1, 0), "bob": (2, 1), "cy": (2, 0)}

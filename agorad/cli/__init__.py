@@ -1,10 +1,13 @@
 """The `agora` command line: thin adapters that parse, call the client, and print.
 
 Importing this package costs nothing: the click group (group.py) loads when `main` is first
-asked for. `run`, the console script, takes one shortcut around click: the stop hook runs at
+asked for. `run`, the console script, takes two shortcuts around click: the stop hook runs at
 every turn's end, and importing click alone takes longer than the rest of its work (measured
 in bench/hook.py), so a hook command line in the exact form `agora setup` writes goes straight
-to it (hook_fast.py; tests/test_hook_fast.py holds that parse to click's).
+to it (hook_fast.py; tests/test_hook_fast.py holds that parse to click's); and an armed
+`agora listen` keeps what it imported for as long as it waits, click a sixth of its memory, so
+a listen command line click would accept as it stands goes straight to the listener
+(listen_fast.py; tests/test_listen_fast.py).
 """
 
 from __future__ import annotations
@@ -29,6 +32,12 @@ def run():
     parsed = hook_fast.parse(sys.argv[1:])
     if parsed is not None:
         sys.exit(hook_fast.answer(*parsed))
+    if sys.argv[1:2] == ["listen"]:
+        from agorad.cli import listen_fast
+
+        listening = listen_fast.parse(sys.argv[1:])
+        if listening is not None:
+            listen_fast.answer(listening)
     from agorad.cli.group import main
 
     return main()

@@ -32,6 +32,8 @@ from agorad.surface.vocab import DRIVE_HARNESSES, WATCHERS
                                             "(never takes a live driver's seat).")
 @click.option("--budget", type=click.IntRange(1), default=settings.DRIVE_BUDGET, show_default=True,
               help="Reception turns per hour.")
+@click.option("--chunk-budget", type=click.IntRange(0), default=settings.DRIVE_CHUNK_BUDGET, show_default=True,
+              help="Claim work chunks per hour, between wakes, on the seat's own open claims (0: none).")
 @click.option("--turn-limit", type=DURATION, default=format_duration(settings.DRIVE_TURN_LIMIT), show_default=True,
               help="A turn's whole process tree is killed after this long.")
 @click.option("--rotate-after", type=click.IntRange(1), default=settings.DRIVE_ROTATE_TURNS, show_default=True,
@@ -44,9 +46,10 @@ from agorad.surface.vocab import DRIVE_HARNESSES, WATCHERS
 @click.option("--watcher", type=click.Choice(WATCHERS), default="auto", show_default=True,
               help="How to learn that the notify file changed (as agora listen).")
 @home_option
-def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_log, force, budget, turn_limit,
-          rotate_after, debounce, once, release, watcher, home):
-    """Answer seat ID's mail unattended: on each wake that obliges it, run ONE bounded turn in its harness.
+def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_log, force, budget, chunk_budget,
+          turn_limit, rotate_after, debounce, once, release, watcher, home):
+    """Answer seat ID's mail unattended: on each wake that obliges it, run ONE bounded turn in its harness;
+    between wakes, go on with the seat's own open claims in bounded work chunks.
 
     Stdout carries only AGORA_DRIVE lines: one per pass (state=...) and one per turn (event=turn_end).
     """
@@ -69,6 +72,7 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     workspace = record.workspace if record is not None and record.agent in (as_id, agent) else Path.cwd()
     options = Options(agent=agent, home=where.root, notify_dir=notify_dir, harness=harness, workspace=workspace,
                       executable=harness_path, model=model, args=tuple(harness_args), command=command, budget=budget,
+                      chunk_budget=chunk_budget,
                       turn_limit=turn_limit, rotate_after=rotate_after, debounce=debounce, turn_log=turn_log,
                       force=force, once=once, watcher=watcher, notify_dir_confirmed=confirmed)
     sys.exit(run(options))
@@ -103,7 +107,7 @@ def _seat(root: Path, as_id: str) -> tuple[str, Path | None, bool]:
     if answer.redirected:
         r = answer.redirected
         click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    return answer.agent, answer.notify_dir, True
+    return answer.agent, Path(answer.notify_dir) if answer.notify_dir else None, True  # the listener's text
 
 
 def _release(root: Path, agent: str) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import sys
 
+from agorad.cli.fast_parse import options
 from agorad.surface.vocab import HARNESSES, HOOKS
 
 EXIT_USAGE = 1
@@ -20,18 +21,8 @@ def parse(argv: list[str]) -> tuple[str, str, str, str | None] | None:
     """(hook, harness, as_id, home) for `hook HOOK --harness H --as ID [--home DIR]` in any option order."""
     if len(argv) < 2 or argv[0] != "hook" or argv[1] not in HOOKS:
         return None
-    given, rest = {}, argv[2:]
-    while rest:
-        word = rest.pop(0)
-        name, eq, value = word.partition("=")
-        if name not in _OPTIONS or _OPTIONS[name] in given:
-            return None
-        if not eq:
-            if not rest or rest[0].startswith("-"):
-                return None  # a missing value, or an option where a value should be: click says which
-            value = rest.pop(0)
-        given[_OPTIONS[name]] = value
-    if given.get("harness") not in HARNESSES or not given.get("as_id"):
+    given = options(argv[2:], _OPTIONS)
+    if given is None or given.get("harness") not in HARNESSES or not given.get("as_id"):
         return None
     return argv[1], given["harness"], given["as_id"], given.get("home")
 

@@ -7,6 +7,7 @@ import click
 from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option
 from agorad.surface.fence import one_line
 from agorad.surface import settings
+from agorad.surface.durations import format_span
 from agorad.surface.vocab import ASK_EACH
 
 
@@ -21,6 +22,18 @@ def _charter_lines(result: dict, as_id: str, now: float) -> None:
         scope, show = (f"channel {channel}", f" {channel}") if channel else ("hub", "")
         click.echo(f"CHARTER {scope} v{unread['version']} (set {ago(unread['set_at'], now)}) binds you and you have "
                    f"not read it: agora charter show{show} --as {as_id}")
+
+
+def _paused_line(result: dict) -> None:
+    """Above everything: a paused hub refuses what this inbox would have the seat do."""
+    paused = result.get("paused")
+    if paused and paused["operator_seat"]:
+        click.echo(f"PAUSED for {format_span(paused['paused_for'])} by the operator; you are one of its seats and "
+                   "act as ever")
+    elif paused:
+        open_dms = f" (but your DMs with its seats: {', '.join(paused['open_dms'])})" if paused["open_dms"] else ""
+        click.echo(f"PAUSED for {format_span(paused['paused_for'])} by the operator: answers, posts and claims are "
+                   f"refused until it resumes{open_dms}; reading and acking work")
 
 
 def _phase_lines(phases: list[dict], total: int, now: float) -> None:
@@ -52,6 +65,7 @@ def inbox(as_id, limit, home, as_json):
     if result is None:
         return
     now = result["now"]
+    _paused_line(result)
     _charter_lines(result, as_id, now)
     if result["owed"]:
         click.echo(f"OWED ({result['owed_total']}): you owe a reply to")

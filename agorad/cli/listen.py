@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import click
@@ -64,100 +63,15 @@ class ListenCommand(click.Command):
 def listen(as_id, once, max_wait, debounce, important_only, preview, source, url, lock, adaptive, heartbeat,
            notify_dir, watcher, background_only, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
-    from agora_listen.listener import end_on_signals_until_armed, run
-    from agorad.surface.protocol import is_agent_id
+    from agorad.cli.listen_run import start
 
-    end_on_signals_until_armed()
-    if not is_agent_id(as_id):
-        _fail(f"--as {as_id!r} is not a valid agent id")
-    if (adaptive or max_wait) and not once:
-        _fail("--max-wait and --adaptive go with --once (a persistent listener runs until stopped)")
-    if background_only and _harness_waits():  # before the hub is asked or any seat file touched
-        from agora_listen import sentinels
-
-        sentinels.emit(sentinels.ended("foreground"))
-        sys.exit(0)
-    url = url or _url()
-    if source == "ws" and not url:
-        _fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
-    if url and source != "file":
-        _check_url(url)
-    options = _options(as_id, home, notify_dir, None if source == "file" else url, source)
-    source = options.source
-    options.once, options.max_wait, options.debounce = once, max_wait, debounce
-    options.important_only, options.preview, options.source = important_only, preview, source
-    options.lock, options.adaptive, options.heartbeat = lock, adaptive, heartbeat
-    options.watcher = watcher
-    sys.exit(run(options))
-
-
-def _harness_waits() -> bool:
-    from agora_listen.foreground import harness_waits
-
-    return harness_waits()
-
-
-def _fail(cause: str):
-    from agora_listen import sentinels
-
-    click.echo(f"agora listen: {cause}", err=True)
-    sentinels.emit_last(sentinels.ended("error", cause))
-    sys.exit(1)
-
-
-def _check_url(url: str) -> None:
-    from agorad.surface.errors import InvalidParams
-    from agorad.surface.wsclient import check_url
-
-    try:
-        check_url(url)
-    except InvalidParams as exc:
-        _fail(exc.message)
+    start(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
+          watcher, background_only, home, url=url or _url())
 
 
 def _url() -> str | None:
-    """`agora --url`, else $AGORA_URL, else the seat record's url (cli.common.hub_url), read only when asked."""
+    """`agora --url`, else $AGORA_URL, else the seat record's url (cli.common.hub_url): what only click's
+    context knows. (The fast path never needs the rest: it leaves lines that read the seat record to click.)"""
     from agorad.cli.common import hub_url
 
     return hub_url()
-
-
-def _options(as_id: str, home: str | None, notify_dir: Path | None, url: str | None, source: str):
-    """Ask the hub (if it answers) for the current id behind an alias and its notify directory.
-
-    With no hub answering, the listener arms on the id as given and the home,
-    and confirms both once the hub answers (agora_listen.identity). `--source auto`
-    becomes ws when no hub answers on this host and a URL is set: the hub is elsewhere.
-    """
-    from agora_listen.identity import ask
-    from agora_listen.listener import Options
-    from agorad.surface import keys
-    from agorad.surface.errors import NotFound
-    from agorad.surface.paths import Home
-
-    where = Home.resolve(home)
-    if source == "ws":
-        answer = None
-    else:
-        try:
-            answer = ask(where.root, as_id)
-        except NotFound as exc:
-            _fail(exc.message)
-        if answer is None and url:
-            source = "ws"
-    if source == "ws":
-        return Options(agent=as_id, home=where.root, notify_dir=None, hub=url, url=url, source="ws",
-                       key=keys.read_key(where, as_id), confirmed=True)
-    agent = answer.agent if answer else as_id
-    if answer and answer.redirected:
-        r = answer.redirected
-        click.echo(f"redirected: {r['from']} -> {r['to']} ({r['reason']})", err=True)
-    if notify_dir is not None:
-        directory = notify_dir
-    elif answer:
-        directory = answer.notify_dir
-    else:
-        directory = where.root
-    return Options(agent=agent, home=where.root, notify_dir=directory, hub=str(where.socket),
-                   key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answer is not None,
-                   notify_dir_given=notify_dir is not None, source=source)

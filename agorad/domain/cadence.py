@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import apsw
 
+from agorad.domain import messages
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import claims as sql
 from agorad.store import debts as debts_sql
-from agorad.store import messages as messages_sql
 from agorad.surface import settings
-from agorad.surface.vocab import ASK_ANY, CLAIM_OPEN, HUB_SENDER, REMINDER_FLAG
+from agorad.surface.vocab import ASK_ANY, CLAIM_OPEN, REMINDER_FLAG
 
 _GOLDEN = 2654435761  # Knuth's multiplicative hash: consecutive ids land far apart in [0, 1)
 
@@ -62,6 +62,8 @@ def after_change(db: apsw.Connection, claim: dict, changes: dict, now: float) ->
     if claim["reminder"] is not None:
         return {}
     restart = changes.get("state") == CLAIM_OPEN or claim["cadence_minutes"] is None
+    if not restart and claim["remind_at"] is None and claim["reminder_pk"] is not None:
+        return {}  # its one reminder went out (and was answered): quiet until the next receipt
     since = now if restart else claim["quiet_since"]
     return {"quiet_since": since, "remind_at": remind_at(claim["pk"], minutes, since)}
 
@@ -83,6 +85,8 @@ def remind_due(db: apsw.Connection, now: float, ttl: float) -> list[dict]:
         owner = registry.view(agents_sql.by_pk(db, claim["owner_pk"]), now, ttl)
         if owner["status"] == "dormant" or owner["expired"]:
             continue  # it waits, as escalations do: nobody is there to hear it
+        if channels_sql.membership(db, claim["owner_pk"], claim["channel_pk"]) is None:
+            continue  # the owner left the channel: it could not read the reminder (it waits for a rejoin)
         if sql.standing_reminder(db, claim["channel_pk"], claim["owner_pk"]) is not None:
             continue  # one at a time per (channel, owner); this one waits for that one's discharge
         events += _post(db, claim, now)
@@ -93,20 +97,13 @@ def _post(db: apsw.Connection, claim: dict, now: float) -> list[dict]:
     channel = channels_sql.by_pk(db, claim["channel_pk"])
     ref, minutes = f"claim:{claim['pk']}", claim["cadence_minutes"]
     quiet = int((now - claim["quiet_since"]) // 60)
-    message = {
-        "channel_pk": channel["pk"], "seq": channels_sql.take_seq(db, channel), "sender_pk": None,
-        "sender": HUB_SENDER, "title": f"reminder: {ref} {claim['title']}"[:200],
-        "body": (f"@{claim['owner']}: you declared a check-in cadence of {minutes} minutes on {ref} "
-                 f"({claim['title']}), and no receipt came for {quiet} minutes. Post one "
-                 f"(`agora claim receipt {ref} TEXT`), park it, mark it done, or remove the cadence "
-                 f"(`agora claim update {ref} --version N --cadence none`): any of them discharges this "
-                 "reminder. This is the only reminder until the next receipt."),
-        "ask": 1, "reply_to": None, "urgency": "normal", "created_at": now,
-    }
-    message["pk"] = messages_sql.insert(db, message)
-    message["channel"] = channel["name"]
-    if channel["kind"] != "dm":  # a DM's addressee is implied (0003_lean_send.sql)
-        messages_sql.add_addressees(db, message["pk"], [claim["owner_pk"]])
+    body = (f"@{claim['owner']}: you declared a check-in cadence of {minutes} minutes on {ref} "
+            f"({claim['title']}), and no receipt came for {quiet} minutes. Post one "
+            f"(`agora claim receipt {ref} TEXT`), park it, mark it done, or remove the cadence "
+            f"(`agora claim update {ref} --version N --cadence none`): any of them discharges this "
+            "reminder. This is the only reminder until the next receipt.")
+    message = messages.post_as_hub(db, channel, f"reminder: {ref} {claim['title']}", body, [claim["owner_pk"]], now,
+                                   ask=True)
     debts_sql.create(db, message["pk"], debts_sql.HUB_ASKER_PK, [claim["owner_pk"]], now, None,  # None: never escalates
                      ASK_ANY)
     sql.reminded(db, claim["pk"], message["pk"])
@@ -120,7 +117,7 @@ def reminder_due_in(db: apsw.Connection, after: float, now: float) -> float | No
     return None if due is None else max(0.0, due - now)
 
 
-def shift(db: apsw.Connection, seconds: float) -> int:
-    """Move every pending reminder `seconds` later: what a hub resume calls with the time it was
-    paused, so a pause neither rings the reminders that fell due in it nor shortens the next."""
-    return sql.shift_reminders(db, seconds)
+def shift(db: apsw.Connection, paused_at: float, resumed_at: float) -> int:
+    """A hub resume: each open claim's count moves later by the part of the pause it lived through, so
+    a pause neither rings the reminders that fell due in it nor counts as silence (steward.py)."""
+    return sql.shift_reminders(db, paused_at, resumed_at)

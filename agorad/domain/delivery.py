@@ -28,21 +28,27 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
     `names` maps each recipient pk to its agent id (the notify file it rings). A
     delivery's id is its agent's newest + 1, read in this transaction by the only
     writer: ids stay gapless per agent, and a rolled-back send gives them back. `marks` ({pk: (newest
-    id, open debts)} of every recipient), when the caller read them earlier in this request and
-    nothing since could change them; else they are read here.
+    id, open debts)} of every recipient, and maybe others), when the caller read them earlier in this
+    request and nothing since could change them; else they are read here.
     """
     if not recipients:
         return []
-    if marks is None or marks.keys() != recipients.keys():
+    if marks is None or not recipients.keys() <= marks.keys():
         marks = sql.recipient_marks(db, list(recipients))
     shown = preview(message["body"])  # once per message, not once per recipient
-    rows = []
+    channel, seq, sender, title, body, message_pk = (message["channel"], message["seq"], message["sender"],
+                                                     message["title"], message["body"], message["pk"])
+    texts: dict[int, str] = {}  # id(flags set) -> its text: a channel's recipients share a few sets (see send)
+    rows, inserts = [], []
     for pk, flags in recipients.items():
         newest, owed = marks[pk]
+        text = texts.get(id(flags))
+        if text is None:
+            text = texts[id(flags)] = flag_text(flags)
         rows.append({
-            "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": message["channel"],
-            "seq": message["seq"], "sender": message["sender"], "title": message["title"], "body": message["body"],
-            "flags": flag_text(flags), "owed": owed, "preview": shown,
+            "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": channel,
+            "seq": seq, "sender": sender, "title": title, "body": body, "flags": text, "owed": owed, "preview": shown,
         })
-    sql.insert_deliveries(db, [(r["agent_pk"], r["id"], message["pk"], r["flags"], r["owed"], now) for r in rows])
+        inserts.append((pk, newest + 1, message_pk, text, owed, now))
+    sql.insert_deliveries(db, inserts)
     return rows

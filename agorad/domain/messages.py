@@ -17,7 +17,7 @@ from agorad.domain import channels
 from agorad.domain import obligations
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
-from agorad.surface.fence import fenced
+from agorad.surface.fence import fenced, one_line
 from agorad.domain.policy import Actor
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
@@ -27,7 +27,7 @@ from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
 from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
-from agorad.surface.vocab import ASK_ANY, ASK_EACH, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
+from agorad.surface.vocab import ASK_ANY, ASK_EACH, DEFAULT_URGENCY, HUB_SENDER, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
 MAX_TITLE = 200
 MENTION = re.compile(r"(?<![A-Za-z0-9._@-])@([a-z0-9][a-z0-9._-]{0,63})")
@@ -83,7 +83,13 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
     with write(db, savepoint=not plain):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
-        names = channel.get("members") or channels_sql.members(db, channel["pk"])
+        marks = channel.get("marks") if plain else None
+        if channel.get("members"):
+            names = channel["members"]
+        elif plain:  # nothing this send writes before its deliveries moves a member's marks: read them now
+            names, marks = sql.member_marks(db, channel["pk"])
+        else:
+            names = channels_sql.members(db, channel["pk"])
         members = set(names)
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
@@ -110,16 +116,34 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
                       if original else 0)
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
-        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) for pk in members if pk != actor.agent_pk}
+        # Everyone not addressed shares one flags set: a post to a big channel builds one, not one a member.
+        bystander = _flags(0, channel, (), draft.ask, quiet)
+        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) if pk in addressees else bystander
+                      for pk in members if pk != actor.agent_pk}
         # A plain draft opened no debt and discharged none, and nothing else delivered in between: the
-        # peer's marks read with its DM are still its marks (one statement less).
-        events = deliver(db, message, recipients, names, now, channel.get("marks") if plain else None)
+        # marks read with the DM or the members are still the marks (one statement less).
+        events = deliver(db, message, recipients, names, now, marks)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
         "to": sorted([e["agent"] for e in events if e["agent_pk"] in addressees]),
         "ask": draft.ask, "discharged": discharged, "redirected": redirects,
     }
     return receipt, events
+
+
+def post_as_hub(db: apsw.Connection, channel: dict, title: str, body: str, addressee_pks, now: float,
+                ask: bool = False) -> dict:
+    """Store a message the hub itself writes (a cadence reminder, a pause announcement), addressed to
+    `addressee_pks`: its sender is HUB_SENDER with no sender agent, an id no agent can hold, so it can
+    never pass for an agent's. Returns the stored message; its debts and deliveries are the caller's."""
+    message = {"channel_pk": channel["pk"], "seq": channels_sql.take_seq(db, channel), "sender_pk": None,
+               "sender": HUB_SENDER, "title": one_line(title, MAX_TITLE), "body": body, "ask": int(ask),
+               "reply_to": None, "urgency": DEFAULT_URGENCY, "created_at": now}
+    message["pk"] = sql.insert(db, message)
+    message["channel"] = channel["name"]
+    if channel["kind"] != "dm":  # a DM's addressee is implied (0003_lean_send.sql)
+        sql.add_addressees(db, message["pk"], list(addressee_pks))
+    return message
 
 
 def _plain(draft: Draft) -> bool:

@@ -51,7 +51,7 @@ def check_decline(db: apsw.Connection, original: dict | None, actor: Actor) -> N
         raise InvalidParams(f"{ref} is not an ask, so there is nothing to decline", field="decline")
     debt = sql.debt_of(db, original["pk"], actor.agent_pk)
     if debt is None or not debt["open"]:
-        settled = "you already settled your debt on it" if debt else "it asks nothing of you"
+        settled = "it is already settled" if debt else "it asks nothing of you"
         raise InvalidParams(f"{actor.agent_id} owes no reply to {ref} ({settled}), so there is nothing to decline",
                             field="decline")
 

@@ -25,22 +25,18 @@ from dataclasses import dataclass
 import apsw
 
 from agorad.domain import cadence
+from agorad.domain import messages
 from agorad.domain import registry
 from agorad.domain.delivery import deliver
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
-from agorad.store import messages as messages_sql
 from agorad.store import pauses as sql
 from agorad.store import write
 from agorad.surface.durations import format_span
 from agorad.surface.errors import AgoraError, Conflict, Paused
-from agorad.surface.fence import one_line
 from agorad.surface.protocol import MAX_REASON
-from agorad.surface.vocab import DEFAULT_URGENCY, HUB_SENDER
-
-MAX_TITLE = 200  # as a message's (domain/messages.py)
 
 
 @dataclass(frozen=True)
@@ -98,7 +94,7 @@ def on_resume(db: apsw.Connection, paused_at: float, resumed_at: float) -> None:
     """Every clock the hub keeps for an obligation moves later by the pause, inside resume's
     transaction. Each clock-keeping concept adds its shift here."""
     debts_sql.freeze(db, paused_at, resumed_at)
-    cadence.shift(db, resumed_at - paused_at)
+    cadence.shift(db, paused_at, resumed_at)
 
 
 def shown(db: apsw.Connection, paused: Pause | None, now: float) -> dict | None:
@@ -110,15 +106,26 @@ def shown(db: apsw.Connection, paused: Pause | None, now: float) -> dict | None:
 
 
 def refusal(paused: Pause, now: float, method: str) -> Paused:
+    # The operator's reason stays in data.pause_reason and in the fenced announcement: a refusal's
+    # message may reach a model as a tool error, so it holds hub words only.
     return Paused(f"the hub is paused (for {format_span(now - paused.since)}, since {_clock(paused.since)}"
-                  f"{_why(paused.reason)}): {method} is refused until the operator resumes it; reads, acks, "
+                  f"): {method} is refused until the operator resumes it; reads, acks, "
                   "heartbeats and DMs with the operator's seats still work",
                   since=paused.since, pause_reason=paused.reason)
 
 
-def allows_send(db: apsw.Connection, paused: Pause, target) -> bool:
-    """A send while paused goes through only as a DM with one of the operator's seats."""
-    if not isinstance(target, str) or not paused.seats:
+def allows_send(db: apsw.Connection, paused: Pause, params: dict) -> bool:
+    """A send while paused goes through only as a DM with one of the operator's seats, and may answer
+    (reply_to, decline) only what was asked in such a DM: the ledger elsewhere stays as it stood."""
+    if not paused.seats or not _with_operator(db, paused, params.get("target")):
+        return False
+    reply_to = params.get("reply_to")
+    return reply_to is None or (isinstance(reply_to, str) and _with_operator(db, paused, reply_to.rpartition("#")[0]))
+
+
+def _with_operator(db: apsw.Connection, paused: Pause, target) -> bool:
+    """`target` (@id or a channel's name) is a DM with one of the operator's seats."""
+    if not isinstance(target, str):
         return False
     if target.startswith("@"):
         try:
@@ -130,16 +137,21 @@ def allows_send(db: apsw.Connection, paused: Pause, target) -> bool:
     return channel is not None and channel["kind"] == "dm" and bool({channel["dm_low"], channel["dm_high"]} & paused.seats)
 
 
+def for_seat(db: apsw.Connection, paused: Pause | None, agent_pk: int, now: float) -> dict | None:
+    """The pause as a seat's inbox check shows it: whether the seat is one of the operator's (it acts
+    freely), and the DMs it shares with them (all it may still answer in). None while the hub runs."""
+    if paused is None:
+        return None
+    dms = [dm["name"] for dm in (channels_sql.dm_between(db, agent_pk, seat) for seat in sorted(paused.seats)
+                                 if seat != agent_pk) if dm]
+    return {**shown(db, paused, now), "operator_seat": agent_pk in paused.seats, "open_dms": dms}
+
+
 def _announce(db: apsw.Connection, now: float, title: str, body: str) -> list[dict]:
     """One hub-authored message in commons, addressed to every member; its deliveries to notify."""
     channel = channels_sql.by_name(db, channels_sql.COMMONS)
     members = channels_sql.members(db, channel["pk"])
-    message = {"channel_pk": channel["pk"], "seq": channels_sql.take_seq(db, channel), "sender_pk": None,
-               "sender": HUB_SENDER, "title": one_line(title, MAX_TITLE), "body": body, "ask": 0,
-               "reply_to": None, "urgency": DEFAULT_URGENCY, "created_at": now}
-    message["pk"] = messages_sql.insert(db, message)
-    message["channel"] = channel["name"]
-    messages_sql.add_addressees(db, message["pk"], members)
+    message = messages.post_as_hub(db, channel, title, body, members, now)
     return deliver(db, message, {pk: {"to-me"} for pk in members}, members, now)
 
 

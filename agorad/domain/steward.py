@@ -48,7 +48,7 @@ def _stale_claims(db: apsw.Connection, seats: dict[int, dict], now: float, caden
 
 def _stale_seats(db: apsw.Connection, seats: dict[int, dict]) -> list[dict]:
     held = claims_sql.open_claim_counts(db)
-    owed = debts_sql.open_counts(db, seats)
+    owed = debts_sql.open_counts_all(db)  # every debtor: an IN list of every seat fails past 32,766
     return [{"agent": seat["id"], "status": seat["status"], "liveness_mode": seat["liveness_mode"],
              "last_seen": seat["last_seen"], "expired": seat["expired"],
              "open_claims": held.get(pk, 0), "owed": owed.get(pk, 0)}

@@ -26,11 +26,13 @@ from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
 from agorad.runtime.log import log
+from agorad.runtime.notify import raise_descriptor_limit
 from agorad.runtime.server import serve
 from agorad.store import connect, write
 from agorad.store import messages as messages_sql
 from agorad.store.migrations import migrate
 from agorad.surface.paths import Home, write_private
+from agorad.surface.settings import DB_CACHE_MIB
 
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
 
@@ -96,6 +98,9 @@ async def _serve(home: Home, settings: Settings) -> int:
     try:
         db = connect(home.db, settings.synchronous)
         db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer thread does it, off the request path
+        # SQLite's 2 MiB default held too few of a big channel's delivery pages: a post to 1,000
+        # members whose deliveries each sit on a page of their own then read most of them back.
+        db.execute(f"PRAGMA cache_size=-{DB_CACHE_MIB * 1024}")
         applied = migrate(db)
     except (apsw.Error, RuntimeError) as exc:  # RuntimeError: a schema newer than this agorad
         raise StartupError(f"opening the database {home.db}: {exc}; move it away (or restore a backup) "
@@ -104,6 +109,7 @@ async def _serve(home: Home, settings: Settings) -> int:
     try:
         if applied:
             log("migrated", versions=",".join(map(str, applied)))
+        raise_descriptor_limit()  # before the notifier sizes its open files by it
         hub = HubState(home, db, clock, settings, started_at=clock.now())
         hub.notifier.start(db)
         stop = asyncio.Event()

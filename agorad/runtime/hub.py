@@ -18,7 +18,7 @@ from agorad.runtime.batch import Batch
 from agorad.runtime.clock import Clock
 from agorad.runtime.liveness import Liveness
 from agorad.runtime.log import log
-from agorad.runtime.notify import Notifier, line_fields
+from agorad.runtime.notify import Notifier, line_fields, notify_files_allowed
 from agorad.store import messages as messages_sql
 from agorad.store import write
 from agorad.surface import keys
@@ -75,7 +75,8 @@ class HubState:
         self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
         notify_dir = self.settings.notify_dir
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
-        self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)), seats=self.home.root)
+        self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)), seats=self.home.root,
+                                 open_files=notify_files_allowed())
 
     @property
     def ephemeral_ttl(self) -> float:
@@ -96,14 +97,11 @@ class HubState:
 
     def _announce(self, events: list[dict]) -> None:
         faults.point("after-commit")
-        by_agent: dict[int, list[dict]] = {}
-        for event in events:
-            by_agent.setdefault(event["agent_pk"], []).append(event)
-        for agent_pk, rows in by_agent.items():
-            self.notifier.write(self.db, agent_pk, rows)
-            for connection in list(self.subscribers.get(agent_pk, ())):
-                for row in rows:
-                    connection.push(delivery_frame(row))
+        self.notifier.write_all(self.db, events)
+        if self.subscribers:
+            for event in events:
+                for connection in list(self.subscribers.get(event["agent_pk"], ())):
+                    connection.push(delivery_frame(event))
         faults.point("after-notify")
 
     def replay(self, connection, agent_pk: int, after: int) -> None:
@@ -159,7 +157,9 @@ class HubState:
             counts = registry.sweep(self.db, now, self.ephemeral_ttl)
             events = self._escalations(now)
             reminders = self.remind_due(now)
-            messages_sql.set_notified_upto(self.db, self.notifier.written)
+            marks = self.notifier.unstored()
+            messages_sql.set_notified_upto(self.db, marks)
+        self.after_commit(lambda: self.notifier.stored.update(marks))
         self.publish(events + reminders)
         # Catch-up reads the database: only committed deliveries may reach a file.
         self.after_commit(lambda: self.notifier.catch_up_all(self.db))

@@ -79,7 +79,7 @@ WHILE_PAUSED = {
     "agents.heartbeat": ALLOWED,
     "kb.get": ALLOWED,
     "kb.list": ALLOWED,
-    "messages.send": lambda hub_state, params: pausing.allows_send(hub_state.db, hub_state.pause, params.get("target")),
+    "messages.send": lambda hub_state, params: pausing.allows_send(hub_state.db, hub_state.pause, params),
     "messages.read": ALLOWED,
     "inbox.check": ALLOWED,
     "inbox.digest": ALLOWED,

@@ -119,9 +119,20 @@ def discharge_reminder(db: apsw.Connection, claim: dict, now: float) -> int:
     return db.changes()
 
 
-def shift_reminders(db: apsw.Connection, seconds: float) -> int:
-    """Move every pending reminder `seconds` later (a hub resume, by the time it was paused)."""
-    db.execute("UPDATE claims SET remind_at = remind_at + ? WHERE remind_at IS NOT NULL", (seconds,))
+def version_links_to_owner(db: apsw.Connection, owner_pk: int, now: float) -> int:
+    """Before an owner's claims are deleted (agents.remove): the other claims linking to them are
+    about to lose the link (ON DELETE SET NULL), so each moves to a new version."""
+    db.execute("UPDATE claims SET version = version + 1, updated_at = ? WHERE owner_pk <> ? AND link_pk IN "
+               "(SELECT pk FROM claims WHERE owner_pk = ?)", (now, owner_pk, owner_pk))
+    return db.changes()
+
+
+def shift_reminders(db: apsw.Connection, paused_at: float, resumed_at: float) -> int:
+    """A hub resume: every open claim's count (its quiet time and its pending reminder) moves later by
+    the part of the pause it lived through (a count that began during the pause starts at the resume)."""
+    db.execute("UPDATE claims SET remind_at = remind_at + (:resumed - MAX(:paused, quiet_since)), "
+               "quiet_since = quiet_since + (:resumed - MAX(:paused, quiet_since)) "
+               "WHERE state = 'open' AND quiet_since < :resumed", {"paused": paused_at, "resumed": resumed_at})
     return db.changes()
 
 

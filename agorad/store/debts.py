@@ -77,12 +77,9 @@ def declined_to(db: apsw.Connection, asker_pk: int, limit: int) -> list[dict]:
         "WHERE d.declined = 1 AND d.asker_pk = ? ORDER BY d.discharged_at DESC LIMIT ?", (asker_pk, limit)))
 
 
-def open_counts(db: apsw.Connection, agent_pks) -> dict[int, int]:
-    pks = list(agent_pks)
-    if not pks:
-        return {}
-    marks = ",".join("?" * len(pks))
-    return dict(db.execute(f"SELECT debtor_pk, COUNT(*) FROM debts d WHERE {_OPEN} AND debtor_pk IN ({marks}) GROUP BY debtor_pk", pks))
+def open_counts_all(db: apsw.Connection) -> dict[int, int]:
+    """Open debts per debtor, every debtor (no IN list: SQLite caps bound parameters at 32,766)."""
+    return dict(db.execute(f"SELECT debtor_pk, COUNT(*) FROM debts d WHERE {_OPEN} GROUP BY debtor_pk"))
 
 
 def owed_by(db: apsw.Connection, agent_pk: int) -> list[dict]:

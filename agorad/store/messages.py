@@ -68,6 +68,14 @@ def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, 
     return {pk: (newest, owed) for pk, newest, owed in db.step(f"SELECT a.pk, {MARKS} FROM agents a WHERE {where}", args)}
 
 
+def member_marks(db: Database, channel_pk: int) -> tuple[dict[int, str], dict[int, tuple[int, int]]]:
+    """({pk: id}, {pk: (newest delivery id, open debts)}) of every member of the channel, in one
+    statement: a post to 1,000 members read its members, then their marks through json_each (1 ms more)."""
+    found = db.step(f"SELECT m.agent_pk, a.id, {MARKS} FROM members m JOIN agents a ON a.pk = m.agent_pk "
+                    "WHERE m.channel_pk = ?", (channel_pk,)).fetchall()
+    return {pk: agent_id for pk, agent_id, _, _ in found}, {pk: (newest, owed) for pk, _, newest, owed in found}
+
+
 _INSERT_DELIVERY = "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)"
 
 
@@ -131,6 +139,15 @@ def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
         "WHERE mb.agent_pk = ? AND c.head > mb.acked ORDER BY c.name",
         (agent_pk,),
     ))
+
+
+def unread_totals(db: apsw.Connection) -> dict[int, int]:
+    """{agent pk: unread messages in all its channels} for every agent with any: unread_channels' count
+    (a channel's negative count as 0) summed, in one statement."""
+    return dict(db.execute(
+        "SELECT mb.agent_pk, SUM(MAX(c.head - mb.acked "
+        "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk), 0)) "
+        "FROM members mb JOIN channels c ON c.pk = mb.channel_pk WHERE c.head > mb.acked GROUP BY mb.agent_pk"))
 
 
 def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, limit: int, newest_first: bool = False) -> list[dict]:

@@ -26,7 +26,6 @@ import time
 from collections.abc import Iterator  # not typing: it costs the hook 5 ms to import
 
 from agorad.surface.errors import Unavailable, from_wire
-from agorad.surface.filenames import SOCKET_NAME, pathlib_form
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
 
@@ -52,7 +51,7 @@ class Client:
     def _socket_path(self) -> str:
         # str(self.home.socket), spelled without making a Path: the stop hook connects at every turn's
         # end, and a Path would load pathlib (filenames.py).
-        return pathlib_form(os.path.join(self.home.root_text, SOCKET_NAME))
+        return self.home.socket_text
 
     def _start_command(self) -> str:
         """`agora up`, naming the home when it is not the one `agora up` would pick by itself."""

@@ -122,6 +122,11 @@ class Home:
         return self.root / SOCKET_NAME
 
     @property
+    def socket_text(self) -> str:
+        """`str(self.socket)` without making a Path (the hook and the listener load no pathlib)."""
+        return filenames.pathlib_form(os.path.join(self.root_text, SOCKET_NAME))
+
+    @property
     def pidfile(self) -> Path:
         return self.root / PIDFILE_NAME
 

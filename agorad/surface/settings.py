@@ -15,6 +15,7 @@ MAX_BODY_KIB = 64                # --max-body-kib: the largest message body acce
 MAX_BODY_KIB_LIMIT = 128         # ... and its ceiling, so any body fits a 1 MiB frame
 ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifies at these offsets
 LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
+DB_CACHE_MIB = 32                # the hub connection's page cache: a post dirties a page per member (ARCHITECTURE.md)
 
 # --- claims (agora claim) and the steward (agora steward) ----------------------------------
 CADENCE_FLOOR_MINUTES = 30       # --cadence: the shortest check-in cadence a claim may declare ...
@@ -82,7 +83,11 @@ DRIVE_GRACE = 10.0               # SIGTERM to the turn's process group, then thi
 # grandchildren holding the pipe once made a 3,600 s cap last 5,069 s in this field.
 DRIVE_PIPE_GRACE = 2.0
 DRIVE_BUDGET = 12                # --budget: reception turns per hour
-DRIVE_CHUNK_BUDGET = 12          # claim work chunks per hour: a separate budget, so reception is never starved
+DRIVE_CHUNK_BUDGET = 12          # --chunk-budget: claim work chunks per hour, a separate budget so reception
+                                 # is never starved (0: the driver never works on claims by itself)
+DRIVE_CHUNK_ARM = 20.0           # seconds armed between two chunks: mail that lands meanwhile preempts the next
+DRIVE_CLAIMS_SEEN = 50           # open claims a driver's sweep lists (the oldest first: the next chunk's)
+DRIVE_CHUNK_IDLE = 3             # chunks in a row without a receipt on one claim version park its chain
 DRIVE_BACKOFF_FIRST = 60.0       # a turn that never reached the hub holds its wake this long ...
 DRIVE_BACKOFF_CAP = 900.0        # ... doubling on each failure in a row up to this
 DRIVE_ROTATE_TURNS = 20          # --rotate-after: a new harness session after this many turns

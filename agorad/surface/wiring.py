@@ -104,6 +104,11 @@ def reply(exe: str, agent: str, home: Path) -> list[str]:
     return [exe, "send", *seat_args(agent, home), "TARGET", "--reply-to", "REF", "TEXT"]
 
 
+def claim(exe: str, agent: str, home: Path, verb: str, *words: str) -> list[str]:
+    """`agora claim VERB ...` as the seat: what a driven turn runs to open, show, receipt or close a claim."""
+    return [exe, "claim", verb, *seat_args(agent, home), *words]
+
+
 def shell(argv: list[str]) -> str:
     """A command line for a shell, each word quoted only where it must be."""
     return shlex.join(argv)

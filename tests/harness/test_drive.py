@@ -22,6 +22,7 @@ import time
 
 import pytest
 
+from agorad.surface import wiring
 from tests.harness import drive, latency
 from tests.harness.drive import DriverProcess, ask, owed, unread
 from tests.harness.install import binary
@@ -201,3 +202,30 @@ def test_codex_turn_failing_on_429_backs_off_holding_the_wake_and_the_recovered_
         done = driver.step()
     assert (done.verdict.status, done.verdict.reason) == ("ok", "answered"), done.verdict
     _answered(codex_seat, ref)
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_work_chunk_goes_on_with_the_seats_open_claim_and_writes_a_receipt(claude_seat, model, monkeypatch):
+    """Nothing waits in the inbox and the seat owns an open claim: ONE work chunk in the real `claude -p`,
+    whose model re-reads the claim and writes a receipt through its shell, as the chunk's prompt names
+    the commands; the driver judges it by the claim (progress), not by the inbox."""
+    hub, agent = claude_seat.hub, claude_seat.agent
+    _claude_env(claude_seat, monkeypatch)
+    with hub.client(agent) as seat:
+        ref = seat.call("claims.open", channel="commons", title="port the parser")["ref"]
+    exe = wiring.agora_executable()
+    model.script({"shell": wiring.shell(wiring.claim(exe, agent, hub.home, "show", ref))},
+                 {"shell": wiring.shell(wiring.claim(exe, agent, hub.home, "receipt", ref, "parser ported"))},
+                 {"text": "one slice done"})
+    with drive.owning(claude_seat):
+        driver = drive.in_process(claude_seat, drive.Clock())
+        done = driver.step()
+    assert (done.state, done.verdict.status, done.verdict.reason) == ("chunk", "ok", "progress"), (
+        done.verdict, [s.user_text[-300:] for s in model.main_requests()])
+    with hub.client(agent) as seat:
+        claim = seat.call("claims.show", ref=ref)
+    assert claim["receipts"] == 1 and claim["receipts_shown"][0]["text"] == "parser ported", claim
+    prompts = drive.driven_prompts(model)
+    assert prompts and f"owns {ref} (version 1)" in prompts[0] and "port the parser" not in prompts[0]
+    assert driver.state.chunk_session is not None and driver.state.session is None  # its own session

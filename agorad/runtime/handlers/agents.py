@@ -112,7 +112,7 @@ def remove(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
     require(call.actor, "registry.admin")
-    removed, pk = registry.remove(call.hub.db, agent_id)
+    removed, pk = registry.remove(call.hub.db, agent_id, call.now)
     call.hub.liveness.forget(pk)
     call.hub.after_commit(lambda: call.hub.agent_removed(pk, removed["removed"]))
     return removed

@@ -45,16 +45,13 @@ def status(call: Call) -> dict:
     call.finish()
     hub = call.hub
     db_bytes = sum(_size(path) for path in hub.home.db_files)
-    agents = registry.list_agents(hub.db, call.now, hub.ephemeral_ttl)
-    by_status: dict[str, int] = {}
-    for agent in agents:
-        by_status[agent["status"]] = by_status.get(agent["status"], 0) + 1
+    listed, by_status = registry.census(hub.db, call.now, hub.ephemeral_ttl)
     return {
         "pid": os.getpid(), "home": str(hub.home.root), "socket": str(hub.home.socket),
         "hub_version": __version__, "protocol": PROTOCOL_VERSION,
         "started_at": hub.started_at, "uptime": call.now - hub.started_at, "now": call.now,
         "db_bytes": db_bytes,
-        "counts": {**agents_sql.counts(hub.db), **messages_sql.counts(hub.db), "listed": len(agents), "by_status": by_status},
+        "counts": {**agents_sql.counts(hub.db), **messages_sql.counts(hub.db), "listed": listed, "by_status": by_status},
         "ephemeral_ttl": hub.ephemeral_ttl, "sweep_interval": hub.sweep_interval, "last_sweep": hub.last_sweep,
         "liveness_flush": hub.settings.liveness_flush,
         "notify_dir": str(hub.notifier.directory) if hub.notifier.enabled else None,

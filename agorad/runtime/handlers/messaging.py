@@ -6,6 +6,7 @@ from agorad.domain import channels
 from agorad.domain import inbox
 from agorad.domain import messages
 from agorad.domain import obligations
+from agorad.domain import pause as pausing
 from agorad.runtime.handlers import Call
 from agorad.store import messages as messages_sql
 from agorad.surface import settings
@@ -42,7 +43,9 @@ def check(call: Call) -> dict:
     if not 1 <= limit <= 1000:
         raise InvalidParams("limit must be from 1 to 1000", field="limit")
     now = call.now
-    return {**inbox.check(call.db, call.actor, now, limit, important), "now": now}
+    # The pause rides every check: a hook or a driver learns it from the call it makes anyway.
+    return {**inbox.check(call.db, call.actor, now, limit, important), "now": now,
+            "paused": pausing.for_seat(call.db, call.hub.pause, call.actor.agent_pk, now)}
 
 
 def digest(call: Call) -> dict:
