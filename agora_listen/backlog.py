@@ -17,7 +17,7 @@ from agorad.surface import settings
 from agorad.surface.vocab import NEXT_TURN
 
 
-def ask(seat: Seat, home, key: str | None) -> dict | None:
+def ask(seat: Seat, home, key: str | None, url: str | None = None) -> dict | None:
     """The hub's `inbox.check` for the seat, or None when the hub or the key is not there to say.
 
     One connection, two round trips (hello, inbox.check), as owed.list took before: the one answer
@@ -26,16 +26,26 @@ def ask(seat: Seat, home, key: str | None) -> dict | None:
     """
     if not key:
         return None
-    from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError
 
     try:
-        with Client(home, timeout=5) as hub:
+        with _client(home, url) as hub:
             hub.hello(seat.agent, key)
             # important: only to-me, dm and open headlines, so a busy channel cannot crowd them out
             return hub.call("inbox.check", limit=settings.ARM_CHECK_LIMIT, important=True)
     except AgoraError:
         return None
+
+
+def _client(home, url: str | None):
+    """The hub's Unix socket under `home`, or its remote port at `url` (a ws seat)."""
+    from agorad.surface.client import Client
+
+    if url is None:
+        return Client(home, timeout=5)
+    from agorad.surface.wsclient import RemoteClient
+
+    return RemoteClient(url, timeout=5)
 
 
 def unrung(seat: Seat, debts: list[dict]) -> list[dict]:

@@ -55,10 +55,11 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
     from agorad.surface.paths import Home
 
     home = Home(root)
+    url = os.environ.get("AGORA_URL")  # a seat on another host: the hub's remote port, where it has no socket
     try:
-        with Client(home, timeout=timeout) as hub:
+        with (Client(home, timeout=timeout) if not url else _remote(url, timeout)) as hub:
             key, current = keys.read_key(home, agent), agent
-            if key is None:  # a renamed seat's key file moved with it: ask where the old id points
+            if key is None and not url:  # a renamed seat's key file moved with it: ask where the old id points
                 current = hub.call("agents.resolve", agent=agent)["agent"]
                 key = keys.read_key(home, current)
             if key is None:
@@ -69,6 +70,12 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
             return current, [hub.call(method, **params) for method, params in calls]
     except AgoraError as exc:
         raise Trouble(exc.message) from None
+
+
+def _remote(url: str, timeout: float):
+    from agorad.surface.wsclient import RemoteClient
+
+    return RemoteClient(url, timeout=timeout)
 
 
 def _view(agent: str, result: dict) -> View:

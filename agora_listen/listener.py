@@ -48,7 +48,8 @@ class Options:
     debounce: float
     important_only: bool
     preview: bool
-    source: str  # auto is file: the only source in this release (ws, for remote seats, is not)
+    source: str  # file or ws by now (cli/listen_run.py picks for auto); auto waits for the file to appear
+    url: str | None  # the hub's remote port, for --source ws
     lock: str | None
     adaptive: bool
     heartbeat: float
@@ -62,8 +63,9 @@ class Options:
 
     _DEFAULTS = {
         "key": None, "once": False, "max_wait": None, "debounce": settings.DEBOUNCE, "important_only": False,
-        "preview": False, "source": "auto", "lock": None, "adaptive": False, "heartbeat": settings.LISTEN_HEARTBEAT,
-        "watcher": "auto", "confirmed": False, "notify_dir_given": False, "since": None, "deadline": None,
+        "preview": False, "source": "auto", "url": None, "lock": None, "adaptive": False,
+        "heartbeat": settings.LISTEN_HEARTBEAT, "watcher": "auto", "confirmed": False, "notify_dir_given": False,
+        "since": None, "deadline": None,
     }
 
     def __init__(self, agent: str, home, notify_dir, hub: str, **given):
@@ -110,14 +112,44 @@ def _run(options: Options, harness: Harness) -> int:
     if seat.driver_owns_reception():  # refuse statelessly: no seat file is touched
         return _end("driver-owns-reception", EXIT_QUIET)
     if options.source == "ws":
-        return _end("error", EXIT_FAILED, "--source ws needs the remote hub support, not in this release; "
-                    "use --source file on the hub's host")
+        return _arm_ws(options, seat, harness)
     if options.notify_dir is None:
         return _end("no-notify-file", EXIT_FAILED, "the hub writes no notify files (it was started with "
                     "--notify-dir ''); start it with notify files to listen")
     notify_path = notify_file(options.notify_dir, options.agent)
     if not os.path.isdir(options.notify_dir) or (options.source == "file" and not os.path.exists(notify_path)):
         return _end("no-notify-file", EXIT_FAILED, _no_file_yet(options, notify_path))
+    return _locked(options, seat, harness, lambda: _listen(options, seat, notify_path, harness))
+
+
+def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
+    """The ws source (wsource.py): connect as the seat before arming, so a refused key ends here."""
+    from agora_listen.wsource import Fatal, WsSource, saved_after
+    from agorad.surface.errors import AgoraError
+
+    if not options.key:
+        return _end("error", EXIT_FAILED, f"no key for {options.agent}: set AGORA_KEY or put the seat's key in "
+                    f"{options.home}/keys/{options.agent}.key on this host")
+    try:  # on a seat's own host the home may hold nothing yet: its seat files go there
+        os.makedirs(options.home, mode=0o700, exist_ok=True)
+    except OSError as exc:
+        return _end("error", EXIT_FAILED, f"creating the home {options.home}: {exc.strerror or exc}")
+    source = WsSource(options.url, options.agent, options.key, saved_after(seat.load("offset")))
+    try:
+        source.open()
+    except Fatal:
+        source.close()
+        raise
+    except AgoraError as exc:  # no hub answering yet: arm anyway, the reader keeps trying
+        if exc.reason != "unavailable":
+            source.close()
+            return _end("error", EXIT_FAILED, exc.message)
+        write(sys.stderr, f"agora listen: {exc.message}; retrying\n")
+    return _locked(options, seat, harness, lambda: _listen_ws(options, seat, source, harness), source.close)
+
+
+def _locked(options: Options, seat: Seat, harness: Harness, listen, release=lambda: None) -> int:
+    """Take the seat's locks, listen, and map how it ended to a tombstone and a status."""
     # Persistent mode always holds the seat's lock (and --lock too, if given); --once only --lock.
     locks = [] if options.once else [seat.file("lock")]
     if options.lock and not any(_same_file(options.lock, held) for held in locks):
@@ -126,12 +158,14 @@ def _run(options: Options, harness: Harness) -> int:
         held = all(seat.take_lock(path) for path in locks)
     except OSError as exc:  # e.g. a symlink planted at the lock path (opened with O_NOFOLLOW)
         seat.release_lock()
+        release()
         return _end("error", EXIT_FAILED, f"taking the lock {exc.filename or ''}: {exc.strerror or exc}")
     if not held:
         seat.release_lock()
+        release()
         return _end("already-armed", EXIT_QUIET)
-    try:
-        return _listen(options, seat, notify_path, harness)
+    try:  # a seat the hub refuses while it listens raises Refused (wsource.Fatal): run() ends it
+        return listen()
     except Stop:
         return _end("signal", EXIT_QUIET)
     except Gone as gone:  # nothing consumed: what was not delivered stays behind the saved offset
@@ -139,6 +173,7 @@ def _run(options: Options, harness: Harness) -> int:
     except OSError as exc:
         return _end("error", EXIT_FAILED, str(exc))
     finally:
+        release()
         seat.remove_pid()
         seat.release_lock()
 
@@ -217,23 +252,43 @@ def _listen(options: Options, seat: Seat, notify_path: str, harness: Harness) ->
     seat.write_pid(options.heartbeat, "file", only_if_free=options.once and not options.lock)
     try:
         initial = [line for line in follower.read_new() if _rings(options, line) and _landed_since(line, since)]
-        # Lines already waiting ring through the loop; otherwise debt not yet rung for rings now, or
-        # else important mail rung before and still unread, when its schedule allows (rering.py).
-        check = None if initial else ask(seat, options.home, options.key)
-        # Armed once the position is fixed and the hub asked: anything later reaches the loop.
-        sentinels.emit(sentinels.armed(options.agent, options.hub))
-        if check is not None:
-            fresh = unrung(seat, check["owed"])
-            again = [] if fresh else rering.due(seat, check)
-            if fresh or again:
-                _wake(options, seat, follower, harness, fresh or again, check["owed_total"],
-                      backlog="owed" if fresh else "again", check=check)
-                if options.once:
-                    return _end("wake", EXIT_WOKE)
-        return _loop(options, seat, follower, watch, signals, harness, initial, _reminder_at(seat, check))
+        return _armed(options, seat, follower, watch, signals, harness, initial, "file")
     finally:
         watch.close()
         follower.close()
+
+
+def _listen_ws(options: Options, seat: Seat, source, harness: Harness) -> int:
+    """As _listen, with the ws source as both watcher and follower: the first arm starts at the hub's
+    newest delivery (or, with no hub yet, at the first connection's), a later one replays what came since."""
+    signals = _Signals.install()
+    if source.redirected:
+        r = source.redirected
+        write(sys.stderr, f"agora listen: redirected: {r['from']} -> {r['to']} ({r['reason']})\n")
+    if seat.load("offset") is None:
+        seat.save("offset", source.offset())
+    seat.write_pid(options.heartbeat, "ws", only_if_free=options.once and not options.lock)
+    source.start()
+    initial = [line for line in source.read_new() if _rings(options, line)]
+    return _armed(options, seat, source, source, signals, harness, initial, "ws")
+
+
+def _armed(options: Options, seat: Seat, follower, watch, signals: _Signals, harness: Harness, initial: list[dict],
+           source: str) -> int:
+    """Lines already waiting ring through the loop; otherwise debt not yet rung for rings now, or
+    else important mail rung before and still unread, when its schedule allows (rering.py)."""
+    check = None if initial else ask(seat, options.home, options.key, options.url)
+    # Armed once the position is fixed and the hub asked: anything later reaches the loop.
+    sentinels.emit(sentinels.armed(options.agent, options.url if source == "ws" else options.hub, source=source))
+    if check is not None:
+        fresh = unrung(seat, check["owed"])
+        again = [] if fresh else rering.due(seat, check)
+        if fresh or again:
+            _wake(options, seat, follower, harness, fresh or again, check["owed_total"],
+                  backlog="owed" if fresh else "again", check=check)
+            if options.once:
+                return _end("wake", EXIT_WOKE)
+    return _loop(options, seat, follower, watch, signals, harness, initial, _reminder_at(seat, check))
 
 
 def _rings(options: Options, line: dict) -> bool:
@@ -301,7 +356,7 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             remind_at = _reminder_at(seat, check) if check is not None else remind_at
             continue
         if remind_at is not None and window_end is None and now >= remind_at:  # (an open window asks anyway)
-            remind_at, check = None, ask(seat, options.home, options.key)
+            remind_at, check = None, ask(seat, options.home, options.key, options.url)
             again = rering.due(seat, check) if check is not None else []
             if again:
                 _wake(options, seat, follower, harness, again, check["owed_total"], backlog="again", check=check)
@@ -384,7 +439,7 @@ def _wake(options: Options, seat: Seat, follower: Follower, harness: Harness, ba
     # start or move on the re-ring schedule. (A persistent listener asks the hub only when the batch
     # carries debt news.)
     if check is None and (options.once or any({"open", "escalated"} & set(line["flags"]) for line in batch)):
-        check = ask(seat, options.home, options.key)
+        check = ask(seat, options.home, options.key, options.url)
     if check is not None:
         remember(seat, check["owed"])
         rering.rang(seat, check, again=backlog == "again", sync=options.once)
@@ -426,9 +481,19 @@ def _digest(options: Options, batch: list[dict], backlog: str | None, missed: in
         exe = "agora"
     seat = (options.agent, options.home)
     lines += [
-        f"To handle them: run `{wiring.shell(wiring.inbox(exe, *seat))}`; read what warrants it with "
-        f"`{wiring.shell([exe, 'read', *wiring.seat_args(*seat), 'REF'])}`; reply where a reply is owed with "
-        f"`{wiring.shell(wiring.reply(exe, *seat))}`; then ack what you handled with "
-        f"`{wiring.shell(wiring.ack_refs(exe, *seat, ['REF']))}`.",
+        f"To handle them: run `{_command(options, wiring.inbox(exe, *seat))}`; read what warrants it with "
+        f"`{_command(options, [exe, 'read', *wiring.seat_args(*seat), 'REF'])}`; reply where a reply is owed with "
+        f"`{_command(options, wiring.reply(exe, *seat))}`; then ack what you handled with "
+        f"`{_command(options, wiring.ack_refs(exe, *seat, ['REF']))}`.",
     ]
     return "\n".join(lines) + "\n"
+
+
+def _command(options: Options, argv: list[str]) -> str:
+    """A command for the digest, as a shell line; for a ws seat whose URL the environment does not carry,
+    with `--url` (before the subcommand), so it reaches the hub from the harness's shell too."""
+    from agorad.surface import wiring
+
+    if options.source == "ws" and options.url and os.environ.get("AGORA_URL") != options.url:
+        argv = [argv[0], "--url", options.url, *argv[1:]]
+    return wiring.shell(argv)

@@ -39,7 +39,7 @@ def emit_last(line: str) -> None:
 
 
 def armed(agent: str, hub: str, source: str = "file") -> str:
-    return f"AGORA_LISTEN armed source={source} agent={agent} hub={clamp(hub) if source != 'file' else _path(hub)}"
+    return f"AGORA_LISTEN armed source={source} agent={agent} hub={_path(hub)}"
 
 
 def _path(path: str) -> str:

@@ -12,7 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
-from bench import drive, fanout, harness, hook, load, mcp, messaging, reception, registry, sdk
+from bench import drive, fanout, harness, hook, load, mcp, messaging, reception, registry, remote, sdk
 from bench.figures import Figure, alternate, medians, progress, with_cpu
 from bench.servers import BenchError, Echo, Hub, cold_start, environment, python_pass, rss
 
@@ -21,8 +21,8 @@ CALLS_GOAL = 0.60      # hub calls/s at least this share of the bare echo server
 COLD_GOAL_S = 0.25     # spawn to the first hub.hello answer
 RSS_GOAL_MIB = 35.0    # idle hub
 SUB_ROWS = ("p50 latency", "p99 latency", "server CPU")  # indented under the calls/s row above them
-PARTS = ("heartbeats", "sends", "inbox", "fanout", "registry", "reception", "sdk", "hook", "drive", "startup",
-         "memory", "mcp", "harness")  # --only
+PARTS = ("heartbeats", "sends", "inbox", "fanout", "registry", "reception", "remote", "sdk", "hook", "drive",
+         "startup", "memory", "mcp", "harness")  # --only
 
 
 @dataclass
@@ -94,6 +94,7 @@ def measure(work: Path, s: Settings, notes: list[str], parts=None) -> list[Figur
         "fanout": lambda: fanout.figures(work, s),
         "registry": lambda: registry.figures(work, s),
         "reception": lambda: reception.figures(work, s, notes),
+        "remote": lambda: remote.figures(work, s, notes),
         "sdk": lambda: sdk.figures(work, s),
         "hook": lambda: hook.figures(work, s),
         "drive": lambda: drive.figures(work, s),

@@ -159,6 +159,19 @@ class Sender:
         self.sock.close()
 
 
+def timed_wake(sender: Sender, ear: Lines, seat: str):
+    """One DM to `seat` and its wake from `ear`: the seconds from the send's reply to the AGORA_WAKE line."""
+    frame = send_frame(seat)
+
+    def wake() -> float:
+        seq, replied = sender.send(frame)
+        line, woke = ear.next()
+        if not line.startswith(b"AGORA_WAKE ") or f" n=1 channels=dm:{SENDER}--{seat}#{seq} ".encode() not in line:
+            raise BenchError(f"expected the wake for dm:{SENDER}--{seat}#{seq}, read {line[:200]!r}")
+        return woke - replied
+    return wake
+
+
 def send_frame(seat: str) -> bytes:
     """The bench's DM to `seat`, with %d for the request id."""
     params = json.dumps({**SEND_PARAMS, "target": "@" + seat}, separators=(",", ":")).replace("%", "%%")
@@ -209,15 +222,7 @@ def wakes(work: Path, hub: Hub, keys: dict[str, str], s, notes: list[str]) -> li
         bare_line = b""  # set after the warm-up: a line the size of the hub's notify line for these DMs
 
         def hub_wake(watcher: str):
-            seat, ear, frame = SEATS[watcher], ears[watcher], send_frame(SEATS[watcher])
-
-            def wake() -> float:
-                seq, replied = sender.send(frame)
-                line, woke = ear.next()
-                if not line.startswith(b"AGORA_WAKE ") or f" n=1 channels=dm:{SENDER}--{seat}#{seq} ".encode() not in line:
-                    raise BenchError(f"expected the wake for dm:{SENDER}--{seat}#{seq}, read {line[:200]!r}")
-                return woke - replied
-            return wake
+            return timed_wake(sender, ears[watcher], SEATS[watcher])
 
         counter = [0]
 

@@ -40,6 +40,17 @@ def hub(home):
     running.stop()
 
 
+@pytest.fixture
+def remote(home):
+    """A hub that also serves its remote port on loopback (`--listen`), with seats alice and bob:
+    `.url` is the port's URL, `.keys` their keys."""
+    running = Hub(home, "--listen", "127.0.0.1:0").start()
+    running.url = running.call("hub.status")["remote"]
+    running.keys = {agent: running.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+    yield running
+    running.stop()
+
+
 class Cli:
     """Runs `agora ...` in-process through click against a hub's home."""
 

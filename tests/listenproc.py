@@ -1,7 +1,8 @@
 """Run real `agora listen` processes and read their sentinel lines with deadlines.
 
 `WATCHER`, when set (by the `watcher` fixture in conftest.py), is passed as
-`--watcher` to every listener started here, so one test runs under each.
+`--watcher` to every listener started here, so one test runs under each; `SOURCE`
+likewise runs the contract over the remote port (tests/test_listen_ws.py).
 """
 
 from __future__ import annotations
@@ -15,13 +16,14 @@ import time
 from tests.hubproc import AGORA
 
 WATCHER: str | None = None
+SOURCE: list[str] = []  # e.g. ["--source", "ws", "--url", URL]: set by tests/test_listen_ws.py's hub fixture
 _STARTED: list["Listener"] = []
 
 
 def command(hub, *args: str, agora: list[str] | None = None) -> list[str]:
     """`agora listen` on the hub's home, with the chosen watcher; `agora` replaces the `agora` script."""
     watcher = ["--watcher", WATCHER] if WATCHER else []
-    return [*(agora or [AGORA]), "listen", "--home", str(hub.home), *watcher, *args]
+    return [*(agora or [AGORA]), "listen", "--home", str(hub.home), *watcher, *SOURCE, *args]
 
 
 class Listener:

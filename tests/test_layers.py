@@ -107,6 +107,14 @@ def test_reception_loads_neither_the_database_nor_the_server():
                      ("agorad.runtime", "agorad.domain", "agorad.store", "mcp.", "agora_mcp.")) == []
 
 
+def test_only_the_remote_port_and_its_clients_load_websockets():
+    """The hub loads it only with --listen (runtime/remote.py), the CLI only for a URL (surface/wsclient.py):
+    the Unix-socket client, the file listener and the stop hook start as fast as before."""
+    assert loaded_by("agorad.cli, agorad.cli.up, agorad.runtime.daemon, agorad.cli.listen, agorad.cli.watch, "
+                     "agora_listen.listener, agora_listen.wsource, agorad.surface.client, agorad.surface.wsclient, "
+                     "agorad.cli.common, agorad.cli.hook_fast", (), ("websockets",)) == []
+
+
 def test_only_agora_mcp_loads_the_mcp_sdk():
     """The hub and every command but `agora mcp` run without the optional extra; even loading the
     command's module (as `agora --help` does) leaves the SDK unloaded."""
@@ -116,8 +124,7 @@ def test_only_agora_mcp_loads_the_mcp_sdk():
         "main.all_commands()\n"
         "print(','.join(sorted(m for m in sys.modules if m.split('.')[0] in ('mcp', 'agora_mcp', 'pydantic'))))\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    assert done.stdout.strip() == ""
+    assert printed_by(probe) == ""
 
 
 def test_the_sdk_over_the_unix_socket_loads_neither_the_hub_nor_websockets():

@@ -222,7 +222,7 @@ def test_forced_file_source_without_a_file_fails(hub, pair):
     assert "runtime-inbox.log" in stderr
 
 
-def test_ws_source_is_a_clear_error_for_now(hub, pair):
+def test_ws_source_without_a_url_is_a_clear_error(hub, pair):
     code, lines, _ = listen_once(hub, "--as", "runtime", "--source", "ws", "--max-wait", "1")
     assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error cause=")
 

@@ -27,6 +27,10 @@ ACCEPTED = [
     wiring.loop_listen("agora", "bob", pathlib.Path("/tmp/h"))[1:],
     ["listen", "--as", "Not-An-Id", "--home", "/tmp/h"],  # click accepts it too; the run refuses it
     ["listen", "--as", "bob", "--home", "/tmp/h", "--max-wait", "30"],  # without --once: click accepts, the run refuses
+    ["listen", "--as", "bob", "--home", "/tmp/h", "--source", "ws", "--url", "ws://127.0.0.1:7777/"],  # a remote seat
+    ["listen", "--url=wss://hub.example:443/", "--as=bob", "--home=/tmp/h", "--once"],
+    ["listen", "--as", "bob", "--home", "/tmp/h", "--url", "not-a-url"],  # click accepts any text; the run refuses it
+    ["listen", "--as", "bob", "--home", "/tmp/h", "--url", ""],  # empty: as if not given, in both
 ]
 LEFT_TO_CLICK = [
     ["listen", "--as", "bob", "--home", "/tmp/h", "--help"],
@@ -44,6 +48,10 @@ LEFT_TO_CLICK = [
     ["listen", "--home", "/tmp/h"],  # no --as: click says it is missing (or the seat record supplies it)
     ["listen", "--as", "bob"],  # no --home and no $AGORA_HOME: the seat record may name it
     ["--home", "/tmp/h", "listen", "--as", "bob"],
+    ["--url", "ws://127.0.0.1:7777/", "listen", "--as", "bob", "--home", "/tmp/h"],  # the group's: click's
+    ["listen", "--as", "bob", "--home", "/tmp/h", "--url"],
+    ["listen", "--as", "bob", "--home", "/tmp/h", "--url", "ws://a:1/", "--url", "ws://b:1/"],
+    ["listen", "--as", "bob", "--home", "/tmp/h", "--url", "--once"],  # an option where the URL should be
     ["status"],
     [],
 ]
@@ -91,9 +99,37 @@ def test_paths_click_would_refuse_are_left_to_it(tmp_path, monkeypatch):
             click_params(argv)
 
 
+def agora_run(argv: list[str], env: dict) -> subprocess.CompletedProcess:
+    """The console script's own call (agorad.cli.run: the fast path when it parses, else click)."""
+    return subprocess.run([sys.executable, "-c", "import sys; sys.argv = ['agora', *sys.argv[1:]]; "
+                           "import agorad.cli; agorad.cli.run()", *argv], capture_output=True, text=True,
+                          env=env, timeout=30)
+
+
+@pytest.mark.parametrize("url_env, given, cause", [
+    (None, [], "--source ws needs the hub's URL"),
+    ("ws://127.0.0.1:7777/", ["--url", "http://hub.example/"], "'http://hub.example/' is not a hub URL"),
+    ("http://hub.example/", [], "'http://hub.example/' is not a hub URL"),  # $AGORA_URL stands in for --url
+    ("ws://127.0.0.1:7777/", ["--url", ""], "no key for bob"),  # an empty --url is none: $AGORA_URL is taken
+], ids=["no-url", "url-beats-env", "env-url", "empty-url-is-env"])
+def test_the_url_is_resolved_alike_on_both_paths(url_env, given, cause, tmp_path):
+    """The fast path and click (reached with the group's --home) take the same URL: --url, else $AGORA_URL."""
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_URL", "AGORA_KEY")}
+    if url_env:
+        env["AGORA_URL"] = url_env
+    tail = ["--as", "bob", "--source", "ws", *given]
+    fast = ["listen", "--home", str(tmp_path), *tail]
+    assert listen_fast.parse(fast) is not None
+    ends = [agora_run(argv, env) for argv in (fast, ["--home", str(tmp_path), "listen", *tail])]
+    for done in ends:
+        assert done.returncode == 1 and cause in done.stderr
+        assert done.stdout.startswith("AGORA_LISTEN ended reason=error")
+    assert ends[0].stdout == ends[1].stdout
+
+
 # What an armed listener must not hold (bench/README.md "Listener footprint"): click, dataclasses with
-# inspect, and pathlib with the chain it brings.
-HEAVY = ("click", "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress", "fnmatch", "typing")
+# inspect, and pathlib with the chain it brings; and on the file source, websockets (the ws source's).
+HEAVY = ("click", "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress", "fnmatch", "typing", "websockets")
 
 # The console script's own call in a thread-free probe: armed, it prints which of HEAVY it holds to
 # stderr from a SIGUSR1 handler, then the test stops it.
@@ -109,13 +145,17 @@ agorad.cli.run()
 """
 
 
-def test_an_armed_listener_holds_nothing_heavy(hub):
+@pytest.mark.parametrize("url", [None, "ws://127.0.0.1:9/"], ids=["no-url", "agora-url-set"])
+def test_an_armed_listener_holds_nothing_heavy(hub, url):
+    """Also with $AGORA_URL set: the hub answers here, so --source auto is the file, and loads no websockets."""
     hub.add_agent("bob", liveness_mode="always-on")
-    env = {k: v for k, v in os.environ.items() if k != "AGORA_HOME"}
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_URL")}
+    if url:
+        env["AGORA_URL"] = url
     ear = subprocess.Popen([sys.executable, "-c", PROBE, "listen", "--as", "bob", "--home", str(hub.home),
                             "--debounce", "0"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
     try:
-        assert ear.stdout.readline().startswith(b"AGORA_LISTEN armed")
+        assert ear.stdout.readline().startswith(b"AGORA_LISTEN armed source=file ")
         ear.send_signal(__import__("signal").SIGUSR1)
         deadline = time.monotonic() + 10
         line = b""

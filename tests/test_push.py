@@ -11,7 +11,7 @@ from tests.seats import seats, send
 def test_subscriber_receives_deliveries_in_order(hub):
     with seats(hub, "memory", "runtime") as s:
         listener = s["runtime"]
-        assert listener.call("inbox.subscribe") == {"subscribed": "runtime", "notification": "inbox.delivery"}
+        assert listener.call("inbox.subscribe") == {"subscribed": "runtime", "notification": "inbox.delivery", "newest": 0}
         for i in range(20):
             send(s["memory"], "@runtime" if i % 2 else "commons", f"n{i}")
         pushed = [listener.next_notification(timeout=5) for _ in range(20)]

@@ -8,12 +8,13 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import sys
 import time
 
 import click
 
-from agorad.cli.shared import SharedOption
+from agorad.cli.shared import RECORD_META, URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.paths import Home
 
@@ -55,11 +56,27 @@ def handles_errors(command):
     return wrapper
 
 
+def hub_url() -> str | None:
+    """The hub URL this command speaks to, if remote: `agora --url`, else $AGORA_URL, else the `url` of the
+    workspace's seat record when the command took its seat or home from it (SharedOption). None: the hub's
+    Unix socket under the home."""
+    context = click.get_current_context(silent=True)
+    if context is not None and context.meta.get(URL_META):
+        return context.meta[URL_META]
+    if os.environ.get("AGORA_URL"):
+        return os.environ["AGORA_URL"]
+    record = context.meta.get(RECORD_META) if context is not None else None
+    return record.url if record is not None else None
+
+
 def connect(home: str | None, as_id: str | None = None):
-    """A connected client; after `hub.hello` as `as_id` when given."""
+    """A connected client; after `hub.hello` as `as_id` when given. Over a URL (hub_url) always as a seat."""
     from agorad.surface import keys
     from agorad.surface.client import Client
 
+    url = hub_url()
+    if url is not None:
+        return _connect_remote(url, home, as_id)
     client = Client(Home.resolve(home)).connect()
     if as_id is None:
         return client
@@ -72,6 +89,31 @@ def connect(home: str | None, as_id: str | None = None):
         client.close()
         raise AgoraError(f"no key for {as_id}: set AGORA_KEY or create {client.home.key_file(as_id)}")
     report_redirect(client.hello(as_id, key).get("redirected"))
+    return client
+
+
+def _connect_remote(url: str, home: str | None, as_id: str | None):
+    """Over the hub's remote port the CLI is a seat, never the operator; its key is read on this host."""
+    from agorad.surface import keys
+    from agorad.surface.errors import Forbidden
+    from agorad.surface.wsclient import RemoteClient
+
+    if as_id is None:
+        context = click.get_current_context(silent=True)
+        command = context.command_path if context is not None else "this command"
+        raise Forbidden(f"`{command}` acts as the local operator, who is only ever a same-user peer on the hub's "
+                        f"own socket; over {url} the CLI acts as a seat (give --as ID where the command takes it). "
+                        "Run it on the hub's host without AGORA_URL.")
+    where = Home.resolve(home)
+    key = keys.read_key(where, as_id)
+    if key is None:
+        raise AgoraError(f"no key for {as_id}: set AGORA_KEY or put the seat's key in {where.key_file(as_id)}")
+    client = RemoteClient(url).connect()
+    try:
+        report_redirect(client.hello(as_id, key).get("redirected"))
+    except BaseException:
+        client.close()
+        raise
     return client
 
 

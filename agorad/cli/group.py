@@ -34,6 +34,7 @@ COMMANDS = {
     "phase": "agorad.cli.phase:phase",
     "charter": "agorad.cli.charter:charter",
     "listen": "agorad.cli.listen:listen",
+    "watch": "agorad.cli.watch:watch",
     "setup": "agorad.cli.setup:setup",
     "hook": "agorad.cli.hook:hook",
     "mcp": "agorad.cli.mcp:mcp",

@@ -41,8 +41,11 @@ class ListenCommand(click.Command):
 @click.option("--important-only", is_flag=True, help="Wake only for to-me, dm, open or escalated deliveries.")
 @click.option("--preview", is_flag=True, help="Append the newest title, neutralised and quoted, to a wake line.")
 @click.option("--source", type=click.Choice(LISTEN_SOURCES), default="auto", show_default=True,
-              help="file tails the notify file on this host; auto is file, waiting for the file to appear; "
-                   "ws is for remote seats (not in this release).")
+              help="file tails the notify file on this host; ws holds a connection to the hub's remote port "
+                   "(--url); auto is file when the hub answers on this host, else ws when a URL is set, else "
+                   "file, waiting for the file to appear.")
+@click.option("--url", metavar="URL", help="The hub's remote port, ws://HOST:PORT/ or wss://HOST:PORT/, for "
+              "--source ws (default: $AGORA_URL, else the seat record's url).")
 @click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
 @click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
@@ -57,10 +60,18 @@ class ListenCommand(click.Command):
               help="For a hook: end at once (reason=foreground, exit 0) when the harness would wait for it "
                    "instead of running it in the background (Claude Code in -p mode without stream-json input).")
 @home_option
-def listen(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
-           watcher, background_only, home):
+def listen(as_id, once, max_wait, debounce, important_only, preview, source, url, lock, adaptive, heartbeat,
+           notify_dir, watcher, background_only, home):
     """Print AGORA_WAKE lines when mail for seat ID lands; stdout carries only sentinel lines."""
     from agorad.cli.listen_run import start
 
     start(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
-          watcher, background_only, home)
+          watcher, background_only, home, url=url or _url())
+
+
+def _url() -> str | None:
+    """`agora --url`, else $AGORA_URL, else the seat record's url (cli.common.hub_url): what only click's
+    context knows. (The fast path never needs the rest: it leaves lines that read the seat record to click.)"""
+    from agorad.cli.common import hub_url
+
+    return hub_url()

@@ -6,7 +6,8 @@ lines `agora setup` writes and the usual hand-typed ones go straight to listen_r
 values click would have given it. Anything else returns None from `parse`, and click handles it:
 --help, an option this parse does not know, a repeated one, a value click would refuse (a bad
 duration or choice, a --home that is a file...), no --as, and no --home with no $AGORA_HOME (the
-seat record decides then). So click stays the one definition of the command line; this is a fast
+seat record decides then; its url too: with neither --url nor $AGORA_URL this parse leaves the url to start,
+which never reads the record). So click stays the one definition of the command line; this is a fast
 path to the same call, held to click's parse by tests/test_listen_fast.py.
 """
 
@@ -25,7 +26,7 @@ _FLAGS = {"--once": "once", "--important-only": "important_only", "--preview": "
           "--adaptive": "adaptive", "--background-only": "background_only"}
 _VALUES = {"--as": "as_id", "--max-wait": "max_wait", "--debounce": "debounce", "--heartbeat": "heartbeat",
            "--source": "source", "--watcher": "watcher", "--lock": "lock", "--notify-dir": "notify_dir",
-           "--home": "home"}
+           "--home": "home", "--url": "url"}
 _DURATION_MINIMUM = {"max_wait": 1.0, "debounce": 0.0, "heartbeat": 1.0}  # common.DURATION, DURATION_OR_ZERO
 _CHOICES = {"source": LISTEN_SOURCES, "watcher": WATCHERS}
 _PATHS = {"lock": "file", "notify_dir": "directory", "home": "directory"}  # click.Path(dir_okay=False | file_okay=False)
@@ -34,7 +35,7 @@ _PATHS = {"lock": "file", "notify_dir": "directory", "home": "directory"}  # cli
 def defaults() -> dict:
     """The values click gives what the command line leaves out (listen.py's option defaults, converted)."""
     return {"once": False, "max_wait": None, "debounce": parse_duration(format_duration(settings.DEBOUNCE), 0.0),
-            "important_only": False, "preview": False, "source": "auto", "lock": None, "adaptive": False,
+            "important_only": False, "preview": False, "source": "auto", "url": None, "lock": None, "adaptive": False,
             "heartbeat": parse_duration(format_duration(settings.LISTEN_HEARTBEAT), 1.0),
             "notify_dir": None, "watcher": "auto", "background_only": False}
 

@@ -9,8 +9,10 @@ import sys
 
 
 def start(as_id: str, once: bool, max_wait, debounce: float, important_only: bool, preview: bool, source: str,
-          lock, adaptive: bool, heartbeat: float, notify_dir, watcher: str, background_only: bool, home):
-    """Listen as the command line says; exits with the listener's status."""
+          lock, adaptive: bool, heartbeat: float, notify_dir, watcher: str, background_only: bool, home,
+          url: str | None = None):
+    """Listen as the command line says; exits with the listener's status. `url` is --url (click's path
+    adds `agora --url` and the seat record's); with none, $AGORA_URL."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
 
@@ -24,9 +26,14 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
 
         sentinels.emit(sentinels.ended("foreground"))
         sys.exit(0)
-    options = _options(as_id, home, _text(notify_dir))
+    url = url or os.environ.get("AGORA_URL") or None
+    if source == "ws" and not url:
+        fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
+    if url and source != "file":
+        _check_url(url)
+    options = _options(as_id, home, _text(notify_dir), None if source == "file" else url, source)
     options.once, options.max_wait, options.debounce = once, max_wait, debounce
-    options.important_only, options.preview, options.source = important_only, preview, source
+    options.important_only, options.preview = important_only, preview
     options.lock, options.adaptive, options.heartbeat = _text(lock), adaptive, heartbeat
     options.watcher = watcher
     sys.exit(run(options))
@@ -54,11 +61,22 @@ def fail(cause: str):
     sys.exit(1)
 
 
-def _options(as_id: str, home: str | None, notify_dir: str | None):
+def _check_url(url: str) -> None:
+    from agorad.surface.errors import InvalidParams
+    from agorad.surface.wsclient import check_url  # websockets itself loads only on connecting
+
+    try:
+        check_url(url)
+    except InvalidParams as exc:
+        fail(exc.message)
+
+
+def _options(as_id: str, home: str | None, notify_dir: str | None, url: str | None, source: str):
     """Ask the hub (if it answers) for the current id behind an alias and its notify directory.
 
     With no hub answering, the listener arms on the id as given and the home,
-    and confirms both once the hub answers (agora_listen.identity).
+    and confirms both once the hub answers (agora_listen.identity). `--source auto`
+    becomes ws when no hub answers on this host and a URL is set: the hub is elsewhere.
     """
     from agora_listen.identity import ask
     from agora_listen.listener import Options
@@ -67,10 +85,17 @@ def _options(as_id: str, home: str | None, notify_dir: str | None):
     from agorad.surface.paths import Home
 
     where = Home.resolve(home)
-    try:
-        answer = ask(where.root_text, as_id)
-    except NotFound as exc:
-        fail(exc.message)
+    answer = None
+    if source != "ws":
+        try:
+            answer = ask(where.root_text, as_id)
+        except NotFound as exc:
+            fail(exc.message)
+        if answer is None and url:
+            source = "ws"
+    if source == "ws":
+        return Options(agent=as_id, home=where.root_text, notify_dir=None, hub=url, url=url, source="ws",
+                       key=keys.read_key(where, as_id), confirmed=True)
     agent = answer.agent if answer else as_id
     if answer and answer.redirected:
         r = answer.redirected
@@ -84,4 +109,4 @@ def _options(as_id: str, home: str | None, notify_dir: str | None):
         directory = where.root_text
     return Options(agent=agent, home=where.root_text, notify_dir=directory, hub=where.socket_text,
                    key=keys.read_key(where, agent) or keys.read_key(where, as_id), confirmed=answer is not None,
-                   notify_dir_given=notify_dir is not None)
+                   notify_dir_given=notify_dir is not None, source=source)

@@ -16,6 +16,8 @@ from click.core import ParameterSource
 # The group's option -> the parameter name the commands give it.
 SHARED = {"--home": "home", "--as": "as_id", "--json": "as_json"}
 _GIVEN = "agora.shared"  # ctx.meta key: what the group was given, by parameter name
+URL_META = "agora.url"  # ctx.meta key: `agora --url URL`, the hub's remote port for this invocation
+RECORD_META = "agora.record"  # ctx.meta key: the seat record, once an option read it (None: there is none)
 
 
 class SharedOption(click.Option):
@@ -45,20 +47,26 @@ def seat_record(ctx: click.Context):
 
     Only the nearest counts: a workspace's identity is its own wiring, never a parent's.
     """
-    if "agora.record" not in ctx.meta:
+    if RECORD_META not in ctx.meta:
         from agorad.surface.seat_record import RecordError, find
 
         try:
-            ctx.meta["agora.record"] = find()
+            ctx.meta[RECORD_META] = find()
         except RecordError as exc:
             raise click.UsageError(f"{exc} (or give --as)", ctx) from None
-    return ctx.meta["agora.record"]
+    return ctx.meta[RECORD_META]
 
 
 def remember(ctx: click.Context, param: click.Parameter, value):
     """The group's callback for a shared option: keep a value given on its command line for the command."""
     if ctx.get_parameter_source(param.name) is ParameterSource.COMMANDLINE:
         ctx.meta.setdefault(_GIVEN, {})[param.name] = value
+    return value
+
+
+def _remember_url(ctx: click.Context, param: click.Parameter, value):
+    if value:
+        ctx.meta[URL_META] = value
     return value
 
 
@@ -71,6 +79,9 @@ def group_options(command):
                      help="Act as this agent, for a command that takes --as."),
         click.option("--json", "as_json", is_flag=True, default=None, expose_value=False, callback=remember,
                      help="Print JSON, for a command that takes --json."),
+        click.option("--url", metavar="URL", expose_value=False, callback=_remember_url,
+                     help="Speak to the hub's remote port (ws:// or wss://) as the seat --as names, "
+                          "instead of its Unix socket (default: $AGORA_URL, else the seat record's url)."),
     ]
     for decorate in reversed(decorators):
         command = decorate(command)

@@ -32,8 +32,17 @@ from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 @click.option("--liveness-flush", type=DURATION_OR_ZERO, default=format_duration(settings.LIVENESS_FLUSH), show_default=True,
               help="How long a heartbeat that only restates its status may wait to be written "
                    "(a hub crash can lose that much of last_seen); 0 commits every heartbeat.")
+@click.option("--listen", metavar="HOST:PORT",
+              help="Also serve the JSON-RPC methods over WebSocket here, for seats on other hosts "
+                   "(a bare PORT is loopback; port 0 picks a free one). Agents only: the operator stays local.")
+@click.option("--tls-cert", type=click.Path(dir_okay=False), help="With --listen: serve wss:// with this certificate (PEM).")
+@click.option("--tls-key", type=click.Path(dir_okay=False), help="With --listen: the certificate's private key (PEM).")
+@click.option("--insecure", is_flag=True,
+              help="With --listen beyond loopback: allow plain ws:// (keys cross the network in clear); warns loudly.")
+@click.option("--listen-idle", type=DURATION, default=format_duration(settings.REMOTE_IDLE), show_default=True,
+              help="With --listen: close a remote connection silent this long (a subscriber is kept alive by pings).")
 def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation,
-       liveness_flush):
+       liveness_flush, listen, tls_cert, tls_key, insecure, listen_idle):
     """Run the hub in the foreground on the home directory.
 
     Creates the home (0700), the database and the socket (0600). Stops
@@ -53,7 +62,8 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
         sweep_interval=sweep_interval, ephemeral_ttl=ephemeral_ttl, synchronous=synchronous.upper(),
         test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1", notify_dir=notify_dir,
         notify_rotate_mb=notify_rotate_mb, max_body=max_body_kib * 1024, escalation=schedule,
-        liveness_flush=liveness_flush,
+        liveness_flush=liveness_flush, listen=listen, tls_cert=tls_cert, tls_key=tls_key, insecure=insecure,
+        listen_idle=listen_idle,
     )
     try:
         raise SystemExit(run(Home.resolve(home), settings))

@@ -14,6 +14,7 @@ import os
 import signal
 import socket
 import stat
+import sys
 
 import apsw
 
@@ -43,6 +44,7 @@ class StartupError(Exception):
 def run(home: Home, settings: Settings | None = None) -> int:
     """Run the hub in the foreground until SIGTERM or SIGINT; return the exit status."""
     settings = settings or Settings()
+    check_listen(settings)  # before anything is touched
     home.ensure()
     lock_fd = _take_lock(home)
     try:
@@ -112,6 +114,7 @@ async def _serve(home: Home, settings: Settings) -> int:
         hub.notifier.start(db)
         stop = asyncio.Event()
         _install_signals(stop, hub)
+        remote = await _serve_remote(hub, settings)  # first: a port it cannot take leaves no socket behind
         server = await serve(hub, str(home.socket))
         stale = _read_pid(home)
         write_private(home.pidfile, f"{os.getpid()}\nversion={__version__}\nsocket={home.socket}\n")
@@ -127,6 +130,9 @@ async def _serve(home: Home, settings: Settings) -> int:
             await sweeper  # gone before the database closes
         server.close()
         await server.wait_closed()
+        if remote is not None:
+            remote.close()
+            await remote.wait_closed()
         hub.liveness.close()  # late heartbeats take the transaction path, so none is answered unstored
         hub.batch.commit()  # answer what was handled before the signal
         with write(db):
@@ -139,6 +145,64 @@ async def _serve(home: Home, settings: Settings) -> int:
         if "hub" in locals():
             hub.notifier.close()
         db.close()
+
+
+def check_listen(settings: Settings) -> tuple[str, int] | None:
+    """The remote port's (host, port), or None; StartupError for a bind it refuses: a plain ws://
+    port beyond loopback needs --insecure (anyone on the path reads the keys), and TLS needs both files."""
+    if settings.listen is None:
+        return None
+    from agorad.runtime.remote import is_loopback, parse_listen
+
+    try:
+        host, port = parse_listen(settings.listen)
+    except ValueError as exc:
+        raise StartupError(f"--listen: {exc}") from None
+    if (settings.tls_cert is None) != (settings.tls_key is None):
+        raise StartupError("--tls-cert and --tls-key go together: give both for wss://, neither for ws://")
+    if settings.tls_cert is None and not is_loopback(host) and not settings.insecure:
+        raise StartupError(f"--listen {settings.listen} is beyond loopback without TLS: agent keys would cross the "
+                           "network in clear. Give --tls-cert and --tls-key, or --insecure if the network is yours")
+    return host, port
+
+
+async def _serve_remote(hub: HubState, settings: Settings):
+    """The remote port (remote.py), when --listen asks for one; None otherwise."""
+    where = check_listen(settings)
+    if where is None:
+        return None
+    from agorad.runtime import remote
+
+    host, port = where
+    try:
+        tls = remote.tls_context(settings.tls_cert, settings.tls_key) if settings.tls_cert else None
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise StartupError(f"loading --tls-cert {settings.tls_cert} and --tls-key {settings.tls_key}: {exc}") from None
+    try:
+        server = await remote.serve(hub, host, port, tls, settings.listen_idle)
+    except OSError as exc:
+        raise StartupError(f"listening on {host}:{port}: {exc.strerror or exc}") from None
+    scheme = "wss" if tls else "ws"
+    bound = server.sockets[0].getsockname()[1] if server.sockets else port
+    if tls is None and not remote.is_loopback(host):
+        _warn_insecure(host, bound)
+    hub.remote_url = f"{scheme}://{_url_host(host)}:{bound}/"
+    log("listening", url=hub.remote_url)
+    return server
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
+
+
+def _warn_insecure(host: str, port: int) -> None:
+    log("WARNING", what="insecure-listen", host=host, port=port)
+    sys.stderr.write(
+        "\n*** WARNING: the remote port ws://{0}:{1}/ is plain text beyond loopback (--insecure). ***\n"
+        "*** Agent keys and every message cross the network unencrypted: anyone on the path can  ***\n"
+        "*** read them and act as your seats. Use --tls-cert and --tls-key instead.               ***\n\n"
+        .format(_url_host(host), port))
+    sys.stderr.flush()
 
 
 def _install_signals(stop: asyncio.Event, hub: HubState) -> None:

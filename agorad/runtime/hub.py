@@ -41,6 +41,11 @@ class Settings:
     max_body: int = settings.MAX_BODY_KIB * 1024
     escalation: tuple[float, ...] = settings.ESCALATION
     liveness_flush: float = settings.LIVENESS_FLUSH  # 0: every heartbeat is committed before its reply
+    listen: str | None = None           # --listen HOST:PORT: the remote port (remote.py); None: none
+    tls_cert: str | None = None         # --tls-cert and --tls-key: serve wss://
+    tls_key: str | None = None
+    insecure: bool = False              # --insecure: allow a plain ws:// port beyond loopback
+    listen_idle: float = settings.REMOTE_IDLE
 
 
 @dataclass
@@ -62,6 +67,7 @@ class HubState:
     # The open pause (domain/pause.py), or None: read on every agent call, so kept here in step with
     # the database (loaded at start, set by hub.pause and hub.resume, read again if their batch is lost).
     pause: pausing.Pause | None = field(init=False, default=None)
+    remote_url: str | None = None  # the remote port's URL once it listens (agora up --listen)
 
     def __post_init__(self):
         self.pause = pausing.current(self.db)
@@ -95,8 +101,21 @@ class HubState:
         if self.subscribers:
             for event in events:
                 for connection in list(self.subscribers.get(event["agent_pk"], ())):
-                    connection.push(encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(event)}))
+                    connection.push(delivery_frame(event))
         faults.point("after-notify")
+
+    def replay(self, connection, agent_pk: int, after: int) -> None:
+        """After COMMIT: push the agent's deliveries with id > `after`, oldest first, then subscribe
+        the connection. All on the loop thread, so no delivery falls between the two; one committed in
+        the same batch may come twice (pushed, then replayed), never out of order: ids only ascend."""
+        while not connection.transport.is_closing():
+            rows = messages_sql.deliveries_after(self.db, agent_pk, after)
+            if not rows:
+                break
+            for row in rows:
+                connection.push(delivery_frame(row))
+            after = rows[-1]["id"]
+        connection.subscribe(agent_pk)
 
     def set_pause(self, paused: pausing.Pause | None) -> None:
         """The pause state changed in the open batch: it holds for the calls after this one at once;
@@ -183,3 +202,8 @@ def _each(*steps) -> None:
             step()
         except OSError as exc:
             log("file-step-failed", error=exc.strerror or exc, path=getattr(exc, "filename", None))
+
+
+def delivery_frame(row: dict) -> bytes:
+    """The `inbox.delivery` notification a subscriber gets for one delivery row."""
+    return encode({"jsonrpc": "2.0", "method": "inbox.delivery", "params": line_fields(row)})

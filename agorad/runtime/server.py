@@ -1,6 +1,8 @@
 """The asyncio Unix-socket JSON-RPC server: framing, peer check, dispatch, replies.
 
-A connection is a line-oriented stream of JSON-RPC 2.0 requests. Requests are
+A connection is a line-oriented stream of JSON-RPC 2.0 requests. `Session` is what any
+connection does with a frame once it has one; the remote port (remote.py) carries the same
+frames over WebSocket through it. Requests are
 handled in arrival order on the event loop thread, which is also the single
 database writer, so no request sees another half-done.
 """
@@ -24,34 +26,20 @@ PUSH_BUFFER_LIMIT = 16 << 20  # bytes queued for a subscriber that does not read
 HANG_UP_GRACE = 2.0  # seconds a refused peer has to read its error before the hub closes
 
 
-class Connection(asyncio.Protocol):
-    """One client: splits frames, answers each, enforces the frame cap and the peer uid."""
+class Session:
+    """What a connection does with its frames, whatever carries them (this Unix socket, or the remote
+    port, remote.py): dispatch, reply order behind the batch, pushes, the identity it acts as.
+
+    A carrier sets `transport` to an object with asyncio.Transport's write, is_closing, close and
+    get_write_buffer_size, and says how to end (`_finish`) after a final error.
+    """
+
+    transport = None
 
     def __init__(self, hub: HubState):
         self.hub = hub
         self.actor = Actor()
-        self.buffer = bytearray()
-        self.scanned = 0  # bytes of `buffer` already known to hold no newline
-        self.transport: asyncio.Transport | None = None
         self.closing = False  # a final error was sent; discard input until the peer goes
-
-    def connection_made(self, transport) -> None:
-        self.transport = transport
-        try:
-            uid = peer_uid(transport.get_extra_info("socket"))
-        except PeerUnknown as exc:
-            log("refused", reason="peer-unknown", detail=str(exc))
-            self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only, and cannot tell who "
-                                                 f"the peer is: {exc}"))
-            self._hang_up()
-            return
-        if uid != os.getuid():
-            log("refused", reason="peer-uid", uid=uid)
-            self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only; the peer is uid {uid}"))
-            self._hang_up()
-
-    def connection_lost(self, exc) -> None:
-        self._leave_seat()
 
     def _leave_seat(self) -> None:
         pk = self.actor.agent_pk
@@ -69,7 +57,8 @@ class Connection(asyncio.Protocol):
             self.hub.sessions.setdefault(actor.agent_pk, set()).add(self)
 
     def subscribe(self, agent_pk: int) -> None:
-        self.hub.subscribers.setdefault(agent_pk, set()).add(self)
+        if not self.transport.is_closing():  # a subscription made after commit may find the peer gone
+            self.hub.subscribers.setdefault(agent_pk, set()).add(self)
 
     def revoke(self, why: str) -> None:
         """The identity behind this connection is gone: say so and hang up."""
@@ -87,52 +76,13 @@ class Connection(asyncio.Protocol):
                 return
             self.transport.write(frame)
 
-    def pause_writing(self) -> None:
-        # The client is not reading its replies: stop reading its requests until it does.
-        self.transport.pause_reading()
-
-    def resume_writing(self) -> None:
-        self.transport.resume_reading()
-
-    def data_received(self, data: bytes) -> None:
-        if self.closing:
-            return
-        if not self.buffer and data.find(b"\n") == len(data) - 1 and len(data) <= MAX_FRAME + 1:
-            self._handle(data[:-1])  # the usual case, one whole request: no buffering
-            return
-        self.buffer += data
-        while not self.closing:
-            end = self.buffer.find(b"\n", self.scanned)
-            if end < 0:
-                self.scanned = len(self.buffer)
-                if len(self.buffer) > MAX_FRAME:
-                    self._refuse_oversized()
-                return
-            line = bytes(self.buffer[:end])
-            del self.buffer[: end + 1]
-            self.scanned = 0
-            if len(line) > MAX_FRAME:
-                self._refuse_oversized()
-                return
-            self._handle(line)
-
-    def _refuse_oversized(self) -> None:
-        self._reply_error(None, TooLarge(f"a frame is at most {MAX_FRAME} bytes; closing the connection", limit=MAX_FRAME))
-        self._hang_up()
-
     def _hang_up(self) -> None:
-        """Close after a final error. Half-close first: closing with unread input would reset
-        the connection and the peer could lose the error it is owed."""
+        """End the connection after a final error, once every reply before it has gone out."""
         self.closing = True
-        self.buffer.clear()
-        self.hub.batch.when_settled(lambda stored: self._half_close())  # after the final error, in order
+        self.hub.batch.when_settled(lambda stored: self._finish())  # after the final error, in order
 
-    def _half_close(self) -> None:
-        if self.transport.is_closing():
-            return
-        if self.transport.can_write_eof():
-            self.transport.write_eof()
-        asyncio.get_running_loop().call_later(HANG_UP_GRACE, self.transport.close)
+    def _finish(self) -> None:
+        raise NotImplementedError
 
     def _handle(self, line: bytes) -> None:
         if not line or line.isspace():
@@ -210,6 +160,80 @@ class Connection(asyncio.Protocol):
     def _write_error(self, request_id, exc: AgoraError) -> None:
         if not self.transport.is_closing():
             self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "error": exc.to_wire()}))
+
+
+class Connection(Session, asyncio.Protocol):
+    """One Unix-socket client: splits frames at newlines, enforces the frame cap and the peer uid."""
+
+    def __init__(self, hub: HubState):
+        super().__init__(hub)
+        self.buffer = bytearray()
+        self.scanned = 0  # bytes of `buffer` already known to hold no newline
+        self.transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport) -> None:
+        self.transport = transport
+        try:
+            uid = peer_uid(transport.get_extra_info("socket"))
+        except PeerUnknown as exc:
+            log("refused", reason="peer-unknown", detail=str(exc))
+            self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only, and cannot tell who "
+                                                 f"the peer is: {exc}"))
+            self._hang_up()
+            return
+        if uid != os.getuid():
+            log("refused", reason="peer-uid", uid=uid)
+            self._reply_error(None, Unauthorized(f"this hub serves uid {os.getuid()} only; the peer is uid {uid}"))
+            self._hang_up()
+
+    def connection_lost(self, exc) -> None:
+        self._leave_seat()
+
+    def pause_writing(self) -> None:
+        # The client is not reading its replies: stop reading its requests until it does.
+        self.transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        self.transport.resume_reading()
+
+    def data_received(self, data: bytes) -> None:
+        if self.closing:
+            return
+        if not self.buffer and data.find(b"\n") == len(data) - 1 and len(data) <= MAX_FRAME + 1:
+            self._handle(data[:-1])  # the usual case, one whole request: no buffering
+            return
+        self.buffer += data
+        while not self.closing:
+            end = self.buffer.find(b"\n", self.scanned)
+            if end < 0:
+                self.scanned = len(self.buffer)
+                if len(self.buffer) > MAX_FRAME:
+                    self._refuse_oversized()
+                return
+            line = bytes(self.buffer[:end])
+            del self.buffer[: end + 1]
+            self.scanned = 0
+            if len(line) > MAX_FRAME:
+                self._refuse_oversized()
+                return
+            self._handle(line)
+
+    def _refuse_oversized(self) -> None:
+        self._reply_error(None, TooLarge(f"a frame is at most {MAX_FRAME} bytes; closing the connection", limit=MAX_FRAME))
+        self._hang_up()
+
+    def _hang_up(self) -> None:
+        """Close after a final error. Half-close first: closing with unread input would reset
+        the connection and the peer could lose the error it is owed."""
+        self.buffer.clear()
+        super()._hang_up()
+
+    def _finish(self) -> None:
+        if self.transport.is_closing():
+            return
+        if self.transport.can_write_eof():
+            self.transport.write_eof()
+        asyncio.get_running_loop().call_later(HANG_UP_GRACE, self.transport.close)
 
 
 async def serve(hub: HubState, path: str) -> asyncio.AbstractServer:

@@ -98,6 +98,11 @@ def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, limit: i
     ))
 
 
+def newest_delivery(db: apsw.Connection, agent_pk: int) -> int:
+    """The id of the agent's newest delivery, 0 if it has none."""
+    return db.execute("SELECT COALESCE(MAX(id), 0) FROM deliveries WHERE agent_pk = ?", (agent_pk,)).fetchone()[0]
+
+
 def delivery_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
     """(pk, id, newest delivery id, notified_upto) of every agent that has had a delivery."""
     return list(db.execute(

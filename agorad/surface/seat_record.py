@@ -27,11 +27,12 @@ class RecordError(Exception):
 class SeatRecord:
     path: Path  # the record file
     agent: str
-    hub: str  # the hub's socket path (a URL once remote seats exist)
+    hub: str  # the socket path under the home that holds the seat's key and files on this host
     key_file: str
     harnesses: tuple[str, ...] = field(default_factory=tuple)
     format: int = RECORD_FORMAT
     created: tuple[str, ...] = ()  # the workspace files setup made, which `agora setup --remove` deletes
+    url: str | None = None  # the hub's remote port (ws:// or wss://) when it runs on another host
 
     @property
     def workspace(self) -> Path:
@@ -84,6 +85,10 @@ def load(path: Path) -> SeatRecord:
     if not (isinstance(harnesses, list) and all(isinstance(h, str) for h in harnesses)):
         raise RecordError(f"the seat record {path} has a harnesses entry that is not a list of names; "
                           f"run `agora setup {agent}` again")
+    url = data.get("url")
+    if url is not None and not (isinstance(url, str) and url.startswith(("ws://", "wss://"))):
+        raise RecordError(f"the seat record {path} has a url that is not ws://HOST:PORT/ or wss://HOST:PORT/ "
+                          f"(found {url!r}); fix it or remove the line")
     created = data.get("created", [])  # setup's own bookkeeping: anything unreadable means none
     created = tuple(c for c in created if isinstance(c, str)) if isinstance(created, list) else ()
-    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created)
+    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created, url)

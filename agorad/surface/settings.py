@@ -133,3 +133,17 @@ RUNNER_RECONNECT_CAP = 10.0      # ... doubling while the hub stays away, up to 
 LOOP_GUARD_SENDS = 20
 LOOP_GUARD_WINDOW = 60.0
 DRAIN_LIMIT = 200                # Inbox.drain(): at most this many debts and headlines per call (inbox.check's limit)
+
+# --- the remote port (agora up --listen) and its clients ----------------------------------------
+LISTEN_HOST = "127.0.0.1"        # --listen PORT: loopback unless a host is named
+REMOTE_IDLE = 300.0              # --listen-idle: an authenticated connection with no request and no
+                                 # subscription for this long is closed (a subscriber is kept by pings)
+REMOTE_HELLO_TIMEOUT = 10.0      # the first request (hub.hello) must come within this, or --listen-idle if shorter
+REMOTE_PING = 20.0               # WebSocket keepalive: a ping this often; no pong within as long cuts the peer
+REMOTE_SEND_QUEUE = 4 << 20      # bytes queued for a peer that does not read before it is cut off ...
+REMOTE_SEND_HIGH = 1 << 20       # ... and above this, its further requests wait until it reads
+AUTH_FAILURES = 5                # failed hub.hello per agent id, and per peer address, within ...
+AUTH_WINDOW = 60.0               # ... this many seconds; beyond that every hello is refused until the window passes
+REMOTE_RECONNECT_FIRST = 0.2     # a ws listener or watcher reconnects after this, doubling with jitter ...
+REMOTE_RECONNECT_CAP = 30.0      # ... up to this
+REMOTE_CONNECT_TIMEOUT = 10.0    # opening a ws connection (TCP, TLS and the WebSocket handshake)

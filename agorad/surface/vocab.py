@@ -96,3 +96,6 @@ DRIVE_STATES = ("armed", "turn", "chunk", "backoff", "held", "quarantined", "sto
 TURN_STATUSES = ("ok", "failed", "debt-left", "stopped")
 # How a driven turn's prompt begins; the rule block every harness reads (agora setup) says what it means.
 DRIVEN_TURN_MARK = "[agora drive]"
+
+# The remote port's URL schemes (agora-rpc(7) "Remote"): plain, and TLS.
+URL_SCHEMES = ("ws", "wss")

@@ -55,6 +55,7 @@ def status(call: Call) -> dict:
         "ephemeral_ttl": hub.ephemeral_ttl, "sweep_interval": hub.sweep_interval, "last_sweep": hub.last_sweep,
         "liveness_flush": hub.settings.liveness_flush,
         "notify_dir": str(hub.notifier.directory) if hub.notifier.enabled else None,
+        "remote": hub.remote_url,
         "paused": pausing.shown(hub.db, hub.pause, call.now),
     }
 

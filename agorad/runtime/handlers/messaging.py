@@ -8,6 +8,7 @@ from agorad.domain import messages
 from agorad.domain import obligations
 from agorad.domain import pause as pausing
 from agorad.runtime.handlers import Call
+from agorad.store import messages as messages_sql
 from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
 
@@ -68,10 +69,19 @@ def owed(call: Call) -> dict:
 
 
 def subscribe(call: Call) -> dict:
-    """From now on this connection receives each of the agent's deliveries as an `inbox.delivery` notification."""
+    """From now on this connection receives each of the agent's deliveries as an `inbox.delivery` notification;
+    with `after`, first every delivery with a larger id (a reconnecting client's catch-up)."""
+    after = call.params.get("after", int, None)
     call.finish()
-    call.connection.subscribe(call.actor.agent_pk)
-    return {"subscribed": call.actor.agent_id, "notification": "inbox.delivery"}
+    if after is not None and after < 0:
+        raise InvalidParams("after is a delivery id (0 or more): the last one this client has", field="after")
+    pk = call.actor.agent_pk
+    newest = messages_sql.newest_delivery(call.db, pk)
+    if after is None:
+        call.connection.subscribe(pk)
+    else:
+        call.hub.after_commit(lambda: call.hub.replay(call.connection, pk, after))
+    return {"subscribed": call.actor.agent_id, "notification": "inbox.delivery", "newest": newest}
 
 
 def channel_create(call: Call) -> dict:

@@ -1,0 +1,286 @@
+"""The remote port (`agora up --listen HOST:PORT`): the same JSON-RPC over WebSocket.
+
+Each text message is one frame, handled by the Unix server's own `Session` (server.py): the
+same dispatch, batch and push path. What differs is who may speak: a connection authenticates
+with `hub.hello {agent, key}` before anything else and is never the operator (the operator is
+only ever a same-uid Unix-socket peer); a failed or missing hello gets one `unauthorized`
+answer that does not say whether the seat exists, and the connection closes. Failures are
+counted per agent id and per peer address (AuthThrottle). Each connection writes through a
+bounded queue (Outbox): a peer that stops reading is cut off, the hub never waits for it.
+`websockets` is imported here only, and only a hub started with --listen imports this module.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import ssl
+
+from websockets.asyncio.server import ServerConnection, serve as ws_serve
+from websockets.exceptions import ConnectionClosed
+
+from agorad.runtime.hub import HubState
+from agorad.runtime.log import log
+from agorad.runtime.server import HANG_UP_GRACE, Session
+from agorad.surface import keys, settings
+from agorad.surface.errors import AgoraError, InvalidRequest, NotFound, Unauthorized
+from agorad.surface.protocol import MAX_FRAME
+
+AUTH_FAILED = "authentication failed: the first request must be hub.hello {agent, key} with a seat's key; closing"
+_ANY_HASH = keys.hash_key("")  # checked against when the seat does not exist, so a refusal takes as long either way
+CLOSE_NORMAL, CLOSE_POLICY, CLOSE_AWAY = 1000, 1008, 1001
+
+
+class AuthFailed(Unauthorized):
+    """A remote hello that failed, or a request before one: always the same words."""
+
+    def __init__(self):
+        super().__init__(AUTH_FAILED)
+
+
+class AuthThrottle:
+    """Failed hellos per agent id and per peer address, in a sliding window (settings.AUTH_WINDOW)."""
+
+    MAX_TRACKED = 10_000  # names an unauthenticated peer can make us remember, at most
+
+    def __init__(self, allowed: int = settings.AUTH_FAILURES, window: float = settings.AUTH_WINDOW):
+        self.allowed, self.window = allowed, window
+        self.failures: collections.OrderedDict[str, collections.deque] = collections.OrderedDict()
+
+    def blocked(self, now: float, *names: str) -> bool:
+        return any(name in self.failures and len(self._recent(now, name)) >= self.allowed for name in names)
+
+    def failed(self, now: float, *names: str) -> None:
+        for name in names:
+            self._recent(now, name).append(now)
+            self.failures.move_to_end(name)
+        while len(self.failures) > self.MAX_TRACKED:
+            self.failures.popitem(last=False)
+
+    def _recent(self, now: float, name: str) -> collections.deque:
+        stamps = self.failures.setdefault(name, collections.deque())
+        while stamps and stamps[0] <= now - self.window:
+            stamps.popleft()
+        return stamps
+
+
+class Outbox:
+    """One remote connection's send queue, as the transport its Session writes to.
+
+    Bounded: above settings.REMOTE_SEND_HIGH its reader stops taking requests until the peer
+    reads; above settings.REMOTE_SEND_QUEUE (a subscriber that stopped reading, say) the
+    connection is cut with the reason logged.
+    """
+
+    def __init__(self, ws: ServerConnection, peer: str, limit: int, high: int):
+        self.ws, self.peer, self.limit, self.high = ws, peer, limit, high
+        self.frames: collections.deque[bytes] = collections.deque()
+        self.size = 0
+        self.ready = asyncio.Event()      # frames to send, or closing
+        self.drained = asyncio.Event()    # below the high-water mark: the reader may go on
+        self.drained.set()
+        self.closing = False              # nothing more is queued
+        self.ending: tuple[int, str] | None = None  # close with this code and reason once sent
+
+    def write(self, frame: bytes) -> None:
+        if self.closing:
+            return
+        self.frames.append(frame)
+        self.size += len(frame)
+        self.ready.set()
+        if self.size > self.limit:
+            log("remote-cut", peer=self.peer, reason="not-reading", queued=self.size)
+            self.frames.clear()
+            self.close(CLOSE_POLICY, "too far behind: the peer did not read")
+        elif self.size > self.high:
+            self.drained.clear()
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def get_write_buffer_size(self) -> int:
+        return self.size
+
+    def close(self, code: int = CLOSE_NORMAL, reason: str = "") -> None:
+        """Send what is queued, then close (a cut clears the queue first)."""
+        if not self.closing:
+            self.closing, self.ending = True, (code, reason)
+            self.ready.set()
+            self.drained.set()
+
+    async def run(self) -> None:
+        """Send frames as they come, in order, each one text message without its newline."""
+        while True:
+            await self.ready.wait()
+            self.ready.clear()
+            while self.frames:
+                frame = self.frames.popleft()
+                self.size -= len(frame)
+                if self.size <= self.high:
+                    self.drained.set()
+                await self.ws.send(frame[:-1], text=True)
+            if self.closing:
+                await self.ws.close(*self.ending)
+                return
+
+
+class RemoteSession(Session):
+    """One WebSocket peer: authenticated before anything else, never the operator."""
+
+    def __init__(self, hub: HubState, ws: ServerConnection, throttle: AuthThrottle, idle: float):
+        super().__init__(hub)
+        address = ws.remote_address
+        self.peer = str(address[0]) if address else "?"
+        self.ws, self.throttle, self.idle = ws, throttle, idle
+        self.transport = Outbox(ws, self.peer, settings.REMOTE_SEND_QUEUE, settings.REMOTE_SEND_HIGH)
+
+    async def run(self) -> None:
+        sender = asyncio.create_task(self.transport.run())
+        try:
+            await self._read()
+        finally:
+            self._leave_seat()
+            if not self.closing:  # the peer went or timed out; a hang-up closes once its final error is out
+                self.transport.close(CLOSE_AWAY, "")
+            try:
+                await asyncio.wait_for(sender, HANG_UP_GRACE)
+            except (ConnectionClosed, TimeoutError, OSError):
+                pass
+
+    async def _read(self) -> None:
+        while not self.closing:
+            try:
+                async with asyncio.timeout(None) as clock:  # moved on per message: cheaper than a wait_for each
+                    await self._each_message(clock)
+            except TimeoutError:  # recv is safe to cancel (websockets)
+                if self.actor.is_operator or not self._subscribed():  # (a subscription can start after
+                    self._time_out()                                 # commit, while recv already waits)
+                    return
+            except ConnectionClosed:
+                return
+
+    def _subscribed(self) -> bool:
+        return self in self.hub.subscribers.get(self.actor.agent_pk, ())
+
+    async def _each_message(self, clock) -> None:
+        loop = asyncio.get_running_loop()
+        hello_by = min(settings.REMOTE_HELLO_TIMEOUT, self.idle)
+        while not self.closing:
+            wait = hello_by if self.actor.is_operator else None if self._subscribed() else self.idle
+            clock.reschedule(None if wait is None else loop.time() + wait)
+            message = await self.ws.recv()
+            clock.reschedule(None)
+            if isinstance(message, bytes):
+                self._reply_error(None, InvalidRequest("binary messages are refused: send each JSON-RPC frame "
+                                                       "as one text message; closing"))
+                self._hang_up()
+                return
+            self._handle(message.encode())
+            if self.actor.is_operator and not self.closing:  # a notification (no id) that was not a hello
+                self._reply_error(None, AuthFailed())
+            await self.transport.drained.wait()  # a peer that does not read its replies is not read either
+
+    def _time_out(self) -> None:
+        before_hello = self.actor.is_operator
+        log("remote-idle", peer=self.peer, agent=self.actor.agent_id, reason="no hello" if before_hello else "idle")
+        self.transport.close(CLOSE_POLICY if before_hello else CLOSE_AWAY,
+                             "no hub.hello in time" if before_hello else "idle")
+
+    def _finish(self) -> None:
+        self.transport.close(CLOSE_POLICY, "closing")
+
+    def _dispatch(self, request: dict, plain: bool) -> dict:
+        if self.actor.is_operator or request["method"] == "hub.hello":
+            return self._authenticate(request, plain)
+        return super()._dispatch(request, plain)
+
+    def _authenticate(self, request: dict, plain: bool) -> dict:
+        """hub.hello as a named seat with its key, throttled; any failure is AuthFailed."""
+        params = request.get("params")
+        agent = params.get("agent") if isinstance(params, dict) else None
+        key = params.get("key") if isinstance(params, dict) else None
+        if request["method"] != "hub.hello" or not isinstance(agent, str) or not isinstance(key, str):
+            log("remote-refused", peer=self.peer, reason="no-hello", method=request["method"][:64])
+            raise AuthFailed()
+        now = asyncio.get_running_loop().time()
+        by_agent, by_peer = f"agent:{agent[:64]}", f"peer:{self.peer}"
+        if self.throttle.blocked(now, by_agent, by_peer):
+            log("remote-refused", peer=self.peer, agent=agent[:64], reason="throttled")
+            raise AuthFailed()
+        try:
+            result = super()._dispatch(request, plain)
+        except AgoraError as exc:
+            if isinstance(exc, NotFound):
+                keys.key_matches(key, _ANY_HASH)  # as long as a wrong key takes
+            self.throttle.failed(now, by_agent, by_peer)
+            log("remote-refused", peer=self.peer, agent=agent[:64], reason=exc.reason)
+            raise AuthFailed() from None
+        if self.actor.is_operator:  # cannot happen (an agent was named); never let a peer be the operator
+            raise AuthFailed()
+        log("remote-hello", peer=self.peer, agent=self.actor.agent_id)
+        return result
+
+    def _reply_error(self, request_id, exc: AgoraError) -> None:
+        """Before a hello succeeds every error is the one refusal, and ends the connection."""
+        if not self.actor.is_operator and not isinstance(exc, AuthFailed):
+            super()._reply_error(request_id, exc)
+            return
+        if self.closing:
+            return
+        super()._reply_error(request_id, exc if isinstance(exc, AuthFailed) else AuthFailed())
+        self._hang_up()
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    """`HOST:PORT`, `[V6]:PORT` or `PORT` (loopback) -> (host, port); ValueError says what is wrong."""
+    host, sep, port = text.rpartition(":")
+    if not sep:
+        host, port = settings.LISTEN_HOST, text
+    host = host.strip("[]") or settings.LISTEN_HOST
+    if not port.isdigit() or not 0 <= int(port) < 65536:
+        raise ValueError(f"{text!r} is not HOST:PORT (a port is 0-65535; 0 picks a free one)")
+    return host, int(port)
+
+
+def is_loopback(host: str) -> bool:
+    import ipaddress
+
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False  # a name other than localhost may resolve anywhere
+
+
+def tls_context(cert: str, key: str) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(cert, key)
+    return context
+
+
+async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None, idle: float):
+    """Listen on host:port; return the websockets server (close() and wait_closed() to stop)."""
+    throttle = AuthThrottle()
+
+    async def handler(ws: ServerConnection) -> None:
+        await RemoteSession(hub, ws, throttle, idle).run()
+
+    return await ws_serve(handler, host, port, ssl=tls, max_size=MAX_FRAME, compression=None,
+                          ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
+                          server_header=None, logger=_QUIET)
+
+
+class _Quiet:
+    """websockets logs handshake noise (port scanners, TLS mismatches) at INFO and above; the hub's log
+    carries its own lines instead."""
+
+    def __getattr__(self, name):
+        return lambda *args, **kwargs: None
+
+    def isEnabledFor(self, level) -> bool:
+        return False
+
+
+_QUIET = _Quiet()

@@ -1,0 +1,119 @@
+"""The Client over the remote port: `RemoteClient(url)` speaks to `agora up --listen` over WebSocket.
+
+The same calls, replies and pushes as the Unix-socket Client (client.py), which it is: only
+the stream under it differs. Each WebSocket text message is one frame; `Messages` hands them to
+the Client as the lines it reads. `websockets` loads here, only when a URL is used, so the hook
+and `agora listen --once` on the socket never pay for it. A private CA is trusted through
+SSL_CERT_FILE, as OpenSSL does everywhere.
+"""
+
+from __future__ import annotations
+
+from agorad.surface import settings
+from agorad.surface.client import Client
+from agorad.surface.errors import InvalidParams, Unavailable
+from agorad.surface.vocab import URL_SCHEMES
+
+
+def check_url(url: str) -> str:
+    """`url` if it names a remote port (ws:// or wss://), else InvalidParams saying what one looks like."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or scheme not in URL_SCHEMES or not rest.strip("/"):
+        raise InvalidParams(f"{url!r} is not a hub URL: it looks like ws://HOST:PORT/ or wss://HOST:PORT/ "
+                            "(the hub's `agora up --listen`)", field="url")
+    return url
+
+
+class Messages:
+    """A WebSocket connection as the byte stream Client reads and writes: a message is a line."""
+
+    def __init__(self, ws, timeout: float | None):
+        self.ws, self.timeout = ws, timeout
+        self.held: bytes | None = None  # a message `readable` took early, for the next recv
+
+    def sendall(self, data: bytes) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            self.ws.send(data[:-1], text=True)  # the frame without its newline: one text message
+        except ConnectionClosed as exc:
+            raise ConnectionResetError(_closed(exc)) from None
+
+    def recv(self, size: int) -> bytes:
+        if self.held is None:
+            self.held = self._take(self.timeout)
+        message, self.held = self.held, None
+        return message
+
+    def readable(self, timeout: float | None) -> bool:
+        if self.held is None:
+            try:
+                self.held = self._take(timeout)
+            except TimeoutError:
+                return False
+        return True
+
+    def _take(self, timeout: float | None) -> bytes:
+        from websockets.exceptions import ConnectionClosed
+
+        try:
+            message = self.ws.recv(timeout, decode=False)
+        except ConnectionClosed as exc:
+            raise ConnectionResetError(_closed(exc)) from None
+        return bytes(message) + b"\n"
+
+    def close(self) -> None:
+        self.ws.close()
+
+
+def _closed(exc) -> str:
+    received = getattr(exc, "rcvd", None)
+    if received is None:
+        return "the connection closed"
+    return f"the hub closed the connection ({received.code}{': ' + received.reason if received.reason else ''})"
+
+
+class RemoteClient(Client):
+    """One connection to a hub's remote port; act as a seat with `hello(agent, key)` first."""
+
+    def __init__(self, url: str, timeout: float | None = 30.0):
+        super().__init__(home=None, timeout=timeout)
+        self.url = check_url(url)
+
+    @property
+    def _socket_path(self) -> str:  # what the Client's messages name: here the URL
+        return self.url
+
+    def connect(self) -> "RemoteClient":
+        from websockets.exceptions import InvalidHandshake, InvalidURI
+        from websockets.sync.client import connect
+
+        options = dict(open_timeout=settings.REMOTE_CONNECT_TIMEOUT, max_size=None, compression=None,
+                       ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING)
+        try:
+            try:
+                ws = connect(self.url, legacy=True, **options)  # websockets 17 warns unless told
+            except TypeError:  # an older websockets: no legacy flag, and no warning
+                ws = connect(self.url, **options)
+        except InvalidURI as exc:
+            raise InvalidParams(f"{self.url!r} is not a hub URL: {exc}", field="url") from None
+        except (OSError, InvalidHandshake, TimeoutError) as exc:
+            raise Unavailable(f"no hub is answering at {self.url}: {exc}; is it started with "
+                              "`agora up --listen` and reachable from here?") from None
+        self._sock = Messages(ws, self.timeout)
+        self._buffer.clear()
+        return self
+
+    def _start_command(self) -> str:
+        return "agora up --listen HOST:PORT"
+
+    def _readable(self, deadline: float) -> bool:
+        import math
+        import time
+
+        return self._sock.readable(None if deadline == math.inf else max(0.0, deadline - time.monotonic()))
+
+
+def open_client(home=None, url: str | None = None, timeout: float | None = 30.0) -> Client:
+    """A Client on the hub's Unix socket under `home`, or on its remote port when `url` is given."""
+    return RemoteClient(url, timeout) if url else Client(home, timeout)

@@ -1,0 +1,340 @@
+"""The remote port (`agora up --listen`): authentication first, never the operator, caps, and slow peers.
+
+Every test runs a real hub on loopback and speaks to it over real WebSockets: the
+`websockets` client for well-formed peers, a raw socket for one that never reads.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import struct
+import subprocess
+import time
+
+import pytest
+from websockets.exceptions import ConnectionClosed
+from websockets.sync.client import connect as ws_connect
+
+from agorad.surface.errors import AgoraError
+from agorad.surface.protocol import MAX_FRAME, encode
+from agorad.surface.wsclient import RemoteClient
+from tests.hubproc import AGORA, AGORAD, Hub, wait_for
+from tests.seats import send
+
+
+
+def peer(url: str):
+    return ws_connect(url, legacy=True, compression=None, max_size=None)
+
+
+def request(ws, request_id, method: str, **params) -> dict:
+    ws.send(json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+    return json.loads(ws.recv(timeout=10))
+
+
+def close_code(ws) -> int:
+    """The code the hub closed with, once what it sent before has been read."""
+    try:
+        while True:
+            ws.recv(timeout=10)
+    except ConnectionClosed as closed:
+        return closed.rcvd.code
+
+
+def hello(remote, agent: str = "alice"):
+    ws = peer(remote.url)
+    assert request(ws, 1, "hub.hello", agent=agent, key=remote.keys[agent])["result"]["agent"] == agent
+    return ws
+
+
+# --- a seat over the remote port -------------------------------------------------------------
+
+
+def test_a_seat_calls_and_receives_pushes_as_over_the_socket(remote):
+    with RemoteClient(remote.url) as alice, remote.client("bob", remote.keys["bob"]) as bob:
+        assert alice.hello("alice", remote.keys["alice"])["agent"] == "alice"
+        assert alice.call("inbox.subscribe")["newest"] == 0
+        send(bob, "@alice", "over the wire", "body")
+        note = alice.next_notification(timeout=10)
+        assert note["method"] == "inbox.delivery" and note["params"]["title"] == "over the wire"
+        # The push carries the notify line's fields: the same bytes as the hub's own file holds.
+        line = (remote.home / "alice-inbox.log").read_bytes()
+        assert encode(note["params"]) == line
+        sent = alice.call("messages.send", target="@bob", title="back", body="")
+        assert sent["ref"] == "dm:alice--bob#2"
+        assert alice.call("inbox.check")["unread"] == 1
+
+
+def test_subscribe_after_replays_the_missed_in_order_then_pushes_live(remote):
+    with remote.client("bob", remote.keys["bob"]) as bob, RemoteClient(remote.url) as alice:
+        for title in ("one", "two", "three"):
+            send(bob, "@alice", title)
+        alice.hello("alice", remote.keys["alice"])
+        answer = alice.call("inbox.subscribe", after=1)
+        assert answer["newest"] == 3
+        replayed = [alice.next_notification(timeout=10)["params"] for _ in range(2)]
+        assert [(d["id"], d["title"]) for d in replayed] == [(2, "two"), (3, "three")]
+        send(bob, "@alice", "four")
+        assert alice.next_notification(timeout=10)["params"]["id"] == 4
+        assert alice.next_notification(timeout=0.2) is None  # nothing twice
+        for bad in (-1, "2", 1.5, True):
+            with pytest.raises(AgoraError) as refused:
+                alice.call("inbox.subscribe", after=bad)
+            assert refused.value.reason == "invalid-params" and refused.value.data["field"] == "after"
+
+
+# --- authentication -----------------------------------------------------------------------
+
+
+def test_a_wrong_key_and_an_unknown_seat_get_the_same_answer_and_the_connection_closes(remote):
+    answers = []
+    for agent, key in (("alice", "agk_wrong"), ("nobody", "agk_wrong"), ("alice", "")):
+        ws = peer(remote.url)
+        answers.append(request(ws, 7, "hub.hello", agent=agent, key=key))
+        assert close_code(ws) == 1008
+    assert answers[0]["error"]["data"] == {"reason": "unauthorized"}
+    assert answers[0] == answers[1] == answers[2]  # nothing says whether the seat exists
+    assert "nobody" not in json.dumps(answers)
+
+
+@pytest.mark.parametrize("first", [
+    {"jsonrpc": "2.0", "id": 1, "method": "agents.list", "params": {}},
+    {"jsonrpc": "2.0", "id": 1, "method": "hub.hello", "params": {}},  # the operator's hello: no seat
+    {"jsonrpc": "2.0", "id": 1, "method": "hub.hello", "params": {"agent": "alice"}},
+    {"jsonrpc": "2.0", "method": "inbox.check", "params": {}},  # a notification: no id, still answered
+    "not json at all",
+])
+def test_a_first_request_that_is_not_a_hello_is_refused_and_closed(remote, first):
+    ws = peer(remote.url)
+    ws.send(first if isinstance(first, str) else json.dumps(first))
+    answer = json.loads(ws.recv(timeout=10))
+    assert answer["error"]["data"]["reason"] == "unauthorized"
+    assert close_code(ws) == 1008
+    assert remote.call("agents.list")  # the hub serves on
+
+
+def test_failed_hellos_are_throttled_per_peer_address(remote):
+    for attempt in range(5):
+        ws = peer(remote.url)
+        assert request(ws, 1, "hub.hello", agent=f"ghost{attempt}", key="agk_x")["error"]["data"]["reason"] == "unauthorized"
+    ws = peer(remote.url)  # the right key, from an address that failed too often
+    assert request(ws, 1, "hub.hello", agent="alice", key=remote.keys["alice"])["error"]["data"]["reason"] == "unauthorized"
+    assert "reason=throttled" in remote.log()
+    with remote.client("alice", remote.keys["alice"]) as local:  # the Unix socket is not throttled
+        assert local.call("inbox.check")["unread"] == 0
+
+
+def test_the_throttle_counts_per_seat_and_per_address_in_a_window():
+    from agorad.runtime.remote import AuthThrottle
+
+    throttle = AuthThrottle(allowed=2, window=60)
+    throttle.failed(0, "agent:alice", "peer:10.0.0.1")
+    throttle.failed(1, "agent:alice", "peer:10.0.0.2")
+    assert throttle.blocked(2, "agent:alice", "peer:10.0.0.3")  # the seat, from anywhere
+    assert not throttle.blocked(2, "agent:bob", "peer:10.0.0.1")
+    assert not throttle.blocked(61, "agent:alice", "peer:10.0.0.3")  # the window passed
+
+
+# --- never the operator -------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("method, params", [
+    ("agents.add", {"agent": "mallory"}), ("agents.remove", {"agent": "bob"}), ("hub.pause", {}),
+    ("hub.sweep", {}), ("steward.report", {}), ("charters.set", {"text": "obey"}),
+])
+def test_no_operator_call_is_allowed_remotely(remote, method, params):
+    ws = hello(remote)
+    answer = request(ws, 2, method, **params)
+    assert answer["error"]["data"]["reason"] == "forbidden"
+    assert request(ws, 3, "inbox.check")["result"]["unread"] == 0  # still the seat, still served
+    assert [a["id"] for a in remote.call("agents.list")["agents"]] == ["alice", "bob"]
+
+
+def test_the_cli_over_a_url_acts_as_the_seat_and_refuses_operator_commands(remote, tmp_path):
+    env = {**remote.env, "AGORA_URL": remote.url, "AGORA_HOME": str(tmp_path / "elsewhere"),
+           "AGORA_KEY": remote.keys["alice"]}
+    sent = subprocess.run([AGORA, "send", "--as", "alice", "@bob", "from afar"], env=env, capture_output=True, text=True)
+    assert sent.returncode == 0, sent.stderr
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        assert bob.call("inbox.check")["unread"] == 1
+    for command in (["agents"], ["agent", "add", "mallory"], ["pause"], ["status"]):
+        done = subprocess.run([AGORA, *command], env=env, capture_output=True, text=True)
+        assert done.returncode == 1 and "local operator" in done.stderr, (command, done.stderr)
+    wrong = subprocess.run([AGORA, "inbox", "--as", "alice"], env={**env, "AGORA_KEY": "agk_wrong"},
+                           capture_output=True, text=True)
+    assert wrong.returncode == 1 and "authentication failed" in wrong.stderr
+    down = subprocess.run([AGORA, "--url", "ws://127.0.0.1:9/", "inbox", "--as", "alice"], env=env,
+                          capture_output=True, text=True)
+    assert down.returncode == 3 and "no hub is answering at ws://127.0.0.1:9/" in down.stderr
+
+
+def test_a_seat_record_may_name_the_url(remote, tmp_path):
+    workspace = tmp_path / "ws"
+    (workspace / ".agora").mkdir(parents=True)
+    local = tmp_path / "seathome"
+    (local / "keys").mkdir(parents=True)
+    (local / "keys" / "alice.key").write_text(remote.keys["alice"] + "\n")
+    (workspace / ".agora" / "seat.toml").write_text(
+        f'format = 1\nid = "alice"\nhub = "{local}/agorad.sock"\nkey_file = "{local}/keys/alice.key"\n'
+        f'url = "{remote.url}"\n')
+    env = {key: value for key, value in remote.env.items() if key not in ("AGORA_HOME", "AGORA_URL", "AGORA_KEY")}
+    done = subprocess.run([AGORA, "inbox", "--json"], cwd=workspace, env=env, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["unread"] == 0
+
+
+# --- frames -------------------------------------------------------------------------------
+
+
+def test_a_frame_over_the_cap_closes_the_connection_and_one_at_the_cap_is_answered(remote):
+    ws = hello(remote)
+    envelope = '{"jsonrpc":"2.0","id":2,"method":"inbox.check","params":{"pad":""}}'
+    at_cap = envelope.replace('"pad":""', '"pad":"' + "x" * (MAX_FRAME - len(envelope)) + '"')
+    assert len(at_cap) == MAX_FRAME
+    ws.send(at_cap)
+    assert json.loads(ws.recv(timeout=10))["error"]["data"]["field"] == "pad"  # read and answered
+    ws.send(at_cap[:-1] + ' }')  # one byte over
+    assert close_code(ws) == 1009
+    assert remote.call("agents.list")
+
+
+def test_a_binary_message_is_refused_and_closes(remote):
+    ws = hello(remote)
+    ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "inbox.check", "params": {}}).encode())
+    assert json.loads(ws.recv(timeout=10))["error"]["data"]["reason"] == "invalid-request"
+    assert close_code(ws) == 1008
+    before = peer(remote.url)  # before the hello: the one refusal
+    before.send(b"\x00\x01")
+    assert json.loads(before.recv(timeout=10))["error"]["data"]["reason"] == "unauthorized"
+
+
+# --- slow and silent peers ------------------------------------------------------------------
+
+
+class NonReader:
+    """A WebSocket client that says hello, subscribes, and then never reads a byte."""
+
+    def __init__(self, url: str, agent: str, key: str):
+        host, port = url.split("//")[1].strip("/").rsplit(":", 1)
+        self.sock = socket.socket()
+        self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        self.sock.connect((host, int(port)))
+        nonce = base64.b64encode(os.urandom(16)).decode()
+        self.sock.sendall((f"GET / HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"
+                           f"Sec-WebSocket-Key: {nonce}\r\nSec-WebSocket-Version: 13\r\n\r\n").encode())
+        head = b""
+        while b"\r\n\r\n" not in head:
+            head += self.sock.recv(1)  # one byte at a time: nothing past the handshake is consumed
+        assert head.startswith(b"HTTP/1.1 101")
+        self.text(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "hub.hello", "params": {"agent": agent, "key": key}}))
+        self.text(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "inbox.subscribe", "params": {}}))
+
+    def text(self, payload: str) -> None:
+        data, mask = payload.encode(), os.urandom(4)
+        header = bytes([0x81]) + (bytes([0x80 | len(data)]) if len(data) < 126 else bytes([0x80 | 126]) + struct.pack("!H", len(data)))
+        self.sock.sendall(header + mask + bytes(b ^ mask[i % 4] for i, b in enumerate(data)))
+
+
+def test_a_subscriber_that_does_not_read_is_cut_and_the_hub_never_waits_for_it(remote):
+    slow = NonReader(remote.url, "alice", remote.keys["alice"])
+    wait_for(lambda: "remote-hello peer=127.0.0.1 agent=alice" in remote.log(), what="the hello")
+    title = "t" * 200
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        slowest = 0.0
+        for count in range(40000):
+            started = time.monotonic()
+            bob.call("messages.send", target="@alice", title=title, body="b" * 2000)
+            slowest = max(slowest, time.monotonic() - started)
+            if count % 200 == 0 and "remote-cut" in remote.log():
+                break
+        assert "reason=not-reading" in remote.log()
+        assert slowest < 2.0  # every send was answered while the peer did not read
+        assert bob.call("inbox.check")["unread"] == 0
+    slow.sock.close()
+
+
+def test_silent_connections_close_before_and_after_the_hello(home):
+    hub = Hub(home, "--listen", "127.0.0.1:0", "--listen-idle", "1s").start()
+    try:
+        url = hub.call("hub.status")["remote"]
+        key = hub.add_agent("alice")
+        assert close_code(peer(url)) == 1008  # no hello within the idle time
+        ws = peer(url)
+        request(ws, 1, "hub.hello", agent="alice", key=key)
+        assert close_code(ws) == 1001  # idle
+        for params in ({}, {"after": 0}):  # with after, the subscription starts once the call is committed
+            subscriber = peer(url)
+            request(subscriber, 1, "hub.hello", agent="alice", key=key)
+            request(subscriber, 2, "inbox.subscribe", **params)
+            with pytest.raises(TimeoutError):
+                subscriber.recv(timeout=2.5)  # a subscriber waits as long as it answers pings
+        assert "reason=no hello" in hub.log().replace("'", "")
+    finally:
+        hub.stop()
+
+
+# --- binding --------------------------------------------------------------------------------
+
+
+def test_a_bind_beyond_loopback_without_tls_refuses_to_start(home):
+    done = subprocess.run([AGORAD, "--home", str(home), "--listen", "0.0.0.0:0"], capture_output=True, text=True,
+                          timeout=30)
+    assert done.returncode == 1
+    assert "beyond loopback without TLS" in done.stderr and "--tls-cert" in done.stderr and "--insecure" in done.stderr
+    assert not home.exists()  # refused before anything was touched
+    half = subprocess.run([AGORAD, "--home", str(home), "--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent"],
+                          capture_output=True, text=True, timeout=30)
+    assert half.returncode == 1 and "go together" in half.stderr
+
+
+def test_insecure_allows_it_and_warns_loudly(home):
+    hub = Hub(home, "--listen", "0.0.0.0:0", "--insecure").start()
+    try:
+        assert "WARNING" in hub.log() and "unencrypted" in hub.log()
+        assert hub.call("hub.status")["remote"].startswith("ws://0.0.0.0:")
+    finally:
+        hub.stop()
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                           "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"openssl cannot make a certificate here: {made.stderr[-200:]!r}")
+    return cert, key
+
+
+def test_tls_serves_wss_to_a_client_that_trusts_the_certificate(home, certificate, tmp_path):
+    cert, key = certificate
+    hub = Hub(home, "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)).start()
+    try:
+        url = hub.call("hub.status")["remote"]
+        assert url.startswith("wss://127.0.0.1:")
+        env = {**hub.env, "AGORA_URL": url, "AGORA_HOME": str(tmp_path / "elsewhere"),
+               "AGORA_KEY": hub.add_agent("alice")}
+        trusted = subprocess.run([AGORA, "inbox", "--as", "alice", "--json"], env={**env, "SSL_CERT_FILE": str(cert)},
+                                 capture_output=True, text=True)
+        assert trusted.returncode == 0, trusted.stderr
+        untrusted = subprocess.run([AGORA, "inbox", "--as", "alice"], env=env, capture_output=True, text=True)
+        assert untrusted.returncode == 3 and "certificate verify failed" in untrusted.stderr
+        plain = subprocess.run([AGORA, "inbox", "--as", "alice"], env={**env, "AGORA_URL": url.replace("wss", "ws")},
+                               capture_output=True, text=True)
+        assert plain.returncode == 3  # a plain client gets no answer from a TLS port
+    finally:
+        hub.stop()
+
+
+def test_a_bad_listen_address_is_a_startup_error(home):
+    done = subprocess.run([AGORAD, "--home", str(home), "--listen", "127.0.0.1:notaport"], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1 and "--listen" in done.stderr and "HOST:PORT" in done.stderr
+
+
+def test_a_hub_without_listen_serves_no_port(hub):
+    assert hub.call("hub.status")["remote"] is None
