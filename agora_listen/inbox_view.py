@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 
 from agorad.surface import settings
-from agorad.surface.vocab import NEXT_TURN
+from agorad.surface.vocab import NEXT_TURN, URL_ENV
 
 
 class Trouble(Exception):
@@ -55,7 +55,7 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
     from agorad.surface.paths import Home
 
     home = Home(root)
-    url = os.environ.get("AGORA_URL")  # a seat on another host: the hub's remote port, where it has no socket
+    url = os.environ.get(URL_ENV)  # a seat on another host: the hub's remote port, where it has no socket
     try:
         with (Client(home, timeout=timeout) if not url else _remote(url, timeout)) as hub:
             key, current = keys.read_key(home, agent), agent

@@ -24,7 +24,7 @@ from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface import settings
 from agorad.surface.filenames import notify_file
-from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
+from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG, URL_ENV
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
 
@@ -494,6 +494,6 @@ def _command(options: Options, argv: list[str]) -> str:
     with `--url` (before the subcommand), so it reaches the hub from the harness's shell too."""
     from agorad.surface import wiring
 
-    if options.source == "ws" and options.url and os.environ.get("AGORA_URL") != options.url:
+    if options.source == "ws" and options.url and os.environ.get(URL_ENV) != options.url:
         argv = [argv[0], "--url", options.url, *argv[1:]]
     return wiring.shell(argv)

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import os
 
-from agorad.surface.errors import InvalidParams, Unauthorized
+from agorad.surface.errors import Unauthorized
 from agorad.surface.keys import read_key
 from agorad.surface.paths import Home
+from agorad.surface.vocab import URL_ENV
+from agorad.surface.wsclient import check_url
 
-URL_ENV = "AGORA_URL"  # the remote wire's URL variable (docs/sdk.md, agora-rpc(7))
-URL_SCHEMES = ("ws://", "wss://")
 
 
 class Target:
@@ -19,8 +19,8 @@ class Target:
                  interval: float | str | None = None):
         self.home = home if isinstance(home, Home) else Home.resolve(home)
         self.url = url if url is not None else os.environ.get(URL_ENV) or None
-        if self.url is not None and not self.url.startswith(URL_SCHEMES):
-            raise InvalidParams(f"url: {self.url!r} is not a ws:// or wss:// URL", field="url")
+        if self.url is not None:
+            check_url(self.url)
         self.agent = agent
         self.key = key
         self.interval = interval

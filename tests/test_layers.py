@@ -94,12 +94,16 @@ def test_every_import_points_down_the_layers():
     assert wrong == []
 
 
+def printed_by(probe: str) -> str:
+    """What `probe` prints, run in a fresh interpreter (so only what it imports is loaded)."""
+    return subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True).stdout.strip()
+
+
 def loaded_by(imports: str, modules: tuple[str, ...], prefixes: tuple[str, ...]) -> list[str]:
     """Which of `modules` (or modules under `prefixes`) a fresh interpreter has loaded after `imports`."""
     probe = (f"import sys, {imports}\n"
              f"print(','.join(sorted(m for m in sys.modules if m in {modules!r} or m.startswith({prefixes!r}))))\n")
-    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
-    return [name for name in done.stdout.strip().split(",") if name]
+    return [name for name in printed_by(probe).split(",") if name]
 
 
 def test_reception_loads_neither_the_database_nor_the_server():

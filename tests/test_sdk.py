@@ -72,7 +72,7 @@ def test_a_wrong_key_a_missing_key_and_no_hub(hub, home, monkeypatch):
     assert caught.value.reason == "unauthorized"
     with pytest.raises(Unauthorized, match="no key for 'ghost'"):
         Client("ghost", home=hub.home)
-    with pytest.raises(InvalidParams, match="ws:// or wss://"):
+    with pytest.raises(InvalidParams, match="is not a hub URL: it looks like ws://HOST:PORT/"):
         Client("bot", home=hub.home, url="http://example.invalid/")
     hub.stop()
     with pytest.raises(Unavailable) as caught:

@@ -17,6 +17,7 @@ import click
 from agorad.cli.shared import RECORD_META, URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.paths import Home
+from agorad.surface.vocab import URL_ENV
 
 EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
 
@@ -63,8 +64,8 @@ def hub_url() -> str | None:
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(URL_META):
         return context.meta[URL_META]
-    if os.environ.get("AGORA_URL"):
-        return os.environ["AGORA_URL"]
+    if os.environ.get(URL_ENV):
+        return os.environ[URL_ENV]
     record = context.meta.get(RECORD_META) if context is not None else None
     return record.url if record is not None else None
 

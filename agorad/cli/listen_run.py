@@ -15,6 +15,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
     adds `agora --url` and the seat record's); with none, $AGORA_URL."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
+    from agorad.surface.vocab import URL_ENV
 
     end_on_signals_until_armed()
     if not is_agent_id(as_id):
@@ -26,7 +27,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
 
         sentinels.emit(sentinels.ended("foreground"))
         sys.exit(0)
-    url = url or os.environ.get("AGORA_URL") or None
+    url = url or os.environ.get(URL_ENV) or None
     if source == "ws" and not url:
         fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
     if url and source != "file":

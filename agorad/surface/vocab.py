@@ -99,3 +99,4 @@ DRIVEN_TURN_MARK = "[agora drive]"
 
 # The remote port's URL schemes (agora-rpc(7) "Remote"): plain, and TLS.
 URL_SCHEMES = ("ws", "wss")
+URL_ENV = "AGORA_URL"  # the hub's remote port, for a seat on another host (agora(1) ENVIRONMENT)
