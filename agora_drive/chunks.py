@@ -26,11 +26,10 @@ class Work:
     ref: str  # claim:<n>
     version: int
     receipts: int
-    state: str
 
     @classmethod
     def of(cls, claim: dict) -> "Work":
-        return cls(claim["ref"], claim["version"], claim["receipts"], claim["state"])
+        return cls(claim["ref"], claim["version"], claim["receipts"])
 
 
 def pick(claims: tuple[Work, ...], chains: dict) -> Work | None:

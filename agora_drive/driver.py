@@ -105,14 +105,19 @@ class Driver:
             return Pass("held", "paused") if found.paused else self._settle(self._idle(found, now))
         if found.signature == self.state.quarantined:
             return Pass("quarantined", "debt-left")
+        return self._held(now, self.state.turns, self.options.budget, "budget") or self._turn(found, now)
+
+    def _held(self, now: float, spent: list[float], budget: int, reason: str) -> Pass | None:
+        """Why a turn (or a chunk) may not start now: a back-off running, its hourly budget spent, or a
+        stop that came during the sweep (it must not buy a turn only to kill it); None when it may."""
         if self.state.retry_at is not None and now < self.state.retry_at:
             return Pass("backoff", f"streak-{self.state.streak}", self.state.retry_at)
-        free_at = self.state.spent(self.state.turns, self.options.budget, now)
+        free_at = self.state.spent(spent, budget, now)
         if free_at is not None:
-            return Pass("held", "budget", free_at)
-        if self.stopping():  # a stop that came during the sweep must not buy a turn only to kill it
+            return Pass("held", reason, free_at)
+        if self.stopping():
             return Pass("stopped", "signal")
-        return self._turn(found, now)
+        return None
 
     def _settle(self, decided: Pass) -> Pass:
         """Nothing obliges the seat: a quarantine has nothing left to guard."""
@@ -127,14 +132,7 @@ class Driver:
         work = chunks.pick(found.claims, self.state.chains) if self.options.chunk_budget > 0 else None
         if work is None:
             return Pass("armed", "claims-parked" if found.claims and self.options.chunk_budget > 0 else "idle")
-        if self.state.retry_at is not None and now < self.state.retry_at:
-            return Pass("backoff", f"streak-{self.state.streak}", self.state.retry_at)
-        free_at = self.state.spent(self.state.chunks, self.options.chunk_budget, now)
-        if free_at is not None:
-            return Pass("held", "chunk-budget", free_at)
-        if self.stopping():
-            return Pass("stopped", "signal")
-        return self._chunk(work, now)
+        return self._held(now, self.state.chunks, self.options.chunk_budget, "chunk-budget") or self._chunk(work, now)
 
     def _turn(self, before: Obligations, now: float) -> Pass:
         self.state.turns.append(now)

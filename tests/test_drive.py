@@ -207,7 +207,7 @@ def test_chunks_without_a_receipt_park_the_chain_until_the_claim_changes(hub, pa
     open_claim(pair)
     drive = driver(hub, tmp_path)
     for _ in range(settings.DRIVE_CHUNK_IDLE):
-        assert (drive.step().state, drive.step.__self__.state.streak) == ("chunk", 0)
+        assert (drive.step().state, drive.state.streak) == ("chunk", 0)
     assert (drive.step().state, drive.step().reason) == ("armed", "claims-parked")
     assert len(turns()) == settings.DRIVE_CHUNK_IDLE
     version = claim(pair)["version"]

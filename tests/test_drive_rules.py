@@ -154,7 +154,7 @@ def test_reception_and_chunks_keep_a_session_each():
 
 
 def work(ref="claim:1", version=1, receipts=0) -> Work:
-    return Work(ref, version, receipts, "open")
+    return Work(ref, version, receipts)
 
 
 def test_a_chain_parks_after_receiptless_chunks_on_one_version_and_a_new_version_restarts_it():

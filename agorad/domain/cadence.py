@@ -95,7 +95,7 @@ def remind_due(db: apsw.Connection, now: float, ttl: float) -> list[dict]:
 
 def _post(db: apsw.Connection, claim: dict, now: float) -> list[dict]:
     channel = channels_sql.by_pk(db, claim["channel_pk"])
-    ref, minutes = f"claim:{claim['pk']}", claim["cadence_minutes"]
+    ref, minutes = sql.ref_of(claim["pk"]), claim["cadence_minutes"]
     quiet = int((now - claim["quiet_since"]) // 60)
     body = (f"@{claim['owner']}: you declared a check-in cadence of {minutes} minutes on {ref} "
             f"({claim['title']}), and no receipt came for {quiet} minutes. Post one "

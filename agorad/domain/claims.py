@@ -26,15 +26,14 @@ from agorad.surface import settings
 from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound
 from agorad.surface.vocab import CLAIM_STATES, CLAIM_UNSET
 
-REF = re.compile(r"claim:([1-9][0-9]{0,17})")
+REF = re.compile(re.escape(sql.REF_PREFIX) + r"([1-9][0-9]{0,17})")
 MAX_TITLE = 200
 MAX_RECEIPT = 500
 UNSET = object()  # an update field the caller did not give
 FIELD_OF_COLUMN = {"link_pk": "link"}  # the wire's name of a column claims.update changes
 
 
-def ref_of(pk: int) -> str:
-    return f"claim:{pk}"
+ref_of = sql.ref_of
 
 
 def check_cadence(value, field: str = "cadence_minutes") -> int:

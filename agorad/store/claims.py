@@ -20,6 +20,12 @@ _JOINS = "FROM claims k JOIN channels c ON c.pk = k.channel_pk JOIN agents a ON 
 # Fields claims.update may change, each a column of the same name.
 CHANGEABLE = ("title", "state", "cadence_minutes", "link_pk", "quiet_since", "remind_at")
 
+REF_PREFIX = "claim:"  # a claim's ref as users type it (agora-rpc(7) "Claim"): `claim:<n>`, numbered across the hub
+
+
+def ref_of(pk: int) -> str:
+    return f"{REF_PREFIX}{pk}"
+
 
 def insert(db: apsw.Connection, channel_pk: int, owner_pk: int, title: str, cadence_minutes: int | None,
            link_pk: int | None, now: float) -> int:
