@@ -28,8 +28,8 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
     `names` maps each recipient pk to its agent id (the notify file it rings). A
     delivery's id is its agent's newest + 1, read in this transaction by the only
     writer: ids stay gapless per agent, and a rolled-back send gives them back. `marks` ({pk: (newest
-    id, open debts)} of every recipient, and maybe others), when the caller read them earlier in this
-    request and nothing since could change them; else they are read here.
+    id, its seq, open debts)} of every recipient, and maybe others), when the caller read them earlier
+    in this request and nothing since could change them; else they are read here.
     """
     if not recipients:
         return []
@@ -41,7 +41,7 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
     texts: dict[int, str] = {}  # id(flags set) -> its text: a channel's recipients share a few sets (see send)
     rows, inserts = [], []
     for pk, flags in recipients.items():
-        newest, owed = marks[pk]
+        newest, last, owed = marks[pk]
         text = texts.get(id(flags))
         if text is None:
             text = texts[id(flags)] = flag_text(flags)
@@ -49,6 +49,6 @@ def deliver(db: apsw.Connection, message: dict, recipients: dict[int, set[str]],
             "agent_pk": pk, "id": newest + 1, "ts": now, "agent": names[pk], "channel": channel,
             "seq": seq, "sender": sender, "title": title, "body": body, "flags": text, "owed": owed, "preview": shown,
         })
-        inserts.append((pk, newest + 1, message_pk, text, owed, now))
+        inserts.append((pk, newest + 1, last, message_pk, text, owed, now))
     sql.insert_deliveries(db, inserts)
     return rows

@@ -108,13 +108,11 @@ class HubState:
         """After COMMIT: push the agent's deliveries with id > `after`, oldest first, then subscribe
         the connection. All on the loop thread, so no delivery falls between the two; one committed in
         the same batch may come twice (pushed, then replayed), never out of order: ids only ascend."""
-        while not connection.transport.is_closing():
-            rows = messages_sql.deliveries_after(self.db, agent_pk, after)
-            if not rows:
+        for rows in messages_sql.deliveries_after(self.db, agent_pk, after):
+            if connection.transport.is_closing():
                 break
             for row in rows:
                 connection.push(delivery_frame(row))
-            after = rows[-1]["id"]
         connection.subscribe(agent_pk)
 
     def set_pause(self, paused: pausing.Pause | None) -> None:

@@ -263,11 +263,11 @@ class Notifier:
         """Append every delivery of the agent that its file lacks; return how many."""
         self.behind.discard(agent_pk)
         appended = 0
-        while True:
-            rows = sql.deliveries_after(db, agent_pk, self.written.get(agent_pk, 0))
-            if not rows or not self._append(agent_pk, rows[0]["agent"], rows):
-                return appended
+        for rows in sql.deliveries_after(db, agent_pk, self.written.get(agent_pk, 0)):
+            if not self._append(agent_pk, rows[0]["agent"], rows):
+                break
             appended += len(rows)
+        return appended
 
     def catch_up_all(self, db: apsw.Connection) -> int:
         return sum(self.catch_up(db, pk) for pk in list(self.behind))
