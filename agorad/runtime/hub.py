@@ -13,6 +13,7 @@ from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import pause as pausing
 from agorad.domain import registry
+from agorad.domain.delivery import rows_for
 from agorad.runtime import faults
 from agorad.runtime.batch import Batch
 from agorad.runtime.clock import Clock
@@ -99,7 +100,7 @@ class HubState:
         faults.point("after-commit")
         self.notifier.write_all(self.db, events)
         if self.subscribers:
-            for event in events:
+            for event in rows_for(events, self.subscribers):
                 for connection in list(self.subscribers.get(event["agent_pk"], ())):
                     connection.push(delivery_frame(event))
         faults.point("after-notify")

@@ -62,8 +62,9 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 # raised at start-up above ids a notify file showed for deliveries the database lost in a power cut
 # (runtime/notify_reconcile.py), whichever is higher.
 HEADS = "LEFT JOIN delivery_heads h ON h.agent_pk = a.pk"
-MARKS = ("MAX(COALESCE(h.last_id, 0), a.notified_upto), h.last_seq, "
-         "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL)")
+NEWEST = "MAX(COALESCE(h.last_id, 0), a.notified_upto)"
+OWED = "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL)"
+MARKS = f"{NEWEST}, h.last_seq, {OWED}"
 
 
 def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, int | None, int]]:
@@ -74,15 +75,6 @@ def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, 
         where, args = "a.pk IN (SELECT value FROM json_each(?))", (json.dumps(agent_pks),)
     return {pk: (newest, last, owed)
             for pk, newest, last, owed in db.step(f"SELECT a.pk, {MARKS} FROM agents a {HEADS} WHERE {where}", args)}
-
-
-def member_marks(db: Database, channel_pk: int) -> tuple[dict[int, str], dict[int, tuple[int, int | None, int]]]:
-    """({pk: id}, {pk: (newest delivery id, its seq, open debts)}) of every member of the channel, in
-    one statement: a post to 1,000 members read its members, then their marks through json_each (1 ms more)."""
-    found = db.step(f"SELECT m.agent_pk, a.id, {MARKS} FROM members m JOIN agents a ON a.pk = m.agent_pk {HEADS} "
-                    "WHERE m.channel_pk = ?", (channel_pk,)).fetchall()
-    return ({pk: agent_id for pk, agent_id, _, _, _ in found},
-            {pk: (newest, last, owed) for pk, _, newest, last, owed in found})
 
 
 _INSERT_DELIVERY = ("INSERT INTO deliveries (agent_pk, id, prev, message_pk, flags, owed, created_at) "
@@ -107,6 +99,34 @@ def insert_deliveries(db: Database, deliveries: list[tuple]) -> None:
     else:
         db.step_many(_INSERT_DELIVERY, deliveries)
         db.step(_MOVE_HEADS, (db.last_insert_rowid() - len(deliveries) + 1,))
+
+
+# A channel's deliveries in one statement: every member but the sender (?3), its marks read and its row
+# written in SQLite. Flags: ?5 for the addressees (a JSON list of pks, ?4), ?6 for everyone else.
+_INSERT_MEMBER_DELIVERIES = (
+    "INSERT INTO deliveries (agent_pk, id, prev, message_pk, flags, owed, created_at) "
+    f"SELECT a.pk, {NEWEST} + 1, h.last_seq, ?1, CASE WHEN a.pk IN (SELECT value FROM json_each(?4)) THEN ?5 ELSE ?6 END, "
+    f"{OWED}, ?7 "
+    f"FROM members m JOIN agents a ON a.pk = m.agent_pk {HEADS} WHERE m.channel_pk = ?2 AND m.agent_pk != ?3")
+_INSERT_MEMBER_DELIVERIES_PLAIN = _INSERT_MEMBER_DELIVERIES.replace(
+    "CASE WHEN a.pk IN (SELECT value FROM json_each(?4)) THEN ?5 ELSE ?6 END", "?6")
+_WRITTEN = "SELECT d.agent_pk, a.id, d.id, d.flags, d.owed FROM deliveries d JOIN agents a ON a.pk = d.agent_pk WHERE d.seq >= ?"
+
+
+def insert_member_deliveries(db: Database, message_pk: int, channel_pk: int, sender_pk: int, addressees: set[int],
+                             addressed_flags: str, bystander_flags: str, now: float) -> list[tuple[int, str, int, str, int]]:
+    """A delivery for every member of the channel but the sender, each with its agent's newest id + 1
+    and its open debts; move their heads. Returns (agent pk, agent id, id, flags, owed) of each row:
+    at 1,000 members, reading the marks into Python and writing the rows back cost 1 ms more."""
+    statement = _INSERT_MEMBER_DELIVERIES if addressees else _INSERT_MEMBER_DELIVERIES_PLAIN
+    db.step(statement, (message_pk, channel_pk, sender_pk, json.dumps(sorted(addressees)) if addressees else None,
+                        addressed_flags, bystander_flags, now))
+    count = db.changes()
+    if not count:
+        return []
+    first = db.last_insert_rowid() - count + 1
+    db.step(_MOVE_HEADS, (first,))
+    return db.step(_WRITTEN, (first,)).fetchall()
 
 
 # The seqs of an agent's deliveries with id > ?2, walked back from its head (a row's `prev` is
