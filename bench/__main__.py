@@ -44,7 +44,7 @@ class Settings:
     harness_wakes: int = 5        # wakes of a real Claude Code session (each a model turn), when installed
     fanout_sizes: tuple = (10, 100, 1000, 5000)  # members of commons, one hub growing through them
     fanout_warm: int = 5          # posts before the timed ones at each size, on both hubs
-    fanout_history: int = 150     # ... and this many more on the aged hub: each member's deliveries fill pages of their own
+    fanout_history: int = 150     # ... and this many more on the aged hub: a page's worth of deliveries per member
     fanout_posts: int = 20        # timed posts per round, alternating with as many bare loops
     registry_population: messaging.Population = field(default_factory=lambda: messaging.Population(
         agents=10_000, messages=1_000_000, modes=("always-on", "async", "ephemeral", "async"), silence=2 * 86400))

@@ -2,11 +2,12 @@
 
 Every seat is a member of `commons`, so a post there writes one delivery row
 and one notify line per member. Two hubs (the default `--synchronous full`)
-grow through the sizes: on the young one each member has had only a few posts,
-so its deliveries share b-tree pages with its neighbours'; on the aged one each
-member has had `fanout_history` posts more, so its deliveries fill pages of
-their own, as on a hub that has run for a while, and a post dirties one page
-per member (one WAL frame each at COMMIT). The timed posts (one client, one at
+grow through the sizes: on the young one each member has had only a few posts;
+on the aged one each member has had `fanout_history` posts more, as on a hub
+that has run for a while. Keyed by agent, the deliveries of an aged hub filled
+a page per member and a post dirtied each (one WAL frame each at COMMIT); in
+the log of migration 0009 a post appends to a few pages whatever the age, and
+the two rows show it. The timed posts (one client, one at
 a time, send to reply; the reply waits for every notify line) alternate round
 by round with the bare loop: one line appended to each of N open files
 (`bare_appends`), with the hub's own line length.
@@ -34,8 +35,7 @@ POST = {"target": "commons", "title": "status",
 
 def figures(work: Path, s) -> list[Figure]:
     """Two hubs grow through the sizes side by side: a young one (each member has had only the warm-up
-    posts: its deliveries share pages with its neighbours') and an aged one (`fanout_history` posts more
-    per member first: each member's deliveries fill pages of their own, so a post dirties a page per member)."""
+    posts) and an aged one (`fanout_history` posts more per member first; see the module docstring)."""
     from agorad.surface.client import Client
 
     rows: list[Figure] = []

@@ -8,7 +8,7 @@ import signal
 import stat
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.hubproc import Hub
@@ -216,34 +216,48 @@ _EVENT = st.fixed_dictionaries({
     "ts": st.floats(0, 4e9, allow_nan=False) | st.integers(0, 2**40), "channel": st.text(max_size=30),
     "seq": st.integers(1, 2**63 - 1), "sender": st.text(max_size=20), "title": st.text(max_size=250),
     "body": st.text(max_size=300)}, optional={"preview": st.text(max_size=130)})
-_RECIPIENT = st.fixed_dictionaries({
-    "id": st.integers(1, 2**63 - 1), "agent": st.text(max_size=20), "owed": st.integers(0, 10**6),
-    "flags": st.sampled_from(["", "to-me", "to-me,dm", "to-me,dm,open,escalated"]) | st.lists(st.sampled_from(["to-me", "dm", ""]))})
+_RECIPIENT = st.tuples(
+    st.integers(1, 2**62), st.integers(0, 10**6),
+    st.sampled_from(["", "to-me", "to-me,dm", "to-me,dm,open,escalated", "next-turn", "to-me,open,next-turn"]))
 
 
-@given(st.lists(st.tuples(_EVENT, st.lists(_RECIPIENT, min_size=1, max_size=5)), min_size=1, max_size=4))
-def test_a_fan_outs_lines_are_each_the_encoded_contract_fields(events):
-    """notify_lines formats the parts one event's deliveries share once; every line must still be
-    encode(line_fields(row)), whatever events follow each other (here: several, each to several agents)."""
-    from agorad.runtime.notify import line_fields, notify_lines
+@settings(max_examples=60, deadline=None)
+@given(_EVENT, st.lists(_RECIPIENT, min_size=2, max_size=5))
+def test_a_fan_outs_lines_are_each_the_encoded_contract_fields(tmp_path_factory, event, recipients):
+    """A fan-out formats each line from its event's template (the parts every delivery shares formatted
+    once, `%` escaped in them); every line written must still be encode(line_fields(row))."""
+    from agorad.domain.delivery import Deliveries
+    from agorad.runtime.notify import Notifier, line_fields
     from agorad.surface.protocol import encode
 
-    rows = [{**event, **recipient} for event, recipients in events for recipient in recipients]
-    assert notify_lines(rows) == [encode(line_fields(row)) for row in rows]
+    directory = tmp_path_factory.mktemp("fan")
+    agents = [f"agent-{n}" for n in range(len(recipients))]
+    notifier = Notifier(directory)
+    for pk, agent in enumerate(agents):  # each file open and one id behind: the inlined path
+        notifier.written[pk] = 0
+        notifier._fd(agent, 0)
+    deliveries = Deliveries(event, [(pk, agent, 1, flags, owed)
+                                    for pk, (agent, (_, owed, flags)) in enumerate(zip(agents, recipients))])
+    notifier.write_all(None, deliveries)
+    notifier.close()
+    for row in deliveries:
+        assert (directory / f"{row['agent']}-inbox.log").read_bytes() == encode(line_fields(row))
+    assert notifier.written == {pk: 1 for pk in range(len(agents))}
 
 
 def test_a_fan_out_writes_one_line_per_agent_and_falls_back_per_agent(tmp_path):
     """write_all's inlined path (open file, next id, far from rotating) and the general path (a file not
     open yet, an agent behind, an id gap) give the same files."""
+    from agorad.domain.delivery import Deliveries
     from agorad.runtime.notify import Notifier
 
-    def event(agent_pk, agent, delivery_id):
-        return {"agent_pk": agent_pk, "id": delivery_id, "ts": 2.5, "agent": agent, "channel": "commons",
-                "seq": 9, "sender": "memory", "title": "t", "body": "b", "flags": "", "owed": 0}
+    def post(*recipients):
+        event = {"ts": 2.5, "channel": "commons", "seq": 9, "sender": "memory", "title": "t", "body": "b", "preview": "b"}
+        return Deliveries(event, [(pk, agent, delivery_id, "", 0) for pk, agent, delivery_id in recipients])
 
     notifier = Notifier(tmp_path)
-    notifier.write_all(None, [event(1, "ann", 1), event(2, "bob", 1), event(3, "cy", 1)])  # none open yet
-    notifier.write_all(None, [event(1, "ann", 2), event(2, "bob", 2), event(3, "cy", 2)])  # all open: inlined
+    notifier.write_all(None, post((1, "ann", 1), (2, "bob", 1), (3, "cy", 1)))  # none open yet
+    notifier.write_all(None, post((1, "ann", 2), (2, "bob", 2), (3, "cy", 2)))  # all open: inlined
     notifier.close()
     for agent in ("ann", "bob", "cy"):
         assert [line["id"] for line in lines(tmp_path / f"{agent}-inbox.log")] == [1, 2]

@@ -63,7 +63,7 @@ def open_dm(db: apsw.Connection, actor: Actor, peer_id, now: float) -> tuple[dic
     """The DM channel between the actor and `peer_id` (created on first use), and any redirect.
 
     The channel carries `members` (pk -> id): a DM cannot be left, so its members are the two; and
-    `marks`, the peer's newest delivery id and open debts as read with it (or None).
+    `marks`, the peer's newest delivery id, its seq and open debts as read with it (or None).
     """
     found = sql.dm_with(db, actor.agent_pk, peer_id) if isinstance(peer_id, str) else None
     marks = None

@@ -9,6 +9,7 @@ lines and pushes go out after COMMIT (see batch.py and notify.py).
 from __future__ import annotations
 
 import re
+from collections.abc import Container
 from dataclasses import dataclass, field
 
 import apsw
@@ -16,7 +17,7 @@ import apsw
 from agorad.domain import channels
 from agorad.domain import obligations
 from agorad.domain import registry
-from agorad.domain.delivery import deliver
+from agorad.domain.delivery import deliver, deliver_to_members
 from agorad.surface.fence import fenced, one_line
 from agorad.domain.policy import Actor
 from agorad.domain.text import check_line
@@ -83,21 +84,18 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
     with write(db, savepoint=not plain):
         channel, redirect = channels.resolve_target(db, actor, draft.target, now)
         redirects = [redirect] if redirect else []
-        marks = channel.get("marks") if plain else None
-        if channel.get("members"):
-            names = channel["members"]
-        elif plain:  # nothing this send writes before its deliveries moves a member's marks: read them now
-            names, marks = sql.member_marks(db, channel["pk"])
-        else:
-            names = channels_sql.members(db, channel["pk"])
-        members = set(names)
+        dm = channel["kind"] == "dm"
+        # A DM's two members come with it (or are read: a DM named by its channel name); a channel's are
+        # never read into Python: a few lookups check the ones a send names, one statement delivers.
+        names = (channel.get("members") or channels_sql.members(db, channel["pk"])) if dm else None
+        members = set(names) if dm else _MembersOf(db, channel["pk"])
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
             raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
         original = _original(db, actor, draft.reply_to)
         if draft.decline:
             obligations.check_decline(db, original, actor)
-        if original and original["sender_pk"] in members and original["sender_pk"] != actor.agent_pk:
+        if original and original["sender_pk"] != actor.agent_pk and original["sender_pk"] in members:
             addressees.add(original["sender_pk"])  # a reply is for the one who wrote the original
         seq = channels_sql.take_seq(db, channel)
         message = {
@@ -107,7 +105,7 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         }
         message["pk"] = sql.insert(db, message)
         message["channel"] = channel["name"]
-        if channel["kind"] != "dm":  # a DM's addressee is the other party, implied (0003_lean_send.sql)
+        if not dm:  # a DM's addressee is the other party, implied (0003_lean_send.sql)
             sql.add_addressees(db, message["pk"], addressees)
         if draft.ask:
             obligations.open_debts(db, message["pk"], actor.agent_pk, addressees, now, schedule,
@@ -116,19 +114,32 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
                       if original else 0)
         channels_sql.ack_own(db, actor.agent_pk, channel["pk"], seq)
         quiet = draft.urgency == NEXT_TURN
-        # Everyone not addressed shares one flags set: a post to a big channel builds one, not one a member.
-        bystander = _flags(0, channel, (), draft.ask, quiet)
-        recipients = {pk: _flags(pk, channel, addressees, draft.ask, quiet) if pk in addressees else bystander
-                      for pk in members if pk != actor.agent_pk}
-        # A plain draft opened no debt and discharged none, and nothing else delivered in between: the
-        # marks read with the DM or the members are still the marks (one statement less).
-        events = deliver(db, message, recipients, names, now, marks)
+        if dm:
+            # A plain draft opened no debt and discharged none, and nothing else delivered in between:
+            # the marks read with the DM are still the marks (one statement less).
+            peers = {pk: _flags(True, dm, draft.ask, quiet) for pk in names if pk != actor.agent_pk}
+            events = deliver(db, message, peers, names, now, channel.get("marks") if plain else None)
+        else:
+            events = deliver_to_members(db, message, actor.agent_pk, addressees, _flags(True, dm, draft.ask, quiet),
+                                        _flags(False, dm, draft.ask, quiet), now)
     receipt = {
         "ref": f"{channel['name']}#{seq}", "channel": channel["name"], "seq": seq, "delivered": len(events),
-        "to": sorted([e["agent"] for e in events if e["agent_pk"] in addressees]),
+        "to": sorted([agent for pk, agent, _, _, _ in events.recipients if pk in addressees]),
         "ask": draft.ask, "discharged": discharged, "redirected": redirects,
     }
     return receipt, events
+
+
+class _MembersOf:
+    """`pk in members` for a channel, one lookup each: a send checks only the agents it names."""
+
+    __slots__ = ("db", "channel_pk")
+
+    def __init__(self, db: apsw.Connection, channel_pk: int):
+        self.db, self.channel_pk = db, channel_pk
+
+    def __contains__(self, agent_pk: int) -> bool:
+        return channels_sql.membership(self.db, agent_pk, self.channel_pk) is not None
 
 
 def post_as_hub(db: apsw.Connection, channel: dict, title: str, body: str, addressee_pks, now: float,
@@ -163,8 +174,9 @@ def receipt_text(receipt: dict) -> str:
             f'"ask":{"true" if receipt["ask"] else "false"},"discharged":{receipt["discharged"]},"redirected":[]}}')
 
 
-def _addressees(db, actor: Actor, channel: dict, members: set[int], draft: Draft, redirects: list) -> set[int]:
-    """Agents the message is for: the DM peer, `to`, and @mentions of members (never the sender)."""
+def _addressees(db, actor: Actor, channel: dict, members: Container[int], draft: Draft, redirects: list) -> set[int]:
+    """Agents the message is for: the DM peer, `to`, and @mentions of members (never the sender).
+    `members`: a DM's two pks, or a channel's _MembersOf."""
     found = set(members) if channel["kind"] == "dm" else set()
     for agent_id in draft.to:
         row, redirect = registry.resolve(db, agent_id, "to")
@@ -211,13 +223,13 @@ def _original(db, actor: Actor, reply_to) -> dict | None:
     return original
 
 
-def _flags(pk: int, channel: dict, addressees: set[int], ask: bool, quiet: bool) -> set[str]:
+def _flags(addressed: bool, dm: bool, ask: bool, quiet: bool) -> set[str]:
     flags = {NEXT_TURN_FLAG} if quiet else set()
-    if pk in addressees:
+    if addressed:
         flags.add("to-me")
         if ask:
             flags.add("open")
-    if channel["kind"] == "dm":
+    if dm:
         flags.add("dm")
     return flags
 

@@ -23,6 +23,7 @@ from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
 from agorad.store import claims as claims_sql
 from agorad.store import kb as kb_sql
+from agorad.store import messages as messages_sql
 from agorad.store import write
 from agorad.surface import keys
 from agorad.surface import settings
@@ -327,6 +328,7 @@ def remove(db: apsw.Connection, agent_id, now: float) -> tuple[dict, int]:
     with write(db):
         row, redirect = resolve(db, agent_id)
         claims_sql.version_links_to_owner(db, row["pk"], now)
+        messages_sql.delete_deliveries(db, row["pk"])  # no foreign key cascades there (0009_delivery_log.sql)
         sql.delete(db, row["pk"])
         kb_sql.delete(db, PROFILE_PREFIX + row["id"])
     return {"removed": row["id"], "redirected": redirect}, row["pk"]

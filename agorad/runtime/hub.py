@@ -13,6 +13,7 @@ from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import pause as pausing
 from agorad.domain import registry
+from agorad.domain.delivery import rows_for
 from agorad.runtime import faults
 from agorad.runtime.batch import Batch
 from agorad.runtime.clock import Clock
@@ -99,7 +100,7 @@ class HubState:
         faults.point("after-commit")
         self.notifier.write_all(self.db, events)
         if self.subscribers:
-            for event in events:
+            for event in rows_for(events, self.subscribers):
                 for connection in list(self.subscribers.get(event["agent_pk"], ())):
                     connection.push(delivery_frame(event))
         faults.point("after-notify")
@@ -108,13 +109,11 @@ class HubState:
         """After COMMIT: push the agent's deliveries with id > `after`, oldest first, then subscribe
         the connection. All on the loop thread, so no delivery falls between the two; one committed in
         the same batch may come twice (pushed, then replayed), never out of order: ids only ascend."""
-        while not connection.transport.is_closing():
-            rows = messages_sql.deliveries_after(self.db, agent_pk, after)
-            if not rows:
+        for rows in messages_sql.deliveries_after(self.db, agent_pk, after):
+            if connection.transport.is_closing():
                 break
             for row in rows:
                 connection.push(delivery_frame(row))
-            after = rows[-1]["id"]
         connection.subscribe(agent_pk)
 
     def set_pause(self, paused: pausing.Pause | None) -> None:

@@ -14,10 +14,12 @@ from __future__ import annotations
 import os
 import resource
 from collections import OrderedDict
+from collections.abc import Sequence
 from pathlib import Path
 
 import apsw
 
+from agorad.domain.delivery import Deliveries
 from agorad.surface.fence import one_line, preview
 from agorad.runtime.log import log
 from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
@@ -57,36 +59,23 @@ def notify_line(row: dict) -> bytes:
 
 
 def notify_lines(rows: list[dict]) -> list[bytes]:
-    """`notify_line` of each row. A fan-out's rows (one per member, consecutive, one event) differ
-    only in id, agent, flags and owed: the rest of the line is formatted once per event, not once
-    per member (a post to 1,000 members paid ~3 us a line for it, the timestamp's repr alone ~1 us)."""
-    if len(rows) == 1:
-        return [notify_line(rows[0])]
-    lines, event, parts = [], None, None
-    for row in rows:
-        # The same objects, not equal ones (0 == 0.0, but they format apart): a fan-out's rows hold the
-        # very objects `deliver` put in each; rows read back from the database share none, and format alone.
-        if not (event is not None and row["ts"] is event["ts"] and row["channel"] is event["channel"]
-                and row["seq"] is event["seq"] and row["sender"] is event["sender"] and row["title"] is event["title"]
-                and row["body"] is event["body"] and row.get("preview") is event.get("preview")):
-            event, parts = row, _event_parts(row)
-        flags = row["flags"]
-        lines.append(
-            f'{{"v":1,"id":{row["id"]}{parts[0]}{_text(row["agent"])}{parts[1]}'
-            f'{(_FLAG_ARRAYS.get(flags) or _flag_array(flags)) if type(flags) is str else _flag_array(flags)}'
-            f'{parts[2]}{row["owed"]}}}\n'.encode())
-    return lines
+    return [notify_line(row) for row in rows]
 
 
-def _event_parts(row: dict) -> tuple[str, str, str]:
-    """The three runs of a notify line that every delivery of one event shares (see notify_lines)."""
-    return (f',"ts":{row["ts"]!r},"agent":',
-            f',"channel":{_text(row["channel"])},"seq":{row["seq"]},"sender":{_text(row["sender"])},'
-            f'"title":{_text(one_line(row["title"], 200))},"flags":',
-            f',"preview":{_text(row.get("preview") or preview(row["body"]))},"owed":')
+def line_template(event: dict) -> bytes:
+    """The notify line every delivery of one event shares, with `%d` for the id, `%s` for the agent
+    and the flags (JSON, as bytes) and `%d` for owed: a fan-out formats the timestamp's repr, channel,
+    sender, title and preview once (~3 us a line each time, the repr alone ~1 us), then one `%` a member."""
+    def shared(text: str) -> bytes:
+        return text.encode().replace(b"%", b"%%")
+    return (b'{"v":1,"id":%d' + shared(f',"ts":{event["ts"]!r},"agent":') + b"%s"
+            + shared(f',"channel":{_text(event["channel"])},"seq":{event["seq"]},"sender":{_text(event["sender"])},'
+                     f'"title":{_text(one_line(event["title"], 200))},"flags":') + b"%s"
+            + shared(f',"preview":{_text(event.get("preview") or preview(event["body"]))},"owed":') + b"%d}\n")
 
 
 _FLAG_ARRAYS: dict[str, str] = {}  # a delivery's flags text -> its JSON array; a few dozen at most
+_FLAG_BYTES: dict[str, bytes] = {}  # ... and as bytes, for line_template
 
 
 def _flag_array(flags: str | list) -> str:
@@ -121,12 +110,22 @@ def raise_descriptor_limit() -> int:
     return soft
 
 
-class _OpenFile:
-    __slots__ = ("fd", "size")
+def _flag_bytes(flags: str) -> bytes:
+    found = _FLAG_BYTES.get(flags)
+    if found is None:
+        found = _flag_array(flags).encode()
+        if len(_FLAG_BYTES) < 256:
+            _FLAG_BYTES[flags] = found
+    return found
 
-    def __init__(self, fd: int, size: int):
+
+class _OpenFile:
+    __slots__ = ("fd", "size", "agent")
+
+    def __init__(self, fd: int, size: int, agent_id: str):
         self.fd = fd
         self.size = size  # bytes, counted as written: the rotation check needs no fstat
+        self.agent = _text(agent_id).encode()  # the line's "agent" value, for line_template
 
 
 class Notifier:
@@ -195,39 +194,34 @@ class Notifier:
     def _offset_file(self, agent_id: str) -> Path | None:
         return listen_file(self.seats, agent_id, "offset") if self.seats is not None else None
 
-    def write_all(self, db: apsw.Connection, events: list[dict]) -> None:
-        """Append one batch's committed deliveries (any agents, each agent's in id order): each agent's
-        lines in one write, the parts one event's deliveries share formatted once (notify_lines)."""
+    def write_all(self, db: apsw.Connection, events: Sequence[dict]) -> None:
+        """Append one batch's committed deliveries (one event's `Deliveries`, or rows of any agents,
+        each agent's in id order): each agent's lines in one write."""
         if not self.enabled or not events:
             return
-        if len(events) == 1:
-            self.write(db, events[0]["agent_pk"], events)
+        if isinstance(events, Deliveries) and len(events) > 1:
+            self._fan_out(db, events)
             return
-        lines = notify_lines(events)
-        if len({event["agent_pk"] for event in events}) == len(events):
-            self._fan_out(db, events, lines)
-            return
-        by_agent: dict[int, tuple[list[dict], list[bytes]]] = {}
-        for event, line in zip(events, lines):
-            found = by_agent.get(event["agent_pk"])
-            if found is None:
-                by_agent[event["agent_pk"]] = ([event], [line])
-            else:
-                found[0].append(event)
-                found[1].append(line)
-        for agent_pk, (rows, lines) in by_agent.items():
-            self.write(db, agent_pk, rows, lines)
+        by_agent: dict[int, list[dict]] = {}
+        for row in events:
+            by_agent.setdefault(row["agent_pk"], []).append(row)
+        for agent_pk, rows in by_agent.items():
+            self.write(db, agent_pk, rows)
 
-    def _fan_out(self, db: apsw.Connection, events: list[dict], lines: list[bytes]) -> None:
-        """One line for each of many agents: `write` inlined for a file that is open, next in line,
-        and far from rotating (a post to 1,000 members paid ~2 us a member in calls around its write)."""
+    def _fan_out(self, db: apsw.Connection, deliveries: Deliveries) -> None:
+        """One line for each of many agents, each from the event's `line_template` and written inline
+        when its file is open, next in line and far from rotating; the rest take `write` (a post to
+        1,000 members paid ~2 us a member in calls around its write)."""
+        template = line_template(deliveries.event)
         files, written, behind, rotate = self._files, self.written, self.behind, self.rotate_bytes
-        for event, line in zip(events, lines):
-            pk, agent_id = event["agent_pk"], event["agent"]
+        for index, (pk, agent_id, delivery_id, flags, owed) in enumerate(deliveries.recipients):
             opened = files.get(agent_id)
-            if (opened is None or pk in behind or written.get(pk, 0) + 1 != event["id"]
-                    or (rotate and opened.size and opened.size + len(line) > rotate)):
-                self.write(db, pk, [event], [line])
+            if opened is None or pk in behind or written.get(pk, 0) + 1 != delivery_id:
+                self.write(db, pk, [deliveries[index]])
+                continue
+            line = template % (delivery_id, opened.agent, _FLAG_BYTES.get(flags) or _flag_bytes(flags), owed)
+            if rotate and opened.size and opened.size + len(line) > rotate:
+                self.write(db, pk, [deliveries[index]], [line])
                 continue
             files.move_to_end(agent_id)
             try:
@@ -239,7 +233,7 @@ class Notifier:
             if done != len(line):
                 self._failed(pk, agent_id, OSError(f"short write ({done} of {len(line)} bytes)"))
             else:
-                written[pk] = event["id"]
+                written[pk] = delivery_id
 
     def write(self, db: apsw.Connection, agent_pk: int, rows: list[dict], lines: list[bytes] | None = None) -> None:
         """Append `rows` (one agent's new, committed deliveries, in id order; `lines` their notify
@@ -263,11 +257,11 @@ class Notifier:
         """Append every delivery of the agent that its file lacks; return how many."""
         self.behind.discard(agent_pk)
         appended = 0
-        while True:
-            rows = sql.deliveries_after(db, agent_pk, self.written.get(agent_pk, 0))
-            if not rows or not self._append(agent_pk, rows[0]["agent"], rows):
-                return appended
+        for rows in sql.deliveries_after(db, agent_pk, self.written.get(agent_pk, 0)):
+            if not self._append(agent_pk, rows[0]["agent"], rows):
+                break
             appended += len(rows)
+        return appended
 
     def catch_up_all(self, db: apsw.Connection) -> int:
         return sum(self.catch_up(db, pk) for pk in list(self.behind))
@@ -316,7 +310,7 @@ class Notifier:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             size += os.write(fd, b"\n")  # end a line torn by a failed write, so the next one stands alone
-        self._files[agent_id] = _OpenFile(fd, size)
+        self._files[agent_id] = _OpenFile(fd, size, agent_id)
         if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
             self._rotate(agent_id)
             return self._fd(agent_id, incoming)

@@ -20,7 +20,8 @@ import apsw
 from agorad.runtime import homelock
 from agorad.runtime.notify_rebuild import rebuild
 from agorad.store import integrity, snapshot
-from agorad.store.migrations import available
+from agorad.store.connection import connect
+from agorad.store.migrations import available, migrate
 from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import FILE_MODE, sync_path
 from agorad.surface.paths import Home
@@ -43,6 +44,7 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
         staged = home.root / f".{home.db.name}.restore.{os.getpid()}"
         try:
             facts = _stage(source, staged)
+            _upgrade(staged)
             _install(home, staged)
         finally:
             staged.unlink(missing_ok=True)
@@ -72,6 +74,16 @@ def _stage(source: Path, staged: Path) -> dict:
             db.close()
     except apsw.Error as exc:
         raise AgoraError(f"{source} is not a sound Agora database ({exc}); nothing was changed") from None
+
+
+def _upgrade(staged: Path) -> None:
+    """Bring the checked copy to this code's schema, as the hub would at start: the notify files are
+    remade from it, through the newest schema's tables (a backup may be older)."""
+    db = connect(staged)
+    try:
+        migrate(db)
+    finally:
+        db.close()
 
 
 def _check(db: apsw.Connection, source: Path) -> None:

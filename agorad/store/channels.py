@@ -53,22 +53,22 @@ def dm_between(db: apsw.Connection, a_pk: int, b_pk: int) -> dict | None:
     return one(db.execute(f"SELECT {_CHANNEL} FROM channels WHERE kind = 'dm' AND dm_low = ? AND dm_high = ?", (low, high)))
 
 
-def dm_with(db: Database, agent_pk: int, peer_id: str) -> tuple[int, dict | None, tuple[int, int]] | None:
+def dm_with(db: Database, agent_pk: int, peer_id: str) -> tuple[int, dict | None, tuple[int, int | None, int]] | None:
     """(peer pk, the DM channel between the two or None, the peer's marks) for a registered `peer_id`;
     None if no agent has that id.
 
     The send path's one statement for `@id`: the peer, the channel and the peer's marks
-    (`messages.MARKS`: newest delivery id, open debts) together. The channel carries only what a
+    (`messages.MARKS`: newest delivery id, its seq, open debts) together. The channel carries only what a
     send reads of it (`_SENT_FIELDS`): 4k instructions a send less than every column.
     """
     found = db.step(
-        f"SELECT a.pk, {messages_sql.MARKS}, {_DM_SENT} FROM agents a LEFT JOIN channels c "
+        f"SELECT a.pk, {messages_sql.MARKS}, {_DM_SENT} FROM agents a {messages_sql.HEADS} LEFT JOIN channels c "
         "ON c.kind = 'dm' AND c.dm_low = MIN(a.pk, ?1) AND c.dm_high = MAX(a.pk, ?1) "
         "WHERE a.id = ?2", (agent_pk, peer_id)).fetchone()
     if found is None:
         return None
-    peer_pk, newest, owed, *channel = found
-    return peer_pk, (dict(zip(_SENT_FIELDS, channel)) if channel[0] is not None else None), (newest, owed)
+    peer_pk, newest, last, owed, *channel = found
+    return peer_pk, (dict(zip(_SENT_FIELDS, channel)) if channel[0] is not None else None), (newest, last, owed)
 
 
 def create(db: apsw.Connection, name: str, kind: str, now: float, created_by: str,

@@ -7,6 +7,7 @@ agent's cursor, so their cost follows what is unread, not the channel's size.
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from operator import itemgetter
 
 import apsw
@@ -51,71 +52,126 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 
 # --- deliveries --------------------------------------------------------------
+#
+# One append-only log (`deliveries`, keyed by `seq`), each agent's rows threaded newest-first by
+# `prev` from its head (`delivery_heads`): a post to many members writes a few pages, not one per
+# member (migration 0009_delivery_log.sql).
 
-# An agent `a`'s marks: the id its next delivery follows and its open debts. That id is its newest
-# delivery's, or the floor raised at start-up above ids a notify file showed for deliveries the
-# database lost in a power cut (runtime/notify_reconcile.py), whichever is higher.
-MARKS = ("MAX(COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), a.notified_upto), "
-         "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL)")
+# An agent `a`'s marks, with `HEADS` joined: the id its next delivery follows, where its newest is in
+# the log (the next one's `prev`), and its open debts. That id is its newest delivery's, or the floor
+# raised at start-up above ids a notify file showed for deliveries the database lost in a power cut
+# (runtime/notify_reconcile.py), whichever is higher.
+HEADS = "LEFT JOIN delivery_heads h ON h.agent_pk = a.pk"
+NEWEST = "MAX(COALESCE(h.last_id, 0), a.notified_upto)"
+OWED = "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_at IS NULL)"
+MARKS = f"{NEWEST}, h.last_seq, {OWED}"
 
 
-def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, int]]:
-    """{pk: (newest delivery id, open debts)} of each agent, in one statement."""
+def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, int | None, int]]:
+    """{pk: (newest delivery id, its seq, open debts)} of each agent, in one statement."""
     if len(agent_pks) == 1:
         where, args = "a.pk = ?", agent_pks
     else:
         where, args = "a.pk IN (SELECT value FROM json_each(?))", (json.dumps(agent_pks),)
-    return {pk: (newest, owed) for pk, newest, owed in db.step(f"SELECT a.pk, {MARKS} FROM agents a WHERE {where}", args)}
+    return {pk: (newest, last, owed)
+            for pk, newest, last, owed in db.step(f"SELECT a.pk, {MARKS} FROM agents a {HEADS} WHERE {where}", args)}
 
 
-def member_marks(db: Database, channel_pk: int) -> tuple[dict[int, str], dict[int, tuple[int, int]]]:
-    """({pk: id}, {pk: (newest delivery id, open debts)}) of every member of the channel, in one
-    statement: a post to 1,000 members read its members, then their marks through json_each (1 ms more)."""
-    found = db.step(f"SELECT m.agent_pk, a.id, {MARKS} FROM members m JOIN agents a ON a.pk = m.agent_pk "
-                    "WHERE m.channel_pk = ?", (channel_pk,)).fetchall()
-    return {pk: agent_id for pk, agent_id, _, _ in found}, {pk: (newest, owed) for pk, _, newest, owed in found}
-
-
-_INSERT_DELIVERY = "INSERT INTO deliveries (agent_pk, id, message_pk, flags, owed, created_at) VALUES (?, ?, ?, ?, ?, ?)"
+_INSERT_DELIVERY = ("INSERT INTO deliveries (agent_pk, id, prev, message_pk, flags, owed, created_at) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)")
+_MOVE_HEAD = ("INSERT INTO delivery_heads (agent_pk, last_id, last_seq) VALUES (?, ?, ?) "
+              "ON CONFLICT (agent_pk) DO UPDATE SET last_id = excluded.last_id, last_seq = excluded.last_seq")
+# The heads of a run of rows just appended: in C, not a Python tuple a recipient. The WHERE is also
+# what SQLite's grammar asks of an upsert fed by a SELECT.
+_MOVE_HEADS = ("INSERT INTO delivery_heads (agent_pk, last_id, last_seq) SELECT agent_pk, id, seq FROM deliveries "
+               "WHERE seq >= ? ORDER BY seq "
+               "ON CONFLICT (agent_pk) DO UPDATE SET last_id = excluded.last_id, last_seq = excluded.last_seq")
 
 
 def insert_deliveries(db: Database, deliveries: list[tuple]) -> None:
-    """Rows of (agent_pk, id, message_pk, flags, owed, created_at)."""
+    """Append rows of (agent_pk, id, prev, message_pk, flags, owed, created_at), each agent's `prev`
+    its head's seq, and move each agent's head to its row. The rows take consecutive seqs: a rowid
+    is the table's largest + 1, and nothing else writes in between."""
     if len(deliveries) == 1:  # a DM's one delivery: executemany's iteration costs ~1k instructions more
         db.step(_INSERT_DELIVERY, deliveries[0])
+        agent_pk, delivery_id = deliveries[0][:2]
+        db.step(_MOVE_HEAD, (agent_pk, delivery_id, db.last_insert_rowid()))
     else:
         db.step_many(_INSERT_DELIVERY, deliveries)
+        db.step(_MOVE_HEADS, (db.last_insert_rowid() - len(deliveries) + 1,))
 
 
-def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, limit: int = 1000) -> list[dict]:
-    """An agent's deliveries with id > after_id, oldest first, with what a notify line needs."""
-    return rows(db.execute(
-        "SELECT d.id, d.created_at AS ts, a.id AS agent, c.name AS channel, m.seq, m.sender, m.title, m.body, "
-        "d.flags, d.owed FROM deliveries d JOIN agents a ON a.pk = d.agent_pk "
-        "JOIN messages m ON m.pk = d.message_pk JOIN channels c ON c.pk = m.channel_pk "
-        "WHERE d.agent_pk = ? AND d.id > ? ORDER BY d.id LIMIT ?",
-        (agent_pk, after_id, limit),
-    ))
+# A channel's deliveries in one statement: every member but the sender (?3), its marks read and its row
+# written in SQLite. Flags: ?5 for the addressees (a JSON list of pks, ?4), ?6 for everyone else.
+_INSERT_MEMBER_DELIVERIES = (
+    "INSERT INTO deliveries (agent_pk, id, prev, message_pk, flags, owed, created_at) "
+    f"SELECT a.pk, {NEWEST} + 1, h.last_seq, ?1, CASE WHEN a.pk IN (SELECT value FROM json_each(?4)) THEN ?5 ELSE ?6 END, "
+    f"{OWED}, ?7 "
+    f"FROM members m JOIN agents a ON a.pk = m.agent_pk {HEADS} WHERE m.channel_pk = ?2 AND m.agent_pk != ?3")
+_INSERT_MEMBER_DELIVERIES_PLAIN = _INSERT_MEMBER_DELIVERIES.replace(
+    "CASE WHEN a.pk IN (SELECT value FROM json_each(?4)) THEN ?5 ELSE ?6 END", "?6")
+_WRITTEN = "SELECT d.agent_pk, a.id, d.id, d.flags, d.owed FROM deliveries d JOIN agents a ON a.pk = d.agent_pk WHERE d.seq >= ?"
+
+
+def insert_member_deliveries(db: Database, message_pk: int, channel_pk: int, sender_pk: int, addressees: set[int],
+                             addressed_flags: str, bystander_flags: str, now: float) -> list[tuple[int, str, int, str, int]]:
+    """A delivery for every member of the channel but the sender, each with its agent's newest id + 1
+    and its open debts; move their heads. Returns (agent pk, agent id, id, flags, owed) of each row:
+    at 1,000 members, reading the marks into Python and writing the rows back cost 1 ms more."""
+    statement = _INSERT_MEMBER_DELIVERIES if addressees else _INSERT_MEMBER_DELIVERIES_PLAIN
+    db.step(statement, (message_pk, channel_pk, sender_pk, json.dumps(sorted(addressees)) if addressees else None,
+                        addressed_flags, bystander_flags, now))
+    count = db.changes()
+    if not count:
+        return []
+    first = db.last_insert_rowid() - count + 1
+    db.step(_MOVE_HEADS, (first,))
+    return db.step(_WRITTEN, (first,)).fetchall()
+
+
+# The seqs of an agent's deliveries with id > ?2, walked back from its head (a row's `prev` is
+# followed while the row is above ?2, so the walk stops one row past the last wanted).
+_CHAIN = ("WITH RECURSIVE chain(seq) AS ("
+          "SELECT last_seq FROM delivery_heads WHERE agent_pk = ?1 AND last_id > ?2 "
+          "UNION ALL SELECT d.prev FROM chain JOIN deliveries d ON d.seq = chain.seq "
+          "WHERE d.id > ?2 AND d.prev IS NOT NULL) ")
+_LINE_FIELDS = ("d.id, d.created_at AS ts, a.id AS agent, c.name AS channel, m.seq, m.sender, m.title, m.body, "
+                "d.flags, d.owed FROM deliveries d JOIN agents a ON a.pk = d.agent_pk "
+                "JOIN messages m ON m.pk = d.message_pk JOIN channels c ON c.pk = m.channel_pk")
+
+
+def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, chunk: int = 1000) -> Iterator[list[dict]]:
+    """An agent's deliveries with id > after_id, oldest first, with what a notify line needs: `chunk`
+    rows at a time. The walk back from the head reads only seqs, once; each chunk reads its rows by seq."""
+    seqs = [seq for (seq,) in db.execute(
+        f"{_CHAIN}SELECT chain.seq FROM chain JOIN deliveries d ON d.seq = chain.seq WHERE d.id > ?2 ORDER BY d.id",
+        (agent_pk, after_id))]
+    for start in range(0, len(seqs), chunk):
+        yield rows(db.execute(f"SELECT {_LINE_FIELDS} WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.id",
+                              (json.dumps(seqs[start:start + chunk]),)))
+
+
+def delete_deliveries(db: apsw.Connection, agent_pk: int) -> None:
+    """Remove every delivery of an agent (before the agent row goes, and its head with it)."""
+    db.execute(f"DELETE FROM deliveries WHERE seq IN ({_CHAIN}SELECT seq FROM chain)", (agent_pk, 0))
 
 
 def newest_delivery(db: apsw.Connection, agent_pk: int) -> int:
     """The id of the agent's newest delivery, 0 if it has none."""
-    return db.execute("SELECT COALESCE(MAX(id), 0) FROM deliveries WHERE agent_pk = ?", (agent_pk,)).fetchone()[0]
+    found = db.execute("SELECT last_id FROM delivery_heads WHERE agent_pk = ?", (agent_pk,)).fetchone()
+    return found[0] if found else 0
 
 
 def delivery_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
     """(pk, id, newest delivery id, notified_upto) of every agent that has had a delivery."""
     return list(db.execute(
-        "SELECT pk, id, newest, notified_upto FROM (SELECT pk, id, notified_upto, "
-        "(SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk) AS newest FROM agents a) WHERE newest > 0"))
+        "SELECT a.pk, a.id, h.last_id, a.notified_upto FROM agents a JOIN delivery_heads h ON h.agent_pk = a.pk"))
 
 
 def seat_marks(db: apsw.Connection) -> list[tuple[int, str, int, int]]:
     """(pk, id, newest delivery id or 0, notified_upto) of every agent: start-up's reconciliation
     must also see a seat whose every delivery the database lost."""
-    return list(db.execute(
-        "SELECT pk, id, COALESCE((SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk), 0), notified_upto "
-        "FROM agents a"))
+    return list(db.execute(f"SELECT a.pk, a.id, COALESCE(h.last_id, 0), a.notified_upto FROM agents a {HEADS}"))
 
 
 def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:

@@ -53,8 +53,9 @@ def summary(db: apsw.Connection) -> dict:
     agent's last delivery id (ids count up per agent, so that is how far its notify file goes)."""
     agents = db.execute("SELECT COUNT(*) FROM agents").fetchone()[0]
     messages = db.execute("SELECT COALESCE(SUM(head), 0) FROM channels").fetchone()[0]  # seqs are gapless
-    last = rows(db.execute(
-        "SELECT a.id AS agent, (SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk) AS last "
-        "FROM agents a ORDER BY a.id"))
+    heads = db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'delivery_heads'").fetchone()
+    newest = ("(SELECT last_id FROM delivery_heads h WHERE h.agent_pk = a.pk)" if heads
+              else "(SELECT MAX(d.id) FROM deliveries d WHERE d.agent_pk = a.pk)")  # a copy from before 0009
+    last = rows(db.execute(f"SELECT a.id AS agent, {newest} AS last FROM agents a ORDER BY a.id"))
     return {"messages": messages, "agents": agents,
             "last_delivery_id": {row["agent"]: row["last"] or 0 for row in last}}
