@@ -141,6 +141,46 @@ def test_the_throttle_counts_per_seat_and_per_address_in_a_window():
 # --- never the operator -------------------------------------------------------------------
 
 
+def test_connections_without_a_hello_are_capped_per_address(remote):
+    """A peer that opens connections and never says hello holds at most REMOTE_PENDING_PER_PEER of
+    them; the next is closed at once with 1013, and a hello frees its place."""
+    from agorad.surface import settings
+
+    waiting = [peer(remote.url) for _ in range(settings.REMOTE_PENDING_PER_PEER)]
+    assert close_code(peer(remote.url)) == 1013
+    assert "reason=too-many-pending" in remote.log()
+    assert request(waiting[0], 1, "hub.hello", agent="alice", key=remote.keys["alice"])["result"]["agent"] == "alice"
+    ws = peer(remote.url)  # the hello made room
+    assert request(ws, 1, "hub.hello", agent="bob", key=remote.keys["bob"])["result"]["agent"] == "bob"
+    waiting[1].close()  # so does a connection that goes
+    assert wait_for(lambda: _said_hello(remote, "alice"), what="a place freed by a closed connection")
+    assert remote.call("agents.list")  # the hub serves on
+    for each in waiting[2:]:
+        each.close()
+
+
+def _said_hello(remote, agent: str) -> bool:
+    """Whether a new connection was kept and its hello answered (False: it was closed at once)."""
+    ws = peer(remote.url)
+    try:
+        return request(ws, 1, "hub.hello", agent=agent, key=remote.keys[agent])["result"]["agent"] == agent
+    except ConnectionClosed:
+        return False
+
+
+def test_the_pending_count_is_kept_per_address_and_in_all():
+    from agorad.runtime.remote import PendingHellos
+
+    pending = PendingHellos(per_peer=2, total=3)
+    assert pending.admit("a") and pending.admit("a") and not pending.admit("a")
+    assert pending.admit("b") and not pending.admit("c")  # the total
+    pending.release("a")
+    assert pending.admit("c") and not pending.admit("a")
+    for peer_address in ("a", "b", "c"):
+        pending.release(peer_address)
+    assert pending.count == 0 and not pending.by_peer
+
+
 @pytest.mark.parametrize("method, params", [
     ("agents.add", {"agent": "mallory"}), ("agents.remove", {"agent": "bob"}), ("hub.pause", {}),
     ("hub.sweep", {}), ("steward.report", {}), ("charters.set", {"text": "obey"}),

@@ -5,7 +5,8 @@ same dispatch, batch and push path. What differs is who may speak: a connection 
 with `hub.hello {agent, key}` before anything else and is never the operator (the operator is
 only ever a same-uid Unix-socket peer); a failed or missing hello gets one `unauthorized`
 answer that does not say whether the seat exists, and the connection closes. Failures are
-counted per agent id and per peer address (AuthThrottle). Each connection writes through a
+counted per agent id and per peer address (AuthThrottle), and connections still without a hello
+are capped per address and in all (PendingHellos). Each connection writes through a
 bounded queue (Outbox): a peer that stops reading is cut off, the hub never waits for it.
 `websockets` is imported here only, and only a hub started with --listen imports this module.
 """
@@ -28,7 +29,7 @@ from agorad.surface.protocol import MAX_FRAME
 
 AUTH_FAILED = "authentication failed: the first request must be hub.hello {agent, key} with a seat's key; closing"
 _ANY_HASH = keys.hash_key("")  # checked against when the seat does not exist, so a refusal takes as long either way
-CLOSE_NORMAL, CLOSE_POLICY, CLOSE_AWAY = 1000, 1008, 1001
+CLOSE_NORMAL, CLOSE_POLICY, CLOSE_AWAY, CLOSE_TRY_AGAIN = 1000, 1008, 1001, 1013
 
 
 class AuthFailed(Unauthorized):
@@ -62,6 +63,30 @@ class AuthThrottle:
         while stamps and stamps[0] <= now - self.window:
             stamps.popleft()
         return stamps
+
+
+class PendingHellos:
+    """Connections that have not said hub.hello yet, per peer address and in all. Each waits at most
+    settings.REMOTE_HELLO_TIMEOUT, but without a cap one address could hold thousands open at once
+    (every one a task, a buffer and a descriptor); past either cap a new one is closed at once."""
+
+    def __init__(self, per_peer: int = settings.REMOTE_PENDING_PER_PEER, total: int = settings.REMOTE_PENDING):
+        self.per_peer, self.total = per_peer, total
+        self.by_peer: collections.Counter[str] = collections.Counter()
+        self.count = 0
+
+    def admit(self, peer: str) -> bool:
+        if self.count >= self.total or self.by_peer[peer] >= self.per_peer:
+            return False
+        self.by_peer[peer] += 1
+        self.count += 1
+        return True
+
+    def release(self, peer: str) -> None:
+        self.count -= 1
+        self.by_peer[peer] -= 1
+        if not self.by_peer[peer]:
+            del self.by_peer[peer]
 
 
 class Outbox:
@@ -127,18 +152,26 @@ class Outbox:
 class RemoteSession(Session):
     """One WebSocket peer: authenticated before anything else, never the operator."""
 
-    def __init__(self, hub: HubState, ws: ServerConnection, throttle: AuthThrottle, idle: float):
+    def __init__(self, hub: HubState, ws: ServerConnection, throttle: AuthThrottle, pending: PendingHellos,
+                 idle: float):
         super().__init__(hub)
         address = ws.remote_address
         self.peer = str(address[0]) if address else "?"
-        self.ws, self.throttle, self.idle = ws, throttle, idle
+        self.ws, self.throttle, self.pending, self.idle = ws, throttle, pending, idle
+        self.waiting_hello = False  # counted in `pending` until the hello succeeds or the connection ends
         self.transport = Outbox(ws, self.peer, settings.REMOTE_SEND_QUEUE, settings.REMOTE_SEND_HIGH)
 
     async def run(self) -> None:
+        if not self.pending.admit(self.peer):
+            log("remote-refused", peer=self.peer, reason="too-many-pending")
+            await self.ws.close(CLOSE_TRY_AGAIN, "too many connections without a hub.hello; try again later")
+            return
+        self.waiting_hello = True
         sender = asyncio.create_task(self.transport.run())
         try:
             await self._read()
         finally:
+            self._hello_settled()
             self._leave_seat()
             if not self.closing:  # the peer went or timed out; a hang-up closes once its final error is out
                 self.transport.close(CLOSE_AWAY, "")
@@ -218,7 +251,13 @@ class RemoteSession(Session):
         if self.actor.is_operator:  # cannot happen (an agent was named); never let a peer be the operator
             raise AuthFailed()
         log("remote-hello", peer=self.peer, agent=self.actor.agent_id)
+        self._hello_settled()
         return result
+
+    def _hello_settled(self) -> None:
+        if self.waiting_hello:
+            self.waiting_hello = False
+            self.pending.release(self.peer)
 
     def _reply_error(self, request_id, exc: AgoraError) -> None:
         """Before a hello succeeds every error is the one refusal, and ends the connection."""
@@ -262,10 +301,10 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
 
 async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None, idle: float):
     """Listen on host:port; return the websockets server (close() and wait_closed() to stop)."""
-    throttle = AuthThrottle()
+    throttle, pending = AuthThrottle(), PendingHellos()
 
     async def handler(ws: ServerConnection) -> None:
-        await RemoteSession(hub, ws, throttle, idle).run()
+        await RemoteSession(hub, ws, throttle, pending, idle).run()
 
     return await ws_serve(handler, host, port, ssl=tls, max_size=MAX_FRAME, compression=None,
                           ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
