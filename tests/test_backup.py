@@ -178,6 +178,20 @@ def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
     assert "problem: b:" in text and "check: something is wrong" in text
 
 
+def test_check_on_a_stopped_hubs_home_leaves_no_file_behind(home):
+    """A read-only connection made -wal and -shm beside a database a stopped hub had closed cleanly,
+    and left them there; `agora check` leaves the home as it found it."""
+    from tests.conftest import Cli
+
+    stopped = Hub(home).start()
+    stopped.add_agent("a")
+    stopped.stop()
+    before = sorted(p.name for p in home.iterdir())
+    assert "agora.db-wal" not in before and "agora.db-shm" not in before
+    assert json.loads(Cli(home)("check", "--json").stdout)["ok"]
+    assert sorted(p.name for p in home.iterdir()) == before
+
+
 def test_check_notes_an_offset_on_a_file_that_is_gone_without_failing(hub, cli):
     with seats(hub, "a", "b") as s:
         send(s["a"], "@b", "one")

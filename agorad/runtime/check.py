@@ -1,7 +1,7 @@
 """`agora check`: is the database sound, and do the notify files and listeners' offsets agree with it?
 
-Everything here only reads, so it runs beside a live hub: its own read-only connection sees one
-committed state. A delivery committed in the instant between that read and the look at its
+Everything here only reads, so it runs beside a live hub: its own connection sees one committed
+state, and leaves no file behind (`_reader`). A delivery committed in the instant between that read and the look at its
 notify file can show as a file one line behind; run it again before acting on that alone.
 """
 
@@ -14,6 +14,7 @@ from pathlib import Path
 import apsw
 
 from agorad.store import integrity, snapshot
+from agorad.store.connection import BUSY_TIMEOUT_MS
 from agorad.store.migrations import available
 from agorad.surface.errors import AgoraError
 from agorad.surface.notifyfile import last_id_in
@@ -25,7 +26,7 @@ def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
     if not home.db.is_file():
         raise AgoraError(f"no database at {home.db}")
     try:
-        db = snapshot.open_readonly(home.db)
+        db = _reader(home)
         try:
             found = integrity.problems(db, quick)
             version = integrity.schema_version(db)
@@ -43,6 +44,18 @@ def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
     return {"ok": not found and not any(seat["problems"] for seat in seats), "database": str(home.db),
             "integrity": found, "schema": version, "notify_dir": str(notify_dir) if notify_dir else None,
             "seats": seats}
+
+
+def _reader(home: Home) -> apsw.Connection:
+    """A connection that only reads. Read-only, unless the database has no -wal and -shm beside it (no
+    hub runs, and the last one closed cleanly): a read-only connection would make both and leave them
+    behind, empty; a read-write one that only reads removes them when it closes, as the last
+    connection (with a hub started meanwhile it is not the last, and the hub's stay)."""
+    if any(companion.exists() for companion in home.db_files[1:]):
+        return snapshot.open_readonly(home.db)
+    db = apsw.Connection(os.fspath(home.db), flags=apsw.SQLITE_OPEN_READWRITE)  # never creates the file
+    db.setbusytimeout(BUSY_TIMEOUT_MS)
+    return db
 
 
 def _seat(home: Home, notify_dir: Path | None, agent: str, last: int) -> dict:
