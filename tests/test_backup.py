@@ -13,6 +13,7 @@ import re
 import sqlite3
 import stat
 
+from tests.conftest import Cli
 from tests.hubproc import Hub
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
@@ -55,6 +56,24 @@ def test_restore_refuses_while_a_hub_runs(hub, cli, tmp_path):
         assert "a hub is running" in result.stderr and str(hub.proc.pid) in result.stderr
         assert hub.call("hub.status")["counts"]["messages"] == 2  # still the live database
         assert s["b"].call("messages.read", ref="dm:a--b#2")["title"] == "two"
+
+
+def test_a_restore_whose_notify_files_cannot_be_made_keeps_the_homes_database(hub, cli, tmp_path):
+    """The notify files are made before the database is replaced: a restore that cannot make them
+    (here the notify directory's parent is a file) changes nothing."""
+    target = tmp_path / "backup.db"
+    with seats(hub, "a", "b") as s:
+        cli("backup", str(target))
+        send(s["a"], "@b", "after the backup")
+    hub.stop()
+    database = hub.home / "agora.db"
+    before = (database.stat().st_ino, database.read_bytes())
+    blocker = tmp_path / "not-a-directory"
+    blocker.write_text("")
+    result = Cli(hub.home)("restore", str(target), "--notify-dir", str(blocker / "notify"), code=1)
+    assert "not-a-directory" in result.stderr
+    assert (database.stat().st_ino, database.read_bytes()) == before
+    assert not list(hub.home.glob(".agora.db.restore.*"))
 
 
 def test_restore_refuses_a_file_that_is_not_a_sound_agora_database(hub, cli, tmp_path):
@@ -181,8 +200,6 @@ def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
 def test_check_on_a_stopped_hubs_home_leaves_no_file_behind(home):
     """A read-only connection made -wal and -shm beside a database a stopped hub had closed cleanly,
     and left them there; `agora check` leaves the home as it found it."""
-    from tests.conftest import Cli
-
     stopped = Hub(home).start()
     stopped.add_agent("a")
     stopped.stop()

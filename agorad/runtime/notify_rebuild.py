@@ -34,12 +34,10 @@ from agorad.surface.paths import notify_file, rotated
 _SHORTEST_LINE = 100
 
 
-def rebuild(db: apsw.Connection, directory: Path, agents: list[str], rotate_bytes: int) -> None:
-    """Replace every notify file in `directory` with files made from `db`, whose agents are `agents`.
-
-    Lines are written in a staging directory beside the files (same filesystem, so each file is
-    renamed into place whole); files of ids the database does not know are removed.
-    """
+def prepare(db: apsw.Connection, directory: Path, agents: list[str], rotate_bytes: int) -> Path:
+    """Write every seat's new notify files from `db`, whose agents are `agents`, in a staging directory
+    beside the files (same filesystem, so each is renamed into place whole); return it for `install`.
+    Nothing in `directory` changes: a failure here leaves the old files, and no staging directory."""
     directory.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=directory))
     try:
@@ -47,6 +45,15 @@ def rebuild(db: apsw.Connection, directory: Path, agents: list[str], rotate_byte
         # Every new file exists before any old one goes, so none can be given an old one's inode
         # number: a listener whose saved inode came back would resume inside a file it never read.
         _make_empty(staging, agents)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return staging
+
+
+def install(staging: Path, directory: Path, agents: list[str]) -> None:
+    """Rename the files `prepare` made into place; files of ids the database does not know are removed."""
+    try:
         for agent_id in agents:
             _install(staging, directory, agent_id)
         _remove_strays(directory, set(agents))

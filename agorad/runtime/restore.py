@@ -18,7 +18,7 @@ from pathlib import Path
 import apsw
 
 from agorad.runtime import homelock
-from agorad.runtime.notify_rebuild import rebuild
+from agorad.runtime.notify_rebuild import install, prepare
 from agorad.store import integrity, snapshot
 from agorad.store.connection import connect
 from agorad.store.migrations import available, migrate
@@ -42,14 +42,23 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
                          "stop it before restoring")
     try:
         staged = home.root / f".{home.db.name}.restore.{os.getpid()}"
+        files = None
         try:
             facts = _stage(source, staged)
             _upgrade(staged)
+            agents = list(facts["last_delivery_id"])
+            # The notify files are made before anything is replaced: if they cannot be (a full disk,
+            # a directory not writable), the home keeps its database and its files.
+            files = _notify_files(staged, notify_dir, agents, rotate_bytes) if notify_dir is not None else None
             _install(home, staged)
+        except BaseException:
+            if files is not None:
+                shutil.rmtree(files, ignore_errors=True)
+            raise
         finally:
             staged.unlink(missing_ok=True)
-        if notify_dir is not None:
-            rebuild_from(home.db, notify_dir, list(facts["last_delivery_id"]), rotate_bytes)
+        if files is not None:
+            install(files, notify_dir, agents)
     finally:
         os.close(lock)
     return {"path": str(home.db), "source": str(source), **facts}
@@ -111,9 +120,9 @@ def _install(home: Home, staged: Path) -> None:
     sync_path(home.root)
 
 
-def rebuild_from(database: Path, notify_dir: Path, agents: list[str], rotate_bytes: int) -> None:
-    db = snapshot.open_own_copy(database)  # the home's lock is held: no hub shares it
+def _notify_files(staged: Path, notify_dir: Path, agents: list[str], rotate_bytes: int) -> Path:
+    db = snapshot.open_own_copy(staged)  # the home's lock is held: no hub shares it
     try:
-        rebuild(db, notify_dir, agents, rotate_bytes)
+        return prepare(db, notify_dir, agents, rotate_bytes)
     finally:
         db.close()
