@@ -6,7 +6,9 @@ handler again (as does a reconnect when the hub went away under a running handle
 catch-up is the server's cursor: on every (re)connect it subscribes first, then handles what
 `inbox.check` lists unread, then follows pushes. Within one process a message whose handler
 returned is never handed over again: an ack lost with the connection is made again after the
-reconnect, without the handler.
+reconnect, without the handler. A handler refused by a pause of the hub (`Paused`) did not fail:
+its message stays unread, held, and is handed over again once the hub has resumed (the resume's
+announcement, delivered to every seat, wakes the runner to look).
 
     def handle(message):                   # or `async def`
         message.reply(f"echo: {message.body}")
@@ -29,7 +31,7 @@ from agora_sdk.guard import Clock, LoopGuard
 from agora_sdk.message import Message
 from agora_sdk.methods import Methods
 from agorad.surface import settings
-from agorad.surface.errors import AgoraError, Unauthorized, Unavailable
+from agorad.surface.errors import AgoraError, Paused, Unauthorized, Unavailable
 from agorad.surface.fence import one_line
 from agorad.surface.protocol import MAX_TASK
 from agorad.surface.vocab import ESCALATED_FLAG, OPEN_FLAG
@@ -61,6 +63,7 @@ class AgentRunner:
         self.guard = LoopGuard(agent_id, max_sends, window, clock or Clock(), self._report)
         self.handled: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.failed: set[str] = set()  # refs whose handler raised: left unread, not retried in this session
+        self.held: set[str] = set()  # refs whose handler a pause refused: left unread, handled again after the resume
         self.last_error: str | None = None
         self._troubled = False  # a report since the last message began: its `error` status stays until the next
         self.connections = 0  # how many times it connected (1 + reconnects)
@@ -152,6 +155,8 @@ class AgentRunner:
                 if ESCALATED_FLAG in params["flags"]:
                     continue  # the ask itself was delivered; the debt stays in owed.list and drain()
                 await self._handle(f"{params['channel']}#{params['seq']}", params["flags"], params["id"])
+                if self.held:
+                    await self._catch_up()  # held ones come back once the hub no longer says it is paused
         finally:
             beats.cancel()
         if self._stopping and not self._troubled:  # a report outlives the runner, for whoever looks next
@@ -161,8 +166,10 @@ class AgentRunner:
         """Handle what the server's cursor says is unread, until nothing is left but failures."""
         while not self._stopping:
             check = await self.client.call("inbox.check", limit=settings.DRAIN_LIMIT)
+            if check.get("paused") is None:
+                self.held.clear()
             waiting = [(m["ref"], m["flags"]) for channel in check["channels"] for m in channel["messages"]
-                       if m["ref"] not in self.failed]
+                       if m["ref"] not in self.failed and m["ref"] not in self.held]
             if not waiting:
                 return
             for ref, flags in waiting:
@@ -199,6 +206,10 @@ class AgentRunner:
             await running
         except Unavailable:
             raise  # the hub went away under the handler: reconnect, and the message comes again
+        except Paused as exc:  # not the handler's fault: its message waits for the resume
+            self.held.add(ref)
+            log.info("%s: %s held until the hub resumes (%s)", self.agent, ref, exc)
+            return
         except Exception as exc:
             self.failed.add(ref)
             await self._report(f"handler failed on {ref}: {type(exc).__name__}: {exc}", exc_info=exc)

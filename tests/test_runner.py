@@ -207,6 +207,32 @@ def test_a_failing_handler_is_reported_and_its_message_left_unread(hub):
         assert "handler failed on " + bad in running.runner.last_error
 
 
+def test_a_handler_refused_by_a_pause_is_held_and_handled_again_after_the_resume(hub):
+    """The operator's seat may DM the runner during a pause, but the handler's post to commons is
+    refused with `paused`: that is not a failure. The message stays unread and no error is shown;
+    the resume's announcement wakes the runner, which hands the message over again."""
+    with seats(hub, "boss", "bot") as s:
+        attempts = []
+
+        def handle(message):
+            if message.channel.startswith("dm:"):
+                attempts.append(message.ref)
+                message.hub.messages.send(target="commons", title=f"doing: {message.title}")
+
+        running = Running(hub, "bot", handle)
+        hub.call("hub.pause", reason="review", operator_seats=["boss"])
+        ask = send(s["boss"], "@bot", "roll back")["ref"]
+        wait_for(lambda: attempts == [ask] and running.runner.held == {ask}, what="the refused handler, held")
+        assert unread_refs(s["bot"]) == [ask] and running.runner.failed == set()
+        assert status_of(hub, "bot")[0] != "error"
+        hub.call("hub.resume")
+        wait_for(lambda: unread_refs(s["bot"]) == [] and attempts == [ask, ask], what="the held message, handled after the resume")
+        assert running.runner.held == set()
+        posts = s["boss"].call("inbox.check")["channels"]
+        assert any(m["title"] == "doing: roll back" for channel in posts for m in channel["messages"])
+        running.stop()
+
+
 def test_a_message_that_cannot_be_read_fails_alone(hub):
     with seats(hub, "alice", "bot") as s:
         seen = []

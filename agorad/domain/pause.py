@@ -27,7 +27,7 @@ import apsw
 from agorad.domain import cadence
 from agorad.domain import messages
 from agorad.domain import registry
-from agorad.domain.delivery import deliver
+from agorad.domain.delivery import Deliveries, deliver
 from agorad.domain.text import check_line
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
@@ -147,7 +147,7 @@ def for_seat(db: apsw.Connection, paused: Pause | None, agent_pk: int, now: floa
     return {**shown(db, paused, now), "operator_seat": agent_pk in paused.seats, "open_dms": dms}
 
 
-def _announce(db: apsw.Connection, now: float, title: str, body: str) -> list[dict]:
+def _announce(db: apsw.Connection, now: float, title: str, body: str) -> Deliveries:
     """One hub-authored message in commons, addressed to every member; its deliveries to notify."""
     channel = channels_sql.by_name(db, channels_sql.COMMONS)
     members = channels_sql.members(db, channel["pk"])
