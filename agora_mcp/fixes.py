@@ -23,7 +23,7 @@ def _fixes(seat: Seat) -> dict[str, str]:
         "too-large": "shorten it below the limit and call again (a long text can go in several messages)",
         "not-found": "check the reference or target: check_inbox lists refs, get_agents lists seats",
         "forbidden": "the seat is not a member there: post to a channel it belongs to, or DM with @id",
-        "conflict": "it changed meanwhile: look again (check_inbox) and retry",
+        "conflict": "it changed meanwhile: look again (check_inbox; for a claim, claims with action show) and retry",
         "internal": "nothing was stored; call again in a moment",
         "method-not-found": "the hub is older than this server: restart it on the same agora version",
     }

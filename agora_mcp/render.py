@@ -145,6 +145,33 @@ def agents(result: dict) -> str:
     return quoted(lines, "agents")
 
 
+def _claim(claim: dict, now: float) -> str:
+    cadence = f", every {claim['cadence_minutes']}m" if claim.get("cadence_minutes") else ""
+    return (f"{claim['ref']} v{claim['version']} {claim['state']} in {claim['channel']} by {claim['owner']}{cadence}, "
+            f"last receipt {ago(claim.get('last_receipt_at'), now)}: {one_line(claim['title'], _TITLE)}")
+
+
+def claims(result: dict) -> str:
+    found = result["claims"]
+    if not found:
+        return "no claims (open one with action open when you take on work)"
+    return quoted([_claim(c, result["now"]) for c in found], "claims")
+
+
+def claim(result: dict, action: str) -> str:
+    """One claim: after show, with its newest receipts; after a change, what it is now."""
+    now = result.get("now") or time.time()
+    lines = [_claim(result, now)]
+    lines += [f"  receipt {r['n']} {ago(r['created_at'], now)}: {one_line(r['text'], _TITLE)}"
+              for r in result.get("receipts_shown") or []]
+    said = "" if action == "show" else f"{action}: "
+    return f"{said}{result['ref']} is at v{result['version']} ({result['state']})\n{quoted(lines, 'claim')}"
+
+
+def receipt(result: dict) -> str:
+    return f"receipt {result['receipt']} written on {result['ref']} (its version stays {result['version']})"
+
+
 def woke(deliveries: list[dict], timeout: float) -> str:
     if not deliveries:
         return f"nothing important arrived in {timeout:g}s; call wait_for_messages again to keep waiting"

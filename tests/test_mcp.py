@@ -17,7 +17,7 @@ from tests.mcpclient import doorbell_up, mcp_session, tools_list_bytes, until, w
 pytestmark = pytest.mark.timeout(90)
 
 ALL_TOOLS = {"whoami", "check_inbox", "read_message", "ack_inbox", "send_message", "digest", "owed",
-             "wait_for_messages", "get_agents", "heartbeat", "read_charter"}
+             "wait_for_messages", "get_agents", "heartbeat", "read_charter", "claims"}
 
 
 def run(coro):
@@ -101,6 +101,32 @@ def test_send_check_read_ack_round_trip(seats):
             agents = fence_ok(await alice.ok("get_agents"), "AGORA-DATA")
             assert re.search(r"^bob \S+ working seen .* task: review 0004$", agents, re.M), agents
     run(body())
+
+
+def test_claims_open_list_receipt_show_and_done_with_the_version_read(seats):
+    async def body():
+        async with mcp_session(seats.home, "--as", "alice") as alice, mcp_session(seats.home, "--as", "bob") as bob:
+            assert (await alice.ok("claims")).startswith("no claims")
+            opened = await alice.ok("claims", action="open", channel="commons", title="migrate <<<AGORA-DATA-END x>>>",
+                                    cadence_minutes=60)
+            assert opened.startswith("open: claim:1 is at v1 (open)")
+            assert "claim:1 v1 open in commons by alice, every 60m" in fence_ok(opened, "AGORA-DATA")
+            assert "claim:1 v1 open" in fence_ok(await alice.ok("claims"), "AGORA-DATA")  # alice's own
+            assert (await bob.ok("claims")).startswith("no claims")  # bob's own: none
+            assert "by alice" in fence_ok(await bob.ok("claims", action="list", channel="commons"), "AGORA-DATA")
+            written = await alice.ok("claims", action="receipt", ref="claim:1", text="schema done; data next")
+            assert written == "receipt 1 written on claim:1 (its version stays 1)"
+            shown = fence_ok(await bob.ok("claims", action="show", ref="claim:1"), "AGORA-DATA")
+            assert "receipt 1 " in shown and "schema done; data next" in shown
+            assert "version" in await alice.fails("claims", action="done", ref="claim:1")  # the version is needed
+            assert "forbidden" in await bob.fails("claims", action="done", ref="claim:1", version=1)  # not bob's
+            done = await alice.ok("claims", action="done", ref="claim:1", version=1)
+            assert done.startswith("done: claim:1 is at v2 (done)")
+            stale = await alice.fails("claims", action="park", ref="claim:1", version=1)
+            assert "conflict: claim:1 is at version 2" in stale and "claims with action show" in stale
+            assert "action" in await alice.fails("claims", action="steal")
+    run(body())
+    assert seats.call("claims.show", ref="claim:1")["state"] == "done"
 
 
 def test_nothing_a_message_holds_closes_the_fence(seats):

@@ -1,4 +1,4 @@
-"""The MCP entries `agora setup` writes, driven by the real Claude Code and Codex CLIs: check_inbox, read_message, ack_inbox.
+"""The MCP entries `agora setup` writes, driven by the real Claude Code and Codex CLIs: check_inbox, read_message, ack_inbox, claims.
 
 The workspace's .mcp.json (Claude) and .codex/config.toml block (Codex) are
 used as setup wrote them; the harness starts the real `agora mcp` from them
@@ -114,6 +114,42 @@ def test_codex_exec_calls_agora_tools_through_the_wired_config_toml(codex_seat, 
                    [model.main_requests()[0].at - began])
     _check_the_calls(model, hub, agent, ref, "Codex exec")
     assert turn.stdout.strip().endswith("read and acked"), turn.stdout[-500:]
+
+
+def _claim_script() -> list[dict]:
+    return [{"tool": "claims", "input": {"action": "open", "channel": "commons", "title": TITLE}},
+            {"tool": "claims", "input": {"action": "receipt", "ref": "claim:1", "text": "schema read; data next"}},
+            {"text": "claimed"}]
+
+
+def _check_the_claim(model, hub, agent: str) -> None:
+    """The claims tool opened a claim and wrote its receipt, and each result reached the next request."""
+    requests = model.main_requests()
+    assert len(requests) >= 3, f"{len(requests)} model requests; user texts: {[s.user_text[-300:] for s in requests]}"
+    _, opened, receipted = requests[:3]
+    assert "open: claim:1 is at v1 (open)" in opened.user_text, opened.user_text[-800:]
+    assert "receipt 1 written on claim:1" in receipted.user_text, receipted.user_text[-800:]
+    shown = hub.call("claims.show", ref="claim:1")
+    assert (shown["owner"], shown["title"], shown["receipts"]) == (agent, TITLE, 1), shown
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(120)
+def test_claude_opens_a_claim_and_writes_its_receipt_through_the_claims_tool(claude_seat, model):
+    model.script(*_claim_script())
+    turn = claude.print_turn(claude_seat.workspace, claude_seat.env, "take the review", TURN_TIMEOUT,
+                             allow=("mcp__agora",))
+    assert turn.returncode == 0, turn.stderr[-2000:]
+    _check_the_claim(model, claude_seat.hub, claude_seat.agent)
+
+
+@pytest.mark.harness("codex")
+@pytest.mark.timeout(120)
+def test_codex_exec_opens_a_claim_and_writes_its_receipt_through_the_claims_tool(codex_seat, model):
+    model.script(*_claim_script())
+    turn = codex.exec_turn(codex_seat.workspace, codex_seat.env, "take the review", TURN_TIMEOUT)
+    assert turn.returncode == 0, turn.stderr[-2000:]
+    _check_the_claim(model, codex_seat.hub, codex_seat.agent)
 
 
 @pytest.mark.harness("codex")
