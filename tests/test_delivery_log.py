@@ -69,8 +69,8 @@ def test_a_delivery_after_the_upgrade_follows_the_agents_newest(db):
     assert _ids_after(db, 2, 5) == [6, 7] and _ids_after(db, 3, 0) == [1, 2]
 
 
-def test_every_agent_has_a_head_and_each_row_moves_it(db):
-    """0010: a head row for every agent, made with the agent; each INSERT moves its agent's head by trigger."""
+def test_every_agent_has_a_head_and_each_delivery_moves_it(db):
+    """0010: a head row for every agent, made with the agent; each delivery moves it."""
     _old_schema_with_deliveries(db)
     migrate(db)
     with write(db):
