@@ -69,6 +69,23 @@ def test_a_delivery_after_the_upgrade_follows_the_agents_newest(db):
     assert _ids_after(db, 2, 5) == [6, 7] and _ids_after(db, 3, 0) == [1, 2]
 
 
+def test_every_agent_has_a_head_and_each_delivery_moves_it(db):
+    """0010: a head row for every agent, made with the agent; each delivery moves it."""
+    _old_schema_with_deliveries(db)
+    migrate(db)
+    with write(db):
+        db.execute("INSERT INTO agents (pk, id, key_hash, liveness_mode, interval_s, created_at) "
+                   "VALUES (9, 'newcomer', 'h', 'always-on', 60, 0)")
+    assert db.execute("SELECT last_id, last_seq FROM delivery_heads WHERE agent_pk = 9").fetchone() == (0, 0)
+    assert messages_sql.newest_delivery(db, 9) == 0 and _ids_after(db, 9, 0) == []
+    assert 9 not in [pk for pk, *_ in messages_sql.delivery_marks(db)]  # no delivery yet
+    message = {"pk": 1, "channel": "commons", "seq": 1, "sender": "x", "title": "t", "body": "b"}
+    for _ in range(2):
+        with write(db):
+            deliver(db, message, {9: set()}, {9: "newcomer"}, 5.0)
+    assert _ids_after(db, 9, 0) == [1, 2] and messages_sql.newest_delivery(db, 9) == 2
+
+
 def test_the_walk_reads_in_chunks_oldest_first(db):
     _old_schema_with_deliveries(db)
     migrate(db)

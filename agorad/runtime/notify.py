@@ -199,7 +199,11 @@ class Notifier:
         each agent's in id order): each agent's lines in one write."""
         if not self.enabled or not events:
             return
-        if isinstance(events, Deliveries) and len(events) > 1:
+        if len(events) == 1:  # a DM's: no grouping
+            row = events[0]
+            self.write(db, row["agent_pk"], [row])
+            return
+        if isinstance(events, Deliveries):
             self._fan_out(db, events)
             return
         by_agent: dict[int, list[dict]] = {}
