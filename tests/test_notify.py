@@ -264,6 +264,54 @@ def test_a_fan_out_writes_one_line_per_agent_and_falls_back_per_agent(tmp_path):
     assert notifier.written == {1: 2, 2: 2, 3: 2}
 
 
+def test_a_big_fan_out_writes_from_two_threads_and_a_failed_file_only_costs_its_own_agent(tmp_path):
+    """Above appends.TWO_THREADS_FROM lines a second thread writes half of them. Every line lands whole
+    in its own file; a file whose write fails (here a read-only descriptor) is left
+    behind for the catch-up, and no other agent's line is lost or doubled."""
+    from agorad.domain.delivery import Deliveries
+    from agorad.runtime.appends import Appender
+    from agorad.runtime.notify import Notifier
+    from agorad.surface.protocol import encode
+    from agorad.runtime.notify import line_fields
+
+    agents = [f"agent-{n:03d}" for n in range(40)]
+    notifier = Notifier(tmp_path)
+    notifier.appender = Appender(two_threads_from=4)
+    for pk, agent in enumerate(agents):
+        notifier.written[pk] = 0
+        notifier._fd(agent, 0)
+    event = {"ts": 2.5, "channel": "commons", "seq": 9, "sender": "memory", "title": "t", "body": "b", "preview": "b"}
+    deliveries = Deliveries(event, [(pk, agent, 1, "", 0) for pk, agent in enumerate(agents)])
+    failing = notifier._files["agent-030"]  # in the helper thread's half: a descriptor that cannot write
+    os.close(failing.fd)
+    failing.fd = os.open(tmp_path / "agent-030-inbox.log", os.O_RDONLY)
+    notifier.write_all(None, deliveries)
+    notifier.close()
+    assert notifier.behind == {30}
+    assert notifier.written == {pk: (0 if pk == 30 else 1) for pk in range(len(agents))}
+    for row in deliveries:
+        path = tmp_path / f"{row['agent']}-inbox.log"
+        assert path.read_bytes() == (b"" if row["agent"] == "agent-030" else encode(line_fields(row)))
+
+
+def test_the_appender_writes_every_pair_in_order_and_returns_each_result(tmp_path):
+    from agorad.runtime.appends import Appender
+
+    fds = [os.open(tmp_path / f"f{n}", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) for n in range(10)]
+    closed = fds[7]
+    os.close(closed)
+    appender = Appender(two_threads_from=2)
+    try:
+        results = appender.write_each([(fd, b"line %d\n" % n) for n, fd in enumerate(fds)])
+    finally:
+        appender.close()
+        for fd in fds:
+            if fd != closed:
+                os.close(fd)
+    assert [type(r) for r in results] == [int] * 7 + [OSError] + [int] * 2
+    assert [(tmp_path / f"f{n}").read_bytes() for n in range(10) if n != 7] == [b"line %d\n" % n for n in range(10) if n != 7]
+
+
 SHORT_WRITE = '''
 import json, resource, signal, sys
 from pathlib import Path
