@@ -318,3 +318,39 @@ def test_a_send_with_to_reply_or_ask_keeps_its_savepoint(inproc):
                            (alice, *send("@bob", reply_to="commons#99")), (alice, *send("@bob"))])
     assert ["error" in r for r in replies] == [False, True, True, False], replies
     assert "dm:alice--carol" not in inproc.heads()  # the DM the refused `to` send made was undone with it
+
+
+def test_work_beside_a_commit_runs_on_the_helper_thread_before_the_effects_and_a_failure_costs_nothing(db, capsys):
+    """`beside_commit`: the work runs on another thread while the loop thread is in COMMIT, is done
+    before any effect runs, and a work that raises is logged while the batch still commits."""
+    seen = []
+
+    def work():
+        seen.append(("work", threading.get_ident()))
+
+    def broken():
+        raise RuntimeError("formatting failed")
+
+    async def turn():
+        batch = Batch(db)
+        batch.join()
+        with write(db):
+            db.execute("INSERT INTO t VALUES (7)")
+        batch.beside_commit(broken)
+        batch.beside_commit(work)
+        batch.after_commit(lambda stored: seen.append(("effect", stored)))
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        batch.helper.close()
+
+    asyncio.run(turn())
+    assert seen[0][0] == "work" and seen[0][1] != threading.get_ident()
+    assert seen[1] == ("effect", True)
+    assert [r[0] for r in db.execute("SELECT x FROM t")] == [7]
+    assert "helper-failed" in capsys.readouterr().err
+
+
+def test_work_beside_no_open_batch_runs_at_once(db):
+    ran = []
+    Batch(db).beside_commit(lambda: ran.append(threading.get_ident()))
+    assert ran == [threading.get_ident()]

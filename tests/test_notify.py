@@ -222,10 +222,11 @@ _RECIPIENT = st.tuples(
 
 
 @settings(max_examples=60, deadline=None)
-@given(_EVENT, st.lists(_RECIPIENT, min_size=2, max_size=5))
-def test_a_fan_outs_lines_are_each_the_encoded_contract_fields(tmp_path_factory, event, recipients):
+@given(_EVENT, st.lists(_RECIPIENT, min_size=2, max_size=5), st.booleans(), st.booleans())
+def test_a_fan_outs_lines_are_each_the_encoded_contract_fields(tmp_path_factory, event, recipients, ahead, one_closed):
     """A fan-out formats each line from its event's template (the parts every delivery shares formatted
-    once, `%` escaped in them); every line written must still be encode(line_fields(row))."""
+    once, `%` escaped in them), here or ahead (`Notifier.prepare`, on the helper thread during COMMIT,
+    for a file that may not be open yet); every line written must still be encode(line_fields(row))."""
     from agorad.domain.delivery import Deliveries
     from agorad.runtime.notify import Notifier, line_fields
     from agorad.surface.protocol import encode
@@ -238,6 +239,10 @@ def test_a_fan_outs_lines_are_each_the_encoded_contract_fields(tmp_path_factory,
         notifier._fd(agent, 0)
     deliveries = Deliveries(event, [(pk, agent, 1, flags, owed)
                                     for pk, (agent, (_, owed, flags)) in enumerate(zip(agents, recipients))])
+    if one_closed:  # its line made without its open file's JSON id; written by the general path
+        notifier._close(agents[0])
+    if ahead:
+        notifier.prepare(deliveries)
     notifier.write_all(None, deliveries)
     notifier.close()
     for row in deliveries:
@@ -265,18 +270,18 @@ def test_a_fan_out_writes_one_line_per_agent_and_falls_back_per_agent(tmp_path):
 
 
 def test_a_big_fan_out_writes_from_two_threads_and_a_failed_file_only_costs_its_own_agent(tmp_path):
-    """Above appends.TWO_THREADS_FROM lines a second thread writes half of them. Every line lands whole
+    """Above helper.HELPER_FROM lines a second thread writes half of them. Every line lands whole
     in its own file; a file whose write fails (here a read-only descriptor) is left
     behind for the catch-up, and no other agent's line is lost or doubled."""
     from agorad.domain.delivery import Deliveries
-    from agorad.runtime.appends import Appender
+    from agorad.runtime.helper import Helper
     from agorad.runtime.notify import Notifier
     from agorad.surface.protocol import encode
     from agorad.runtime.notify import line_fields
 
     agents = [f"agent-{n:03d}" for n in range(40)]
     notifier = Notifier(tmp_path)
-    notifier.appender = Appender(two_threads_from=4)
+    notifier.helper = Helper(two_threads_from=4)
     for pk, agent in enumerate(agents):
         notifier.written[pk] = 0
         notifier._fd(agent, 0)
@@ -294,13 +299,33 @@ def test_a_big_fan_out_writes_from_two_threads_and_a_failed_file_only_costs_its_
         assert path.read_bytes() == (b"" if row["agent"] == "agent-030" else encode(line_fields(row)))
 
 
-def test_the_appender_writes_every_pair_in_order_and_returns_each_result(tmp_path):
-    from agorad.runtime.appends import Appender
+def test_a_post_to_a_big_channel_gives_each_member_its_own_line_once(hub):
+    """Through a real hub, a fan-out past helper.HELPER_FROM: its lines are formatted on the helper
+    thread during the COMMIT and half of them written from it. Each member's file gets exactly its
+    own lines, in id order; a second post follows the first."""
+    from agorad.runtime.helper import HELPER_FROM
+
+    members = [f"m-{n:03d}" for n in range(HELPER_FROM + 20)]
+    with hub.client() as operator:
+        for agent in members:
+            operator.call("agents.add", agent=agent, liveness_mode="always-on")
+    with seats(hub, "poster") as s:
+        send(s["poster"], "commons", "first", "one")
+        send(s["poster"], "commons", "second", "two")
+    for agent in members:
+        found = lines(hub.home / f"{agent}-inbox.log")
+        assert [(line["id"], line["agent"], line["title"], line["seq"]) for line in found] == [
+            (1, agent, "first", 1), (2, agent, "second", 2)]
+    assert "helper-failed" not in hub.log() and "notify-write-failed" not in hub.log()
+
+
+def test_the_helper_writes_every_pair_in_order_and_returns_each_result(tmp_path):
+    from agorad.runtime.helper import Helper
 
     fds = [os.open(tmp_path / f"f{n}", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600) for n in range(10)]
     closed = fds[7]
     os.close(closed)
-    appender = Appender(two_threads_from=2)
+    appender = Helper(two_threads_from=2)
     try:
         results = appender.write_each([(fd, b"line %d\n" % n) for n, fd in enumerate(fds)])
     finally:

@@ -29,11 +29,12 @@ class Deliveries(Sequence):
     """One event's deliveries. Each item is the row of one delivery as a dict (the notify line's
     fields, notify.line_fields, with `agent_pk` and `body`), made when asked for."""
 
-    __slots__ = ("event", "recipients")
+    __slots__ = ("event", "recipients", "lines")
 
     def __init__(self, event: dict, recipients: list[Recipient]):
         self.event = event            # ts, channel, seq, sender, title, body, preview
         self.recipients = recipients
+        self.lines: list[bytes] | None = None  # each recipient's notify line, if formatted ahead (runtime/notify.py)
 
     def __len__(self) -> int:
         return len(self.recipients)

@@ -13,10 +13,11 @@ from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import pause as pausing
 from agorad.domain import registry
-from agorad.domain.delivery import rows_for
+from agorad.domain.delivery import Deliveries, rows_for
 from agorad.runtime import faults
 from agorad.runtime.batch import Batch
 from agorad.runtime.clock import Clock
+from agorad.runtime.helper import HELPER_FROM, Helper
 from agorad.runtime.liveness import Liveness
 from agorad.runtime.log import log
 from agorad.runtime.notify import Notifier, line_fields, notify_files_allowed
@@ -73,11 +74,13 @@ class HubState:
     def __post_init__(self):
         self.pause = pausing.current(self.db)
         self.liveness = Liveness(self.settings.liveness_flush, open_transaction=lambda: self.batch.join())
-        self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled)
+        helper = Helper()  # one helper thread for the batch's COMMIT and the notify writes (helper.py)
+        self.batch = Batch(self.db, on_begin=lambda: self.liveness.flush(self.db), on_settled=self.liveness.settled,
+                           helper=helper)
         notify_dir = self.settings.notify_dir
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
         self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)), seats=self.home.root,
-                                 open_files=notify_files_allowed())
+                                 open_files=notify_files_allowed(), helper=helper)
 
     @property
     def ephemeral_ttl(self) -> float:
@@ -88,8 +91,11 @@ class HubState:
         return self.settings.sweep_interval
 
     def publish(self, events: list[dict]) -> None:
-        """After COMMIT: append each delivery to its agent's notify file and push it to subscribers."""
+        """After COMMIT: append each delivery to its agent's notify file and push it to subscribers.
+        A big fan-out's lines are formatted during the COMMIT, on the helper thread (helper.py)."""
         if events:
+            if isinstance(events, Deliveries) and len(events) >= HELPER_FROM and self.notifier.enabled:
+                self.batch.beside_commit(lambda: self.notifier.prepare(events))
             self.batch.when_settled(lambda stored: stored and self._announce(events))
 
     def after_commit(self, effect) -> None:

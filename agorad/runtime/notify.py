@@ -20,7 +20,7 @@ from pathlib import Path
 import apsw
 
 from agorad.domain.delivery import Deliveries
-from agorad.runtime.appends import Appender
+from agorad.runtime.helper import Helper
 from agorad.surface.fence import one_line, preview
 from agorad.runtime.log import log
 from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
@@ -133,7 +133,7 @@ class Notifier:
     """Appends delivery lines per agent and knows how far each file has got."""
 
     def __init__(self, directory: Path | None, rotate_bytes: int = 8 << 20, seats: Path | None = None,
-                 open_files: int = MIN_OPEN_FILES):
+                 open_files: int = MIN_OPEN_FILES, helper: Helper | None = None):
         self.directory = directory
         self.open_files = max(MIN_OPEN_FILES, open_files)  # descriptors kept open, least recent closed first
         self.seats = seats  # the home, where listeners save their offsets (start-up reads them)
@@ -142,7 +142,7 @@ class Notifier:
         self.stored: dict[int, int] = {}   # agent pk -> the `written` the database holds as notified_upto
         self.behind: set[int] = set()      # agents whose last write failed
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
-        self.appender = Appender()
+        self.helper = helper or Helper()
 
     @property
     def enabled(self) -> bool:
@@ -216,26 +216,30 @@ class Notifier:
 
     def _fan_out(self, db: apsw.Connection, deliveries: Deliveries) -> None:
         """One line for each of many agents, each from the event's `line_template`. A file that is open,
-        next in line and far from rotating takes its line in one `Appender.write_each` for them all (two
-        threads for a big channel, appends.py); the rest take `write`, after those writes, so that a file
+        next in line and far from rotating takes its line in one `Helper.write_each` for them all (two
+        threads for a big channel, helper.py); the rest take `write`, after those writes, so that a file
         it opens cannot close one still to be written (a post to 1,000 members paid ~2 us a member in
         calls around its write)."""
-        template = line_template(deliveries.event)
+        prepared = deliveries.lines
+        template = line_template(deliveries.event) if prepared is None else b""
         files, written, behind, rotate = self._files, self.written, self.behind, self.rotate_bytes
         ready: list[tuple[_OpenFile, bytes, int, int, str]] = []  # (file, line, agent pk, delivery id, agent id)
         rest: list[tuple[int, bytes | None]] = []  # (index, its line if made) for `write`
         for index, (pk, agent_id, delivery_id, flags, owed) in enumerate(deliveries.recipients):
             opened = files.get(agent_id)
             if opened is None or pk in behind or written.get(pk, 0) + 1 != delivery_id:
-                rest.append((index, None))
+                rest.append((index, None if prepared is None else prepared[index]))
                 continue
-            line = template % (delivery_id, opened.agent, _FLAG_BYTES.get(flags) or _flag_bytes(flags), owed)
+            if prepared is None:
+                line = template % (delivery_id, opened.agent, _FLAG_BYTES.get(flags) or _flag_bytes(flags), owed)
+            else:
+                line = prepared[index]
             if rotate and opened.size and opened.size + len(line) > rotate:
                 rest.append((index, line))
                 continue
             files.move_to_end(agent_id)
             ready.append((opened, line, pk, delivery_id, agent_id))
-        results = self.appender.write_each([(opened.fd, line) for opened, line, _, _, _ in ready])
+        results = self.helper.write_each([(opened.fd, line) for opened, line, _, _, _ in ready])
         for (opened, line, pk, delivery_id, agent_id), done in zip(ready, results):
             if type(done) is not int:
                 self._failed(pk, agent_id, done)
@@ -247,6 +251,18 @@ class Notifier:
                 written[pk] = delivery_id
         for index, line in rest:
             self.write(db, deliveries.recipients[index][0], [deliveries[index]], None if line is None else [line])
+
+    def prepare(self, deliveries: Deliveries) -> None:
+        """Format each line of a fan-out ahead, into `deliveries.lines`, for `_fan_out` to take: on the
+        helper thread while the loop thread waits in COMMIT (batch.beside_commit). It reads the open
+        files' JSON ids, which only the loop thread changes, and it is not in here during the COMMIT."""
+        template, files = line_template(deliveries.event), self._files
+        lines = []
+        for _, agent_id, delivery_id, flags, owed in deliveries.recipients:
+            opened = files.get(agent_id)
+            agent = opened.agent if opened is not None else _text(agent_id).encode()
+            lines.append(template % (delivery_id, agent, _FLAG_BYTES.get(flags) or _flag_bytes(flags), owed))
+        deliveries.lines = lines
 
     def write(self, db: apsw.Connection, agent_pk: int, rows: list[dict], lines: list[bytes] | None = None) -> None:
         """Append `rows` (one agent's new, committed deliveries, in id order; `lines` their notify
@@ -389,7 +405,7 @@ class Notifier:
 
     def close(self) -> None:
         self.reopen()
-        self.appender.close()
+        self.helper.close()
 
 
 def _whole_lines(lines: list[bytes], written: int) -> int:
