@@ -120,7 +120,9 @@ class Batch:
 
     def commit(self) -> None:
         effects, self.effects = self.effects, []
-        beside, self.beside = self.beside, []
+        beside = self.beside
+        if beside:
+            self.beside = []
         # A batch whose transaction is gone was rolled back by SQLite (a failed statement can do that).
         was_open = self._open is not None
         lost = was_open and not self.db.in_transaction

@@ -94,7 +94,7 @@ class HubState:
         """After COMMIT: append each delivery to its agent's notify file and push it to subscribers.
         A big fan-out's lines are formatted during the COMMIT, on the helper thread (helper.py)."""
         if events:
-            if isinstance(events, Deliveries) and len(events) >= HELPER_FROM and self.notifier.enabled:
+            if len(events) >= HELPER_FROM and isinstance(events, Deliveries) and self.notifier.enabled:
                 self.batch.beside_commit(lambda: self.notifier.prepare(events))
             self.batch.when_settled(lambda stored: stored and self._announce(events))
 
