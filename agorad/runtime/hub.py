@@ -5,6 +5,7 @@ live-push subscribers."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import apsw
@@ -90,7 +91,7 @@ class HubState:
     def sweep_interval(self) -> float:
         return self.settings.sweep_interval
 
-    def publish(self, events: list[dict]) -> None:
+    def publish(self, events: Sequence[dict]) -> None:
         """After COMMIT: append each delivery to its agent's notify file and push it to subscribers.
         A big fan-out's lines are formatted during the COMMIT, on the helper thread (helper.py)."""
         if events:
@@ -102,7 +103,7 @@ class HubState:
         """Run `effect` once what was written so far is committed (now, if nothing is pending)."""
         self.batch.when_settled(lambda stored: stored and effect())
 
-    def _announce(self, events: list[dict]) -> None:
+    def _announce(self, events: Sequence[dict]) -> None:
         faults.point("after-commit")
         self.notifier.write_all(self.db, events)
         if self.subscribers:
