@@ -367,3 +367,80 @@ def test_without_the_mcp_package_no_mcp_entry_is_written(tmp_path):
     texts = {t.path.name: t.wire(None) for t in harnesses.targets(list(harnesses.supported()), seat)}
     assert not {"mcp.json", ".mcp.json", "config.toml"} & set(texts)
     assert all("mcpServers" not in text and "mcp__agora" not in text for text in texts.values())
+
+
+# --- a seat whose hub runs on another host (--url) ------------------------------------------
+
+
+def remote_setup(*args: str, cwd: Path, key: str | None = None, code: int = 0) -> subprocess.CompletedProcess:
+    """`agora setup` as on the seat's host: no AGORA_URL or AGORA_KEY, the key (if any) on stdin only."""
+    full = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY", "AGORA_URL")}
+    done = subprocess.run([AGORA, "setup", *args], cwd=cwd, capture_output=True, text=True, env=full,
+                          input=key, timeout=30)
+    assert done.returncode == code, f"agora setup {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def test_a_remote_seat_is_wired_with_its_url_and_its_key_kept_private(remote, ws, tmp_path):
+    """`agora setup ID --url URL --key-stdin`: the hub says hello to the piped key; the key goes to the seat
+    host's home (0600) and never into the workspace or argv; the record's url makes every command in the
+    workspace reach the hub there."""
+    claude_ws(ws)
+    seat_home = tmp_path / "seathome"
+    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
+                        "--json", cwd=ws, key=remote.keys["alice"] + "\n")
+    report = json.loads(done.stdout)
+    assert report["hub"] == {"up": True, "registered": "remote", "url": remote.url, "key_file_exists": True}
+    assert any("accepted alice's key" in note for note in report["notes"])
+    key_file = seat_home / "keys" / "alice.key"
+    assert key_file.read_text().strip() == remote.keys["alice"] and (key_file.stat().st_mode & 0o777) == 0o600
+    record = tomllib.loads(seat_record(ws).read_text())
+    assert record["url"] == remote.url and record["id"] == "alice"
+    assert not any(remote.keys["alice"].encode() in data for data in snapshot(ws).values())
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        bob.call("messages.send", target="@alice", title="over the wire", body="")
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY", "AGORA_URL")}
+    inbox = subprocess.run([AGORA, "inbox", "--json"], cwd=ws, env=env, capture_output=True, text=True, timeout=30)
+    assert inbox.returncode == 0, inbox.stderr
+    assert json.loads(inbox.stdout)["unread"] == 1
+    again = remote_setup("--json", cwd=ws)  # a re-run takes the seat, the url and the kept key from the record
+    assert json.loads(again.stdout)["hub"]["registered"] == "remote"
+    assert tomllib.loads(seat_record(ws).read_text())["url"] == remote.url
+    check = subprocess.run([AGORA, "setup", "--check", "--json"], cwd=ws, env=env, capture_output=True, text=True,
+                           timeout=30)
+    assert json.loads(check.stdout)["hub"] == {"up": True, "registered": True, "key": True, "url": remote.url}
+
+
+def test_a_remote_key_the_hub_refuses_writes_nothing(remote, ws, tmp_path):
+    claude_ws(ws)
+    before = snapshot(ws)
+    seat_home = tmp_path / "seathome"
+    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
+                        cwd=ws, key=remote.keys["bob"], code=1)
+    assert "refused alice" in done.stderr and "nothing was written" in done.stderr
+    assert snapshot(ws) == before and not (seat_home / "keys" / "alice.key").exists()
+
+
+def test_remote_setup_refuses_bad_input_and_changes_nothing(remote, ws, tmp_path):
+    claude_ws(ws)
+    before = snapshot(ws)
+    home = ["--home", str(tmp_path / "seathome")]
+    for args, key, code, says in [
+        (["--url", "http://127.0.0.1:1/"], None, 2, "is not a hub URL"),
+        (["--key-stdin"], "agk_x", 2, "give --url too"),
+        (["--url", remote.url, "--key-stdin"], "not a key\n", 2, "does not hold a seat key"),
+        (["--url", remote.url, "--key-stdin"], "agk_two\nlines\n", 2, "does not hold a seat key"),
+        (["--url", remote.url], None, 1, "no key for alice"),
+    ]:
+        done = remote_setup("alice", "--harness", "claude", *args, *home, cwd=ws, key=key, code=code)
+        assert says in done.stderr, (args, done.stderr)
+    assert snapshot(ws) == before and not (tmp_path / "seathome" / "keys").exists()
+
+
+def test_a_remote_hub_that_does_not_answer_is_said_and_setup_still_wires(ws, tmp_path):
+    claude_ws(ws)
+    done = remote_setup("alice", "--harness", "claude", "--url", "ws://127.0.0.1:9/", "--key-stdin", "--home",
+                        str(tmp_path / "seathome"), cwd=ws, key="agk_unchecked\n")
+    assert "did not answer" in done.stderr and "not checked yet" in done.stderr
+    assert tomllib.loads(seat_record(ws).read_text())["url"] == "ws://127.0.0.1:9/"
+    assert (tmp_path / "seathome" / "keys" / "alice.key").read_text().strip() == "agk_unchecked"
