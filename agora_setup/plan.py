@@ -32,9 +32,9 @@ class Change:
         return self.before != self.after
 
 
-def wire(seat: Seat, wanted: list[str], key_file: Path, url: str | None = None) -> tuple[list[str], list[Change]]:
+def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list[Change]]:
     """Wire `wanted` harnesses (and keep those an earlier run wired); returns the harnesses now wired
-    and every target's change. `url`: the hub's remote port, recorded for a seat whose hub is elsewhere."""
+    and every target's change."""
     with _lock(seat.home):
         record_path = seat_record(seat.workspace)
         earlier = _recorded(record_path)
@@ -42,7 +42,7 @@ def wire(seat: Seat, wanted: list[str], key_file: Path, url: str | None = None) 
         changes = [_change(t, seat.workspace, lambda t, text: t.wire(text)) for t in harnesses.targets(names, seat)]
         created = set(earlier.created if earlier else ())
         created |= {c.relative for c in changes if c.before is None and c.after is not None}
-        text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created), url)
+        text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created))
         changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
         for change in changes:
@@ -68,7 +68,7 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
         if keeping:  # only a readable record names harnesses to keep
             deleted = {ch.relative for ch in changes if ch.after is None}
             text = record.render(seat.agent, Home(seat.home).socket, Path(earlier.key_file), keeping,
-                                 sorted(c for c in earlier.created if c not in deleted), earlier.url)
+                                 sorted(c for c in earlier.created if c not in deleted))
         else:
             text = None
         changes.append(_record_change(record_path, seat.workspace, text))

@@ -9,15 +9,11 @@ from agorad.surface.seat_record import RECORD_FORMAT
 HEADER = "# The Agora seat this workspace acts as. Written by `agora setup`; re-run it to change this file.\n"
 
 
-def render(agent: str, hub: Path, key_file: Path, harnesses: list[str], created: list[str],
-           url: str | None = None) -> str:
-    """The record's text. `created`: workspace files setup made, so `--remove` deletes them and no others.
-    `url`: the hub's remote port, for a seat whose hub runs on another host (every command here uses it)."""
+def render(agent: str, hub: Path, key_file: Path, harnesses: list[str], created: list[str]) -> str:
+    """The record's text. `created`: workspace files setup made, so `--remove` deletes them and no others."""
     import tomli_w
 
     data = {"format": RECORD_FORMAT, "id": agent, "hub": str(hub), "key_file": str(key_file),
             "harnesses": list(harnesses), "created": sorted(created)}
-    if url is not None:
-        data["url"] = url
     return HEADER + tomli_w.dumps(data)
 
