@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 
 from agorad.surface import settings
+from agorad.surface.filenames import read_hub_url
 from agorad.surface.vocab import NEXT_TURN, URL_ENV
 
 
@@ -55,7 +56,8 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
     from agorad.surface.paths import Home
 
     home = Home(root)
-    url = os.environ.get(URL_ENV)  # a seat on another host: the hub's remote port, where it has no socket
+    # A seat on another host: the hub's remote port, where it has no socket ($AGORA_URL, else the home's own).
+    url = os.environ.get(URL_ENV) or read_hub_url(home.root_text)
     try:
         with (Client(home, timeout=timeout) if not url else _remote(url, timeout)) as hub:
             key, current = keys.read_key(home, agent), agent

@@ -490,10 +490,13 @@ def _digest(options: Options, batch: list[dict], backlog: str | None, missed: in
 
 
 def _command(options: Options, argv: list[str]) -> str:
-    """A command for the digest, as a shell line; for a ws seat whose URL the environment does not carry,
-    with `--url` (before the subcommand), so it reaches the hub from the harness's shell too."""
+    """A command for the digest, as a shell line; for a ws seat whose URL neither the environment nor the
+    home (its hub.url) carries, with `--url` (before the subcommand), so it reaches the hub from the
+    harness's shell too."""
     from agorad.surface import wiring
+    from agorad.surface.filenames import read_hub_url
 
-    if options.source == "ws" and options.url and os.environ.get(URL_ENV) != options.url:
+    if (options.source == "ws" and options.url and os.environ.get(URL_ENV) != options.url
+            and read_hub_url(options.home) != options.url):  # the home's own url reaches it already
         argv = [argv[0], "--url", options.url, *argv[1:]]
     return wiring.shell(argv)

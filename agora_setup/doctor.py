@@ -36,7 +36,8 @@ def examine(workspace: Path, record, home: Home) -> dict:
     names = [name for name in record.harnesses if name in harnesses.supported()]
     combined = {t.path: t for t in harnesses.targets(names, seat)}  # a shared file holds one block for all
     wired = [_harness(name, seat, combined, problems) for name in names]
-    hub = _hub(home, record.agent, problems)
+    url = home.hub_url  # a home whose hub runs on another host (agora setup --url)
+    hub = _remote_hub(url, home, record.agent, problems) if url else _hub(home, record.agent, problems)
     return {
         "workspace": str(workspace), "ok": not problems,
         "record": {"path": str(record.path), "agent": record.agent, "hub": record.hub, "key_file": record.key_file,
@@ -97,6 +98,29 @@ def _hub(home: Home, agent: str, problems: list[str]) -> dict:
     return {"up": True, "registered": True, "key": key}
 
 
+def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
+    """A seat whose hub runs elsewhere: its key is checked with `hub.hello` at the recorded URL."""
+    from agorad.surface import keys
+    from agorad.surface.errors import AgoraError, Unavailable
+    from agorad.surface.wsclient import RemoteClient
+
+    key = keys.read_key(home, agent)
+    present = home.key_file(agent).exists()
+    if key is None:
+        problems.append(f"no key at {home.key_file(agent)}: pipe it in with `agora setup {agent} --key-stdin`")
+        return {"up": None, "registered": None, "key": False, "url": url}
+    try:
+        with RemoteClient(url).connect() as client:
+            client.hello(agent, key)
+    except Unavailable:
+        problems.append(f"the hub at {url} does not answer: nothing wakes {agent} until it does")
+        return {"up": False, "registered": None, "key": present, "url": url}
+    except AgoraError as exc:
+        problems.append(f"the hub at {url} refused {agent}: {exc.message}")
+        return {"up": True, "registered": False, "key": present, "url": url}
+    return {"up": True, "registered": True, "key": present, "url": url}
+
+
 def _pid_state(pidfile: Path) -> str:
     from agorad.surface.pidfiles import LIVE, pidfile_state
 
@@ -115,7 +139,8 @@ def render(report: dict) -> list[str]:
         return [f"agora setup --check: {report['problems'][0]}"]
     r, hub = report["record"], report["hub"]
     lines = [f"seat {r['agent']} (record {r['path']})",
-             f"hub: {'up' if hub['up'] else 'DOWN'} at {Path(r['hub']).parent}; "
+             f"hub: {'up' if hub['up'] else 'DOWN' if hub['up'] is False else 'not asked'} at "
+             f"{hub.get('url') or Path(r['hub']).parent}; "
              f"{'registered' if hub['registered'] else 'NOT registered' if hub['registered'] is False else 'registration unknown'}; "
              f"key {'present' if hub['key'] else 'MISSING'}"]
     for harness in report["harnesses"]:

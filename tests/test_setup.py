@@ -367,3 +367,133 @@ def test_without_the_mcp_package_no_mcp_entry_is_written(tmp_path):
     texts = {t.path.name: t.wire(None) for t in harnesses.targets(list(harnesses.supported()), seat)}
     assert not {"mcp.json", ".mcp.json", "config.toml"} & set(texts)
     assert all("mcpServers" not in text and "mcp__agora" not in text for text in texts.values())
+
+
+# --- a seat whose hub runs on another host (--url) ------------------------------------------
+
+
+def seat_env() -> dict:
+    """The seat host's environment as a harness gives it: no AGORA_HOME, AGORA_KEY or AGORA_URL."""
+    return {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY", "AGORA_URL")}
+
+
+def remote_setup(*args: str, cwd: Path, key: str | None = None, code: int = 0) -> subprocess.CompletedProcess:
+    """`agora setup` as on the seat's host, the key (if any) on stdin only."""
+    done = subprocess.run([AGORA, "setup", *args], cwd=cwd, capture_output=True, text=True, env=seat_env(),
+                          input=key, timeout=30)
+    assert done.returncode == code, f"agora setup {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
+    return done
+
+
+def wired_remote_seat(remote, ws: Path, seat_home: Path) -> dict:
+    claude_ws(ws)
+    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
+                        "--json", cwd=ws, key=remote.keys["alice"] + "\n")
+    return json.loads(done.stdout)
+
+
+def test_a_remote_seat_keeps_its_key_private_and_its_hubs_url_in_its_home(remote, ws, tmp_path):
+    """`agora setup ID --url URL --key-stdin`: the hub says hello to the piped key; the key goes to the seat
+    host's home (0600), never into the workspace or argv; the home's hub.url makes every command that names
+    the home reach the hub there, the wired hooks' command lines unchanged."""
+    seat_home = tmp_path / "seathome"
+    report = wired_remote_seat(remote, ws, seat_home)
+    assert report["hub"] == {"up": True, "registered": "remote", "url": remote.url, "key_file_exists": True}
+    assert any("accepted alice's key" in note for note in report["notes"])
+    assert any("`agora mcp` speaks to a hub on this host only" in note for note in report["notes"])
+    assert not (ws / ".mcp.json").exists()
+    key_file = seat_home / "keys" / "alice.key"
+    assert key_file.read_text().strip() == remote.keys["alice"] and (key_file.stat().st_mode & 0o777) == 0o600
+    assert (seat_home / "hub.url").read_text() == remote.url + "\n"
+    assert not any(remote.keys["alice"].encode() in data for data in snapshot(ws).values())
+    hooks = json.loads((ws / ".claude/settings.json").read_text())["hooks"]
+    local = wiring.backstop(wiring.agora_executable(), "claude", "alice", seat_home)
+    assert wiring.shell(local) in commands({"hooks": hooks}, "Stop")  # the same line a local seat gets
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        bob.call("messages.send", target="@alice", title="over the wire", body="", ask=True)
+    inbox = subprocess.run([AGORA, "inbox", "--json"], cwd=ws, env=seat_env(), capture_output=True, text=True,
+                           timeout=30)
+    assert inbox.returncode == 0, inbox.stderr
+    assert json.loads(inbox.stdout)["unread"] == 1
+    again = remote_setup("--json", cwd=ws)  # a re-run takes the seat, the home, its url and the kept key
+    assert json.loads(again.stdout)["hub"]["registered"] == "remote"
+    check = subprocess.run([AGORA, "setup", "--check", "--json"], cwd=ws, env=seat_env(), capture_output=True,
+                           text=True, timeout=30)
+    assert json.loads(check.stdout)["hub"] == {"up": True, "registered": True, "key": True, "url": remote.url}
+
+
+def test_a_remote_seats_wired_hooks_reach_its_hub(remote, ws, tmp_path):
+    """The stop hook and the hook listener exactly as wired, run from the workspace with the environment a
+    harness gives them: the backstop holds the turn to the unread ask, the listener wakes for it over ws."""
+    seat_home = tmp_path / "seathome"
+    wired_remote_seat(remote, ws, seat_home)
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        bob.call("messages.send", target="@alice", title="please review", body="", ask=True)
+    settings_json = json.loads((ws / ".claude/settings.json").read_text())
+    stop = subprocess.run(commands(settings_json, "Stop")[-1], shell=True, cwd=ws, env=seat_env(),
+                          input=json.dumps({"hook_event_name": "Stop", "stop_hook_active": False}),
+                          capture_output=True, text=True, timeout=30)
+    assert stop.returncode in (0, 2), stop.stderr
+    assert "please review" in stop.stdout + stop.stderr
+    listen = wiring.shell([*wiring.loop_listen(wiring.agora_executable(), "alice", seat_home)[:-2], "--max-wait", "20s",
+                           "--debounce", "0"])
+    listener = subprocess.Popen(listen, shell=True, cwd=ws, env=seat_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().startswith("AGORA_LISTEN armed source=ws agent=alice")
+        with remote.client("bob", remote.keys["bob"]) as bob:
+            bob.call("messages.send", target="@alice", title="one more", body="")
+        woke = listener.stdout.readline()
+        assert woke.startswith("AGORA_WAKE") and "agent=alice" in woke, woke
+        assert listener.wait(timeout=20) == 2
+    finally:
+        listener.kill()
+
+
+def test_agora_mcp_on_a_remote_seats_home_says_it_is_not_built(remote, ws, tmp_path):
+    seat_home = tmp_path / "seathome"
+    wired_remote_seat(remote, ws, seat_home)
+    done = subprocess.run([AGORA, "mcp", "--as", "alice", "--home", str(seat_home)], env=seat_env(),
+                          capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "MCP over a remote port is not built yet" in done.stderr
+
+
+def test_a_remote_key_the_hub_refuses_writes_nothing(remote, ws, tmp_path):
+    claude_ws(ws)
+    before = snapshot(ws)
+    seat_home = tmp_path / "seathome"
+    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
+                        cwd=ws, key=remote.keys["bob"], code=1)
+    assert "refused alice" in done.stderr and "nothing was written" in done.stderr
+    assert snapshot(ws) == before and not seat_home.exists()
+
+
+def test_remote_setup_refuses_bad_input_and_changes_nothing(remote, ws, tmp_path):
+    claude_ws(ws)
+    before = snapshot(ws)
+    seat_home = tmp_path / "seathome"
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "hub.url").write_text("ws://elsewhere.example:1/\n")
+    for args, key, code, says in [
+        (["--url", "http://127.0.0.1:1/"], None, 2, "is not a hub URL"),
+        (["--key-stdin"], "agk_x", 2, "give --url too"),
+        (["--url", remote.url, "--key-stdin"], "not a key\n", 2, "does not hold a seat key"),
+        (["--url", remote.url, "--key-stdin"], "agk_two\nlines\n", 2, "does not hold a seat key"),
+        (["--url", remote.url], None, 1, "no key for alice"),
+        (["--url", remote.url, "--key-stdin", "--home", str(remote.home)], remote.keys["alice"], 1, "a hub's own home"),
+        (["--url", remote.url, "--key-stdin", "--home", str(other)], remote.keys["alice"], 1, "holds seats of the hub at"),
+    ]:
+        home = [] if "--home" in args else ["--home", str(seat_home)]
+        done = remote_setup("alice", "--harness", "claude", *args, *home, cwd=ws, key=key, code=code)
+        assert says in done.stderr, (args, done.stderr)
+    assert snapshot(ws) == before and not seat_home.exists() and not (remote.home / "hub.url").exists()
+    assert not (other / "keys").exists()
+
+
+def test_a_remote_hub_that_does_not_answer_is_said_and_setup_still_wires(ws, tmp_path):
+    claude_ws(ws)
+    done = remote_setup("alice", "--harness", "claude", "--url", "ws://127.0.0.1:9/", "--key-stdin", "--home",
+                        str(tmp_path / "seathome"), cwd=ws, key="agk_unchecked\n")
+    assert "did not answer" in done.stderr and "not checked yet" in done.stderr
+    assert (tmp_path / "seathome" / "hub.url").read_text() == "ws://127.0.0.1:9/\n"
+    assert (tmp_path / "seathome" / "keys" / "alice.key").read_text().strip() == "agk_unchecked"

@@ -75,7 +75,7 @@ def connect(home: str | None, as_id: str | None = None):
     from agorad.surface import keys
     from agorad.surface.client import Client
 
-    url = hub_url()
+    url = hub_url() or Home.resolve(home).hub_url  # the home's own url: a home whose hub is elsewhere
     if url is not None:
         return _connect_remote(url, home, as_id)
     client = Client(Home.resolve(home)).connect()

@@ -12,7 +12,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
           lock, adaptive: bool, heartbeat: float, notify_dir, watcher: str, background_only: bool, home,
           url: str | None = None):
     """Listen as the command line says; exits with the listener's status. `url` is --url (click's path
-    adds `agora --url` and the seat record's); with none, $AGORA_URL."""
+    adds `agora --url` and the seat record's); with none, $AGORA_URL, else the home's own (its hub.url)."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
     from agorad.surface.vocab import URL_ENV
@@ -27,7 +27,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
 
         sentinels.emit(sentinels.ended("foreground"))
         sys.exit(0)
-    url = url or os.environ.get(URL_ENV) or None
+    url = url or os.environ.get(URL_ENV) or _home_url(home)
     if source == "ws" and not url:
         fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
     if url and source != "file":
@@ -38,6 +38,13 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
     options.lock, options.adaptive, options.heartbeat = _text(lock), adaptive, heartbeat
     options.watcher = watcher
     sys.exit(run(options))
+
+
+def _home_url(home) -> str | None:
+    """The home's own hub url (`agora setup --url`): a home whose seats' hub runs on another host."""
+    from agorad.surface.filenames import home_root, read_hub_url
+
+    return read_hub_url(home_root(None if home is None else os.fspath(home)))
 
 
 def _text(path) -> str | None:

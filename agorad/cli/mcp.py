@@ -37,4 +37,9 @@ def mcp(as_id, home):
 
     if not is_agent_id(as_id):
         raise click.BadParameter(f"{as_id!r} is not an agent id", param_hint="--as")
-    serve(Seat(as_id, Home.resolve(home)))
+    where = Home.resolve(home)
+    if where.hub_url is not None:
+        fail(f"agora mcp speaks to a hub on this host; the seats of {where.root} belong to the hub at "
+             f"{where.hub_url} (its hub.url), and MCP over a remote port is not built yet: a remote seat uses the "
+             "CLI and its hooks")
+    serve(Seat(as_id, where))

@@ -27,9 +27,19 @@ SETUP_MODE = "async"  # a harness seat comes and goes with its sessions: dormant
 @click.option("--check", is_flag=True, help="Say what is wired, what is stale, and what would wake the seat.")
 @click.option("--mode", type=click.Choice(LIVENESS_MODES), default=SETUP_MODE, show_default=True,
               help="The liveness mode of a seat setup registers.")
+@click.option("--url", metavar="URL",
+              help="The hub runs on another host: its remote port, ws://HOST:PORT/ or wss://HOST:PORT/ (`agora up "
+                   "--listen` there). Setup then registers nothing (the hub's operator does, with `agora agent add ID` "
+                   "on its host, which prints the key), checks the seat's key with the hub, and keeps the URL in "
+                   "the home (HOME/hub.url), so "
+                   "every command and hook in the workspace reaches the hub there. Default: `agora --url`, "
+                   "$AGORA_URL, else the home's hub.url (a home holds the seats of one hub).")
+@click.option("--key-stdin", is_flag=True,
+              help="With --url: read the seat's key from standard input and keep it in HOME/keys/ID.key (0600) once "
+                   "the hub has accepted it (a key is never an argument: other users can read arguments).")
 @home_option
 @json_option
-def setup(agent_id, harness_names, workspace, remove, check, mode, home, as_json):
+def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdin, home, as_json):
     """Wire WORKSPACE's harnesses to seat ID, so a session there wakes when mail lands."""
     from agora_setup.targets import SetupError
 
@@ -41,12 +51,29 @@ def setup(agent_id, harness_names, workspace, remove, check, mode, home, as_json
             return _check(workspace, home, as_json)
         if remove:
             return _remove(workspace, agent_id, list(harness_names), home, as_json)
-        return _wire(workspace, agent_id, list(harness_names), mode, home, as_json)
+        return _wire(workspace, agent_id, list(harness_names), mode, url, key_stdin, home, as_json)
     except SetupError as exc:
         fail(str(exc))
 
 
-def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json: bool) -> None:
+def _url(given: str | None, where) -> str | None:
+    """--url, else `agora --url`, else $AGORA_URL, else the home's own (its hub.url); checked."""
+    import os
+
+    from agorad.cli.shared import URL_META
+    from agorad.surface.errors import InvalidParams
+    from agorad.surface.vocab import URL_ENV
+    from agorad.surface.wsclient import check_url
+
+    url = given or click.get_current_context().meta.get(URL_META) or os.environ.get(URL_ENV) or where.hub_url
+    try:
+        return None if url is None else check_url(url)
+    except InvalidParams as exc:
+        fail(f"--url: {exc.message}", 2)
+
+
+def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | None, key_stdin: bool, home,
+          as_json: bool) -> None:
     from agora_setup import harnesses, plan
     from agorad.surface import wiring
     from agorad.surface.protocol import is_agent_id
@@ -62,12 +89,20 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, home, as_json:
     if not names:
         fail(f"no harness found in {workspace} (no .claude/, .cursor/, .codex/, .gemini/ or .opencode/); "
              f"name one: --harness {'|'.join(HARNESSES)}", 2)
-    hub = _register(where, agent_id, mode)
+    url = _url(url, where)
+    if key_stdin and url is None:
+        fail("--key-stdin is for a seat whose hub runs on another host: give --url too (on the hub's own host, "
+             "`agora setup ID` registers the seat and keeps its key itself)", 2)
+    if url is None:
+        hub = _register(where, agent_id, mode)
+    else:
+        hub = _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None)
     try:
         exe = wiring.agora_executable()
     except FileNotFoundError as exc:
         fail(str(exc))
-    seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=harnesses.mcp_installed())
+    # MCP entries only for a hub on this host: `agora mcp` does not speak to a remote port yet.
+    seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=url is None and harnesses.mcp_installed())
     names, changes = plan.wire(seat, names, where.key_file(agent_id))
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
@@ -94,6 +129,57 @@ def _register(where, agent_id: str, mode: str) -> dict:
     except AgoraError as exc:
         fail(f"the hub refused to register {agent_id}: {exc.message}")
     return {"up": True, "registered": registered, "key_file_exists": where.key_file(agent_id).exists()}
+
+
+def _read_stdin_key() -> str:
+    """The key piped in: one line, the shape `agora agent add` prints."""
+    import sys
+
+    from agorad.surface.keys import KEY_PREFIX
+
+    key = sys.stdin.read().strip()
+    if not key.startswith(KEY_PREFIX) or any(c.isspace() or not c.isprintable() for c in key):
+        fail(f"standard input does not hold a seat key (one line starting {KEY_PREFIX}, as `agora agent add` "
+             "prints it on the hub's host)", 2)
+    return key
+
+
+def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
+    """Say hub.hello as the seat at `url` with its key (piped in, else AGORA_KEY or keys/ID.key). Once the hub
+    accepted it, or could not be asked (setup still wires), the home's hub.url names `url` and a piped key is
+    kept. A refused key, or a home that belongs to another hub, changes nothing."""
+    from agorad.surface import keys
+    from agorad.surface.errors import AgoraError, Unavailable
+    from agorad.surface.paths import write_private
+    from agorad.surface.wsclient import RemoteClient
+
+    if where.db.exists():
+        fail(f"the home {where.root} is a hub's own home (it holds {where.db.name}); the seats of the hub at {url} "
+             "need a home of their own: give --home DIR (for example ~/.agora-remote)")
+    if where.hub_url not in (None, url):
+        fail(f"the home {where.root} holds seats of the hub at {where.hub_url} (its {where.hub_url_file.name}); "
+             f"give another --home for seats of the hub at {url}")
+    key = piped or keys.read_key(where, agent_id)
+    if key is None:
+        fail(f"no key for {agent_id}: pipe it in (`agora setup {agent_id} --url {url} --key-stdin < FILE`; the "
+             f"operator's `agora agent add {agent_id}` on the hub's host printed it), or put it in "
+             f"{where.key_file(agent_id)}")
+    hub = {"up": True, "registered": "remote", "url": url, "key_file_exists": True}
+    try:
+        with RemoteClient(url).connect() as client:
+            client.hello(agent_id, key)
+    except Unavailable as exc:
+        hub.update(up=False, error=exc.message)
+    except AgoraError as exc:
+        fail(f"the hub at {url} refused {agent_id}: {exc.message}; nothing was written (check the id and its key "
+             "with the hub's operator)")
+    where.ensure()
+    write_private(where.hub_url_file, url + "\n")
+    if piped is not None:
+        keys.save_key_file(where, agent_id, piped)
+    elif not where.key_file(agent_id).exists():
+        hub["key_file_exists"] = False  # the key came from AGORA_KEY
+    return hub
 
 
 def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) -> None:
@@ -178,7 +264,10 @@ def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[
             mcp: bool) -> None:
     files = [{"path": c.relative, "action": _action(c)} for c in changes]
     notes = _notes(agent, where, hub, names, workspace)
-    if not mcp:
+    if hub["registered"] == "remote":
+        notes.append("no MCP entries: `agora mcp` speaks to a hub on this host only; the seat reads and writes "
+                     "its mail with the CLI")
+    elif not mcp:
         notes.append("no MCP entries: the `mcp` package is not installed (pip install 'agora-hub[mcp]'); "
                      "run `agora setup` again after installing it")
     if as_json:
@@ -200,7 +289,9 @@ def _action(change) -> str:
 
 def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> list[str]:
     notes = []
-    if not hub["up"]:
+    if hub["registered"] == "remote":
+        notes.append(_remote_note(agent, where, hub))
+    elif not hub["up"]:
         notes.append(f"the hub is down ({hub['error']}): {agent} is not registered yet; start it (`agora up --home "
                      f"{where.root}`) and run `agora setup {agent}` again here to register it")
     elif hub["registered"] == "registered":
@@ -226,3 +317,12 @@ def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> l
         notes.append("opencode: the plugin loads when opencode next starts; it wakes idle sessions of the TUI or "
                      "`opencode serve` (an `opencode run` ends at its first idle)")
     return notes
+
+
+def _remote_note(agent: str, where, hub: dict) -> str:
+    if not hub["up"]:
+        return (f"the hub at {hub['url']} did not answer ({hub['error']}), so {agent}'s key is not checked yet; "
+                f"`agora setup --check` here checks it once the hub is reachable")
+    kept = (f"its key is in {where.key_file(agent)} (0600)" if hub["key_file_exists"] else
+            f"its key came from AGORA_KEY: commands here need it set, or the key in {where.key_file(agent)}")
+    return f"the hub at {hub['url']} accepted {agent}'s key; {kept}; commands and hooks here reach the hub there"

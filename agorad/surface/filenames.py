@@ -21,6 +21,7 @@ PIDFILE_NAME = "agorad.pid"
 LOCKFILE_NAME = "agorad.lock"
 KEYS_DIR_NAME = "keys"
 SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
+HUB_URL_NAME = "hub.url"  # in a home whose hub runs on another host: that hub's remote port (agora setup --url)
 ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
 NOTIFY_SUFFIX = "-inbox.log"  # a seat's notify file is <id>-inbox.log
 DEFAULT_HOME = "~/.agora"  # without $AGORA_HOME
@@ -74,6 +75,20 @@ def hook_stamp(root: str | os.PathLike, agent_id: str, hook: str) -> str:
 
 def key_file(root: str | os.PathLike, agent_id: str) -> str:
     return os.path.join(root, KEYS_DIR_NAME, f"{agent_id}.key")
+
+
+def hub_url_file(root: str | os.PathLike) -> str:
+    return os.path.join(root, HUB_URL_NAME)
+
+
+def read_hub_url(root: str | os.PathLike) -> str | None:
+    """The remote port of the hub this home's seats belong to, when it runs on another host (the home's
+    `hub.url`, written by `agora setup --url`); None for a home whose hub is its own socket."""
+    try:
+        with open(hub_url_file(root)) as file:
+            return file.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
 
 
 def home_root(home: str | os.PathLike | None = None) -> str:

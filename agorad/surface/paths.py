@@ -145,6 +145,15 @@ class Home:
     def key_file(self, agent_id: str) -> Path:
         return _path(filenames.key_file(self.root_text, agent_id))
 
+    @property
+    def hub_url_file(self) -> Path:
+        return _path(filenames.hub_url_file(self.root_text))
+
+    @property
+    def hub_url(self) -> str | None:
+        """The remote port of this home's hub when it runs on another host, else None (filenames.read_hub_url)."""
+        return filenames.read_hub_url(self.root_text)
+
     def ensure(self) -> None:
         """Create the home and keys directory 0700, tightening them if they exist."""
         for directory in (self.root, self.keys_dir):
