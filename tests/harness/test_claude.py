@@ -6,13 +6,15 @@ Every test uses the files the wiring wrote, untouched, a real hub, the real
 
 from __future__ import annotations
 
+import os
 import statistics
+import subprocess
 
 import psutil
 import pytest
 
 from agorad.surface import settings, wiring
-from tests.harness import claude, latency, rewake
+from tests.harness import claude, hook_processes as hooks, latency, rewake
 from tests.harness.conftest import PEER
 
 pytestmark = [pytest.mark.harness("claude")]
@@ -164,3 +166,39 @@ def test_print_turn_reads_and_acks_and_the_backstop_holds_it_to_unread_mail(clau
         assert "carry on" in ended.user_text
         assert backstop(claude_seat) in reminded.user_text and second in reminded.user_text, reminded.user_text[-800:]
         assert unread(hub, agent) == [], f"{second} is still unread after the backstop's re-prompt"
+
+
+@pytest.mark.timeout(180)
+def test_a_remote_seats_idle_session_is_woken_over_the_remote_port_and_acks_there(remote, model, tmp_path):
+    """A workspace on the seat's "host" (a home of its own, no hub there) wired with `agora setup --url
+    --key-stdin` against a hub's remote port: the idle session's hook listener arms over ws, a DM wakes it,
+    and its turn's `agora inbox` and `agora ack --all` (the same lines as a local seat's) reach the hub there;
+    then the Stop backstop holds the next turn to an ask left unread, through the port too."""
+    seat_home, workspace, agent = tmp_path / "seathome", tmp_path / "rws", "alice"
+    workspace.mkdir()
+    (workspace / ".claude").mkdir()
+    env = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY", "AGORA_URL")}
+    done = subprocess.run([wiring.agora_executable(), "setup", agent, "--harness", "claude", "--dir", str(workspace),
+                           "--home", str(seat_home), "--url", remote.url, "--key-stdin"],
+                          input=remote.keys[agent], capture_output=True, text=True, env=env, timeout=60)
+    assert done.returncode == 0, done.stderr
+    session = claude.Session(workspace, claude.environment(model.url, tmp_path / "private"))
+    try:
+        with remote.client("bob", remote.keys["bob"]) as peer, remote.client(agent, remote.keys[agent]) as seat:
+            seconds, _ = rewake.wake_once(model, session, peer, seat, agent, seat_home, "over the port", None)
+            latency.record("send -> Claude's next model request, a remote seat (ws listener)", [seconds],
+                           f"wired --debounce {settings.HOOK_DEBOUNCE:g}s included")
+            listener = rewake.armed_listener(seat_home, agent)
+            model.script({"text": "later"}, {"shell": wiring.shell(wiring.ack_all(wiring.agora_executable(), agent,
+                                                                                     seat_home))}, {"text": "acked"})
+            ref = peer.call("messages.send", target=f"@{agent}", title="review 0008", body="please", ask=True)["ref"]
+            woke = model.wait_for(lambda s: not s.side and ref in s.user_text, rewake.WAKE_TIMEOUT,
+                                  what=f"the wake for {ref}")
+            reminded = model.wait_for(lambda s: not s.side, rewake.WAKE_TIMEOUT, after=model.seen.index(woke) + 1,
+                                      what="the request after the turn that ended with the ask unread")
+            assert ref in reminded.user_text, reminded.user_text[-800:]
+            rewake.wait_for(lambda: not rewake.unread(seat), timeout=rewake.WAKE_TIMEOUT, what=f"the ack of {ref}")
+            assert listener
+    finally:
+        session.kill_group()
+        hooks.end(seat_home, spare=set())
