@@ -431,3 +431,28 @@ def test_a_lost_tail_is_replayed_so_a_listener_resumes_from_its_saved_offset(hom
         follower.close()
     finally:
         again.stop()
+
+
+def test_start_up_reads_a_seat_from_its_rotated_file_alone_and_from_an_offset_alone(home):
+    """Start-up lists each directory once and surveys only the seats with files (at 10,000 seats, opening
+    every absent file was most of a second). A seat whose file rotated to `.1` with no new file yet is
+    not replayed; a seat with only a listener's saved offset still raises its floor above that id."""
+    path = _three_dms_then_stopped(home)
+    os.replace(path, f"{path}.1")
+    again = Hub(home).start()
+    try:
+        with seats(again, "cy") as s:
+            send(s["cy"], "@runtime", "four")
+        assert [line["id"] for line in lines(path)] == [4]  # 1-3 stayed in .1, not replayed
+    finally:
+        again.stop()
+    os.remove(path)
+    os.remove(f"{path}.1")
+    (home / "listen-runtime.offset").write_text(json.dumps({"inode": 1, "pos": 0, "id": 9}))
+    third = Hub(home).start()
+    try:
+        with third.client("cy") as cy:
+            cy.call("messages.send", target="@runtime", title="after", body="")
+        assert [line["id"] for line in lines(path)] == [10]  # above the id the listener saw
+    finally:
+        third.stop()

@@ -26,6 +26,7 @@ from agorad.runtime.log import log
 from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
 from agorad.store import messages as sql
 from agorad.store import write
+from agorad.surface import filenames
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import listen_file, notify_file, rotated
 from agorad.surface.protocol import encode_text as _text
@@ -159,10 +160,7 @@ class Notifier:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         _tighten(self.directory)
         replayed = 0
-        for pk, agent_id, newest, notified_upto in self._reconciled(db):
-            on_disk = last_id_in(self.path(agent_id))
-            if on_disk is None:
-                on_disk = last_id_in(rotated(self.path(agent_id)))
+        for pk, newest, notified_upto, on_disk in self._reconciled(db):
             self.written[pk] = on_disk if on_disk is not None else min(notified_upto, newest)
             if newest > self.written[pk]:
                 replayed += self.catch_up(db, pk)
@@ -170,13 +168,21 @@ class Notifier:
             log("notify-replayed", lines=replayed)
         return replayed
 
-    def _reconciled(self, db: apsw.Connection) -> list[tuple[int, str, int, int]]:
-        """Every seat's marks, once no file names a delivery the database lacks. Floors are stored
-        (and checkpointed, so even NORMAL keeps them) before any file is rewritten: a cut in between
-        then finds the files still ahead and does it again."""
+    def _reconciled(self, db: apsw.Connection) -> list[tuple[int, int, int, int | None]]:
+        """Every seat's (pk, newest id, floor, the id its notify lines have got to or None), once no file
+        names a delivery the database lacks. Floors are stored (and checkpointed, so even NORMAL keeps
+        them) before any file is rewritten: a cut in between then finds the files still ahead and does it
+        again. A seat with no notify file and no saved offset has nothing to survey: one listing of each
+        directory says so (at 10,000 seats, opening each one's absent files was most of a second)."""
         marks = sql.seat_marks(db)
-        surveys = {pk: Survey(self.path(agent_id), self._offset_file(agent_id), newest, floor)
-                   for pk, agent_id, newest, floor in marks}
+        notify_names = _names_in(self.directory)
+        offset_names = _names_in(self.seats) if self.seats is not None else set()
+        surveys = {}
+        for pk, agent_id, newest, floor in marks:
+            found = self._files_of_seat(agent_id, notify_names, offset_names)
+            if found is not None:
+                path, offset, present = found
+                surveys[pk] = Survey(path, offset, newest, floor, present)
         ahead = {pk: survey for pk, survey in surveys.items() if survey.ahead}
         if ahead:
             with write(db):
@@ -185,7 +191,27 @@ class Notifier:
         for pk, survey in ahead.items():
             dropped = rewrite_without_lost(survey)
             log("notify-reconciled", path=survey.path, dropped=dropped, database_id=survey.newest, floor=survey.floor)
-        return [(pk, agent_id, newest, surveys[pk].floor) for pk, agent_id, newest, _ in marks]
+        reconciled = []
+        for pk, agent_id, newest, floor in marks:
+            survey = surveys.get(pk)
+            if survey is None:
+                reconciled.append((pk, newest, floor, None))
+            elif pk in ahead:  # rewritten: read again
+                reconciled.append((pk, newest, survey.floor, Survey(survey.path, None, newest, floor).on_disk()))
+            else:
+                reconciled.append((pk, newest, survey.floor, survey.on_disk()))
+        return reconciled
+
+    def _files_of_seat(self, agent_id: str, notify_names: set[str], offset_names: set[str]):
+        """(notify file, offset file or None, (file there, `.1` there)) of a seat with any of the three in
+        those listings, as Survey takes them; None for a seat with none."""
+        name = os.path.basename(filenames.notify_file("", agent_id))
+        present = (name in notify_names, name + filenames.ROTATED_SUFFIX in notify_names)
+        offset = filenames.listen_file(os.fspath(self.seats), agent_id, "offset") if self.seats is not None else None
+        saved = offset is not None and os.path.basename(offset) in offset_names
+        if not (present[0] or present[1] or saved):
+            return None
+        return filenames.notify_file(os.fspath(self.directory), agent_id), offset if saved else None, present
 
     def unstored(self) -> dict[int, int]:
         """The marks in `written` the database does not hold yet: what a sweep stores (at 10,000 seats,
@@ -406,6 +432,13 @@ class Notifier:
     def close(self) -> None:
         self.reopen()
         self.helper.close()
+
+
+def _names_in(directory: Path) -> set[str]:
+    try:
+        return set(os.listdir(directory))
+    except OSError:
+        return set()
 
 
 def _whole_lines(lines: list[bytes], written: int) -> int:

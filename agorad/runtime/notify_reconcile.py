@@ -36,7 +36,7 @@ import json
 import os
 from pathlib import Path
 
-from agorad.surface.filenames import write_private
+from agorad.surface.filenames import ROTATED_SUFFIX, write_private
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import rotated
 
@@ -44,10 +44,19 @@ from agorad.surface.paths import rotated
 class Survey:
     """What one agent's files and saved listener offset show, against the database's newest id."""
 
-    def __init__(self, path: Path, offset_file: Path | None, newest: int, floor: int):
+    def on_disk(self) -> int | None:
+        """The id the agent's notify lines have got to: the file's last, else its `.1`'s; None if neither."""
+        return self.last_ids[0] if self.last_ids[0] is not None else self.last_ids[1]
+
+    def __init__(self, path: str, offset_file: str | None, newest: int, floor: int,
+                 present: tuple[bool, bool] = (True, True)):
+        """`path`: the notify file; `present`: whether it and its `.1` exist, when the caller listed the
+        directory (a file known absent is not opened: start-up surveys every seat)."""
         self.path = path
         self.newest = newest
-        self.file_ids = [i for i in (last_id_in(path), last_id_in(rotated(path))) if i is not None]
+        self.last_ids = (last_id_in(path) if present[0] else None,  # the file's, its `.1`'s
+                         last_id_in(path + ROTATED_SUFFIX) if present[1] else None)
+        self.file_ids = [i for i in self.last_ids if i is not None]
         self.offset_id = _saved_id(offset_file)
         shown = max([*self.file_ids, self.offset_id, 0])
         # Lines naming deliveries the database lacks; or a listener that saw ids above both the
@@ -59,8 +68,8 @@ class Survey:
 def rewrite_without_lost(survey: Survey) -> int:
     """Rewrite the files so no line names a delivery above the database's newest id, the file
     under the name always as a new inode (see the module docstring); return the lines dropped."""
-    dropped = 0
-    for path in (rotated(survey.path), survey.path):
+    dropped, named = 0, Path(survey.path)
+    for path in (rotated(named), named):
         try:
             data = path.read_bytes()
         except FileNotFoundError:
@@ -68,9 +77,9 @@ def rewrite_without_lost(survey: Survey) -> int:
         lines = [line for line in data.split(b"\n") if line]
         kept = [line for line in lines if 0 < (_id(line) or 0) <= survey.newest]
         dropped += len(lines) - len(kept)
-        if path == survey.path or len(kept) < len(lines):
+        if path == named or len(kept) < len(lines):
             write_private(path, b"".join(line + b"\n" for line in kept).decode("ascii"))
-    _sync_directory(survey.path.parent)
+    _sync_directory(named.parent)
     return dropped
 
 
@@ -82,12 +91,13 @@ def _id(line: bytes) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _saved_id(offset_file: Path | None) -> int:
+def _saved_id(offset_file: str | None) -> int:
     """The delivery id a listener's saved offset (listen-<id>.offset) says it has rung; 0 if none."""
     if offset_file is None:
         return 0
     try:
-        value = json.loads(offset_file.read_text()).get("id")
+        with open(offset_file) as file:
+            value = json.loads(file.read()).get("id")
     except (OSError, ValueError, AttributeError):
         return 0
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0

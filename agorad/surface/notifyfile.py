@@ -23,6 +23,8 @@ def last_id_in(path: Path) -> int | None:
     except (FileNotFoundError, IsADirectoryError):
         return None
     for line in reversed(tail.split(b"\n")):
+        if not line:  # the end of the file, after its last newline: nothing to parse
+            continue
         try:
             return int(json.loads(line)["id"])
         except (ValueError, KeyError, TypeError):
