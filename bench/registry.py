@@ -9,7 +9,8 @@ On each, in alternating rounds: `agents.list`, `hub.status` and `agents.list`
 with counts (what `agora status` asks) as one client's back-to-back calls
 (p50 and p99 over the round), then `agora status` as a process and the sweep
 (`hub.sweep`, through the wire, as the operator). The first sweep on the big
-hub writes its transitions; it is timed alone. Then the hub's RSS.
+hub writes its transitions; it is timed alone. Then the hub's RSS, and each hub
+stopped and started again, timed to its first answer (no goal).
 """
 
 from __future__ import annotations
@@ -53,6 +54,8 @@ def figures(work: Path, s) -> list[Figure]:
 
         empty_runs, big_runs = alternate(s.rounds, on(empty), on(big))
         big_mib, empty_mib = rss(big.proc.pid) / MIB, rss(empty.proc.pid) / MIB
+        progress("registry: each hub stopped and started again, timed to its first answer")
+        starts = alternate(s.rounds, lambda: _restart(big), lambda: _restart(empty))
     label = f"{pop.agents:,} seats"
     rows = []
     for name, params in CALLS:
@@ -76,8 +79,19 @@ def figures(work: Path, s) -> list[Figure]:
         Figure(f"sweep, {label}", "ms", sweep_big, sweep_empty, "empty hub (4 seats)",
                f"< {SWEEP_GOAL_MS:g} ms", sweep_big < SWEEP_GOAL_MS),
         Figure(f"hub RSS after these calls, {label}", "MiB", big_mib, empty_mib, "empty hub (4 seats), same calls"),
+        Figure(f"hub start to its first answer, {label}", "s", statistics.median(starts[0]),
+               statistics.median(starts[1]), "empty hub (4 seats)"),
     ]
     return rows
+
+
+def _restart(hub: Hub) -> float:
+    """Stop the hub, start it again on its home; seconds from the spawn to its first answer. Every seat is
+    surveyed at start-up (its notify files against the database: runtime/notify.py `Notifier.start`)."""
+    hub.stop()
+    started = time.perf_counter()
+    hub.start()
+    return time.perf_counter() - started
 
 
 def _round(hub: Hub, calls: int) -> dict:
