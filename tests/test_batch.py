@@ -354,3 +354,31 @@ def test_work_beside_no_open_batch_runs_at_once(db):
     ran = []
     Batch(db).beside_commit(lambda: ran.append(threading.get_ident()))
     assert ran == [threading.get_ident()]
+
+
+def test_with_no_helper_thread_a_commit_still_runs_and_answers(db, monkeypatch):
+    """Review finding: a helper thread the system would not start made `commit` raise before its COMMIT,
+    and the batch never answered again. Now the work beside it is skipped and the batch commits."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    def no_thread(self, *args, **kwargs):
+        raise RuntimeError("can't start new thread")
+
+    monkeypatch.setattr(ThreadPoolExecutor, "submit", no_thread)
+    outcomes, worked = [], []
+
+    async def turn():
+        batch = Batch(db)
+        batch.join()
+        with write(db):
+            db.execute("INSERT INTO t VALUES (8)")
+        batch.beside_commit(lambda: worked.append(True))
+        batch.after_commit(outcomes.append)
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        results = batch.helper.write_each([(-1, b"x")] * 300)  # all written here, none lost to a missing thread
+        assert len(results) == 300 and all(isinstance(r, OSError) for r in results)
+
+    asyncio.run(turn())
+    assert outcomes == [True] and worked == [] and not db.in_transaction
+    assert [r[0] for r in db.execute("SELECT x FROM t")] == [8]

@@ -62,33 +62,45 @@ class Helper:
         self.two_threads_from = two_threads_from
         self._pool: ThreadPoolExecutor | None = None
         self._lock = threading.Lock()
+        self._closed = False
 
     def write_each(self, pairs: list[tuple[int, bytes]]) -> list[int | OSError]:
         if len(pairs) < self.two_threads_from:
             return write_each(pairs)
         half = len(pairs) // 2
         other = self._submit(write_each, pairs[half:])
+        if other is None:  # no helper thread: all of them here
+            return write_each(pairs)
         mine = write_each(pairs[:half])
         return mine + other.result()
 
     def during(self, main: Callable[[], T], beside: list[Callable[[], None]]) -> T:
-        """main() here while `beside` runs on the helper; main's result (or error) once both are done."""
-        if not beside:
-            return main()
-        helped = self._submit(_run_all, beside)
+        """main() here while `beside` runs on the helper; main's result (or error) once both are done.
+        Without a helper thread, `beside` is skipped: it is only ever a head start."""
+        helped = self._submit(_run_all, beside) if beside else None
         try:
             return main()
         finally:
-            helped.result()
+            if helped is not None:
+                helped.result()
 
-    def _submit(self, fn, *args) -> Future:
+    def _submit(self, fn, *args) -> Future | None:
+        """The helper's future for fn(*args); None when there is no helper thread to run it (closed, or the
+        system would not start a thread): the caller then does the work itself, and nothing waits forever."""
         with self._lock:
-            if self._pool is None:
-                self._pool = ThreadPoolExecutor(1, thread_name_prefix="agora-helper")
-            return self._pool.submit(fn, *args)
+            if self._closed:
+                return None
+            try:
+                if self._pool is None:
+                    self._pool = ThreadPoolExecutor(1, thread_name_prefix="agora-helper")
+                return self._pool.submit(fn, *args)
+            except RuntimeError as exc:  # "can't start new thread", or the interpreter shutting down
+                log("helper-unavailable", error=str(exc)[:200])
+                return None
 
     def close(self) -> None:
+        """End the helper thread; later work runs on the caller's thread."""
         with self._lock:
-            pool, self._pool = self._pool, None
+            pool, self._pool, self._closed = self._pool, None, True
         if pool is not None:
             pool.shutdown(wait=True)

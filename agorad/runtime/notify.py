@@ -266,15 +266,18 @@ class Notifier:
             files.move_to_end(agent_id)
             ready.append((opened, line, pk, delivery_id, agent_id))
         results = self.helper.write_each([(opened.fd, line) for opened, line, _, _, _ in ready])
+        failed = []  # handled after every line written is counted: a failure's handling cannot lose the count
         for (opened, line, pk, delivery_id, agent_id), done in zip(ready, results):
             if type(done) is not int:
-                self._failed(pk, agent_id, done)
+                failed.append((pk, agent_id, done))
                 continue
             opened.size += done
             if done != len(line):
-                self._failed(pk, agent_id, OSError(f"short write ({done} of {len(line)} bytes)"))
+                failed.append((pk, agent_id, OSError(f"short write ({done} of {len(line)} bytes)")))
             else:
                 written[pk] = delivery_id
+        for pk, agent_id, exc in failed:
+            self._failed(pk, agent_id, exc)
         for index, line in rest:
             self.write(db, deliveries.recipients[index][0], [deliveries[index]], None if line is None else [line])
 
