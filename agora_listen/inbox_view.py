@@ -56,8 +56,9 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
     from agorad.surface.paths import Home
 
     home = Home(root)
-    # A seat on another host: the hub's remote port, where it has no socket ($AGORA_URL, else the home's own).
-    url = os.environ.get(URL_ENV) or read_hub_url(home.root_text)
+    # A seat on another host: the hub's remote port, where it has no socket (the home's own, whose hub its
+    # keys are for, else $AGORA_URL).
+    url = read_hub_url(home.root_text) or os.environ.get(URL_ENV)
     try:
         with (Client(home, timeout=timeout) if not url else _remote(url, timeout)) as hub:
             key, current = keys.read_key(home, agent), agent

@@ -471,9 +471,6 @@ def test_remote_setup_refuses_bad_input_and_changes_nothing(remote, ws, tmp_path
     claude_ws(ws)
     before = snapshot(ws)
     seat_home = tmp_path / "seathome"
-    other = tmp_path / "other"
-    other.mkdir()
-    (other / "hub.url").write_text("ws://elsewhere.example:1/\n")
     for args, key, code, says in [
         (["--url", "http://127.0.0.1:1/"], None, 2, "is not a hub URL"),
         (["--key-stdin"], "agk_x", 2, "give --url too"),
@@ -481,13 +478,11 @@ def test_remote_setup_refuses_bad_input_and_changes_nothing(remote, ws, tmp_path
         (["--url", remote.url, "--key-stdin"], "agk_two\nlines\n", 2, "does not hold a seat key"),
         (["--url", remote.url], None, 1, "no key for alice"),
         (["--url", remote.url, "--key-stdin", "--home", str(remote.home)], remote.keys["alice"], 1, "a hub's own home"),
-        (["--url", remote.url, "--key-stdin", "--home", str(other)], remote.keys["alice"], 1, "holds seats of the hub at"),
     ]:
         home = [] if "--home" in args else ["--home", str(seat_home)]
         done = remote_setup("alice", "--harness", "claude", *args, *home, cwd=ws, key=key, code=code)
         assert says in done.stderr, (args, done.stderr)
     assert snapshot(ws) == before and not seat_home.exists() and not (remote.home / "hub.url").exists()
-    assert not (other / "keys").exists()
 
 
 def test_a_remote_hub_that_does_not_answer_is_said_and_setup_still_wires(ws, tmp_path):
@@ -497,3 +492,48 @@ def test_a_remote_hub_that_does_not_answer_is_said_and_setup_still_wires(ws, tmp
     assert "did not answer" in done.stderr and "not checked yet" in done.stderr
     assert (tmp_path / "seathome" / "hub.url").read_text() == "ws://127.0.0.1:9/\n"
     assert (tmp_path / "seathome" / "keys" / "alice.key").read_text().strip() == "agk_unchecked"
+
+
+def test_an_explicit_url_replaces_the_homes_and_an_unchecked_key_never_replaces_a_kept_one(remote, ws, tmp_path):
+    """A home whose hub.url has a typo (or whose hub moved) is put right by `--url`, which says so; while the
+    hub does not answer, a piped key does not overwrite the key already kept."""
+    claude_ws(ws)
+    seat_home = tmp_path / "seathome"
+    remote_setup("alice", "--harness", "claude", "--url", "ws://127.0.0.1:9/", "--key-stdin", "--home",
+                 str(seat_home), cwd=ws, key=remote.keys["alice"])
+    down = remote_setup("alice", "--url", "ws://127.0.0.1:9", "--key-stdin", "--home", str(seat_home), cwd=ws,
+                        key="agk_typed_wrong")
+    assert "was kept, not the one piped in" in down.stderr
+    assert (seat_home / "keys" / "alice.key").read_text().strip() == remote.keys["alice"]
+    moved = remote_setup("alice", "--url", remote.url, "--home", str(seat_home), cwd=ws)
+    assert f"named ws://127.0.0.1:9/ and now names {remote.url}" in moved.stderr and "accepted" in moved.stderr
+    assert (seat_home / "hub.url").read_text() == remote.url + "\n"
+
+
+def test_the_homes_url_goes_before_agora_url_and_setup_on_a_hubs_own_host_ignores_agora_url(remote, ws, tmp_path):
+    """The home's keys are its hub.url's hub's: $AGORA_URL naming another hub does not send them there.
+    And $AGORA_URL exported on a hub's own host leaves `agora setup ID` a local registration."""
+    seat_home = tmp_path / "seathome"
+    wired_remote_seat(remote, ws, seat_home)
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        bob.call("messages.send", target="@alice", title="hi", body="")
+    elsewhere = {**seat_env(), "AGORA_URL": "ws://127.0.0.1:9/"}
+    inbox = subprocess.run([AGORA, "inbox", "--json"], cwd=ws, env=elsewhere, capture_output=True, text=True,
+                           timeout=30)
+    assert inbox.returncode == 0 and json.loads(inbox.stdout)["unread"] == 1, inbox.stderr
+    local = tmp_path / "local"
+    claude_ws(local.mkdir() or local)
+    done = subprocess.run([AGORA, "setup", "runtime", "--harness", "claude", "--home", str(remote.home)], cwd=local,
+                          env=elsewhere, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and "registered runtime" in done.stderr, done.stderr
+
+
+def test_a_remote_seats_home_is_refused_by_up_and_drive(remote, ws, tmp_path):
+    seat_home = tmp_path / "seathome"
+    wired_remote_seat(remote, ws, seat_home)
+    up = subprocess.run([AGORA, "up", "--home", str(seat_home)], env=seat_env(), capture_output=True, text=True,
+                        timeout=30)
+    assert up.returncode == 1 and "holds seats of the hub at" in up.stderr and not (seat_home / "agora.db").exists()
+    drive = subprocess.run([AGORA, "drive", "--as", "alice", "--home", str(seat_home), "--harness", "claude",
+                            "--once"], env=seat_env(), capture_output=True, text=True, timeout=30)
+    assert drive.returncode == 1 and "driving over a remote port is not built yet" in drive.stderr, drive.stderr

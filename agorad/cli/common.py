@@ -57,13 +57,15 @@ def handles_errors(command):
     return wrapper
 
 
-def hub_url() -> str | None:
-    """The hub URL this command speaks to, if remote: `agora --url`, else $AGORA_URL, else the `url` of the
-    workspace's seat record when the command took its seat or home from it (SharedOption). None: the hub's
-    Unix socket under the home."""
+def hub_url(home: Home | None = None) -> str | None:
+    """The hub URL this command speaks to, if remote: `agora --url`, else the home's own (its hub.url: the
+    home's keys are that hub's), else $AGORA_URL, else the `url` of the workspace's seat record when the
+    command took its seat or home from it (SharedOption). None: the hub's Unix socket under the home."""
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(URL_META):
         return context.meta[URL_META]
+    if home is not None and home.hub_url:
+        return home.hub_url
     if os.environ.get(URL_ENV):
         return os.environ[URL_ENV]
     record = context.meta.get(RECORD_META) if context is not None else None
@@ -75,7 +77,7 @@ def connect(home: str | None, as_id: str | None = None):
     from agorad.surface import keys
     from agorad.surface.client import Client
 
-    url = hub_url() or Home.resolve(home).hub_url  # the home's own url: a home whose hub is elsewhere
+    url = hub_url(Home.resolve(home))
     if url is not None:
         return _connect_remote(url, home, as_id)
     client = Client(Home.resolve(home)).connect()
@@ -104,7 +106,8 @@ def _connect_remote(url: str, home: str | None, as_id: str | None):
         command = context.command_path if context is not None else "this command"
         raise Forbidden(f"`{command}` acts as the local operator, who is only ever a same-user peer on the hub's "
                         f"own socket; over {url} the CLI acts as a seat (give --as ID where the command takes it). "
-                        "Run it on the hub's host without AGORA_URL.")
+                        "Run it on the hub's host, with a home of the hub's own (not one whose hub.url names "
+                        "another host) and without AGORA_URL.")
     where = Home.resolve(home)
     key = keys.read_key(where, as_id)
     if key is None:

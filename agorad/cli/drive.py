@@ -61,6 +61,9 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     where = Home.resolve(home)
     if release:
         return _release(where.root, as_id)
+    if where.hub_url is not None:  # its doorbell is a notify file that only a hub on this host writes
+        fail(f"agora drive runs a seat of a hub on this host; the seats of {where.root} belong to the hub at "
+             f"{where.hub_url} (its hub.url), and driving over a remote port is not built yet")
     record = seat_record(click.get_current_context())
     harness = _harness(harness, record)
     command = tuple(shlex.split(command_line)) if command_line else ()

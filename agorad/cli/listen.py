@@ -66,12 +66,14 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, url
     from agorad.cli.listen_run import start
 
     start(as_id, once, max_wait, debounce, important_only, preview, source, lock, adaptive, heartbeat, notify_dir,
-          watcher, background_only, home, url=url or _url())
+          watcher, background_only, home, url=url or _url(home))
 
 
-def _url() -> str | None:
-    """`agora --url`, else $AGORA_URL, else the seat record's url (cli.common.hub_url): what only click's
-    context knows. (The fast path never needs the rest: it leaves lines that read the seat record to click.)"""
+def _url(home) -> str | None:
+    """`agora --url`, else the home's hub.url, else $AGORA_URL, else the seat record's url (cli.common.hub_url):
+    what only click's context knows. (The fast path never needs the rest: it leaves lines that read the seat
+    record to click, and listen_run reads the home's and $AGORA_URL in that order.)"""
     from agorad.cli.common import hub_url
+    from agorad.surface.paths import Home
 
-    return hub_url()
+    return hub_url(Home.resolve(home))

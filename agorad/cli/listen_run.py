@@ -12,7 +12,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
           lock, adaptive: bool, heartbeat: float, notify_dir, watcher: str, background_only: bool, home,
           url: str | None = None):
     """Listen as the command line says; exits with the listener's status. `url` is --url (click's path
-    adds `agora --url` and the seat record's); with none, $AGORA_URL, else the home's own (its hub.url)."""
+    adds `agora --url` and the seat record's); with none, the home's own (its hub.url), else $AGORA_URL."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
     from agorad.surface.vocab import URL_ENV
@@ -27,7 +27,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
 
         sentinels.emit(sentinels.ended("foreground"))
         sys.exit(0)
-    url = url or os.environ.get(URL_ENV) or _home_url(home)
+    url = url or _home_url(home) or os.environ.get(URL_ENV) or None  # the home's keys are its hub.url's hub's
     if source == "ws" and not url:
         fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
     if url and source != "file":

@@ -33,10 +33,11 @@ SETUP_MODE = "async"  # a harness seat comes and goes with its sessions: dormant
                    "on its host, which prints the key), checks the seat's key with the hub, and keeps the URL in "
                    "the home (HOME/hub.url), so "
                    "every command and hook in the workspace reaches the hub there. Default: `agora --url`, "
-                   "$AGORA_URL, else the home's hub.url (a home holds the seats of one hub).")
+                   "else the home's hub.url (a home holds the seats of one hub); $AGORA_URL is not read here.")
 @click.option("--key-stdin", is_flag=True,
-              help="With --url: read the seat's key from standard input and keep it in HOME/keys/ID.key (0600) once "
-                   "the hub has accepted it (a key is never an argument: other users can read arguments).")
+              help="With a URL (--url, or the home's hub.url): read the seat's key from standard input and keep it in "
+                   "HOME/keys/ID.key (0600) once the hub has accepted it (a key is never an argument: other users "
+                   "can read arguments).")
 @home_option
 @json_option
 def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdin, home, as_json):
@@ -56,18 +57,17 @@ def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdi
         fail(str(exc))
 
 
-def _url(given: str | None, where) -> str | None:
-    """--url, else `agora --url`, else $AGORA_URL, else the home's own (its hub.url); checked."""
-    import os
-
+def _url(given: str | None, where) -> tuple[str | None, bool]:
+    """(URL, given on the command line): --url or `agora --url`, else the home's hub.url; checked.
+    $AGORA_URL is not read here: on a hub's own host it must not turn setup into a remote seat's."""
     from agorad.cli.shared import URL_META
     from agorad.surface.errors import InvalidParams
-    from agorad.surface.vocab import URL_ENV
     from agorad.surface.wsclient import check_url
 
-    url = given or click.get_current_context().meta.get(URL_META) or os.environ.get(URL_ENV) or where.hub_url
+    explicit = given or click.get_current_context().meta.get(URL_META)
+    url = explicit or where.hub_url
     try:
-        return None if url is None else check_url(url)
+        return (None if url is None else check_url(url)), bool(explicit)
     except InvalidParams as exc:
         fail(f"--url: {exc.message}", 2)
 
@@ -89,14 +89,14 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
     if not names:
         fail(f"no harness found in {workspace} (no .claude/, .cursor/, .codex/, .gemini/ or .opencode/); "
              f"name one: --harness {'|'.join(HARNESSES)}", 2)
-    url = _url(url, where)
+    url, explicit = _url(url, where)
     if key_stdin and url is None:
         fail("--key-stdin is for a seat whose hub runs on another host: give --url too (on the hub's own host, "
              "`agora setup ID` registers the seat and keeps its key itself)", 2)
     if url is None:
         hub = _register(where, agent_id, mode)
     else:
-        hub = _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None)
+        hub = _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None, explicit)
     try:
         exe = wiring.agora_executable()
     except FileNotFoundError as exc:
@@ -132,22 +132,33 @@ def _register(where, agent_id: str, mode: str) -> dict:
 
 
 def _read_stdin_key() -> str:
-    """The key piped in: one line, the shape `agora agent add` prints."""
+    """The key piped in (or typed, unechoed, at a terminal): one line, the shape `agora agent add` prints."""
     import sys
 
     from agorad.surface.keys import KEY_PREFIX
 
-    key = sys.stdin.read().strip()
+    if sys.stdin.isatty():
+        import getpass
+
+        key = getpass.getpass("the seat's key (as `agora agent add` printed it): ").strip()
+    else:
+        key = sys.stdin.read().strip()
     if not key.startswith(KEY_PREFIX) or any(c.isspace() or not c.isprintable() for c in key):
         fail(f"standard input does not hold a seat key (one line starting {KEY_PREFIX}, as `agora agent add` "
              "prints it on the hub's host)", 2)
     return key
 
 
-def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
-    """Say hub.hello as the seat at `url` with its key (piped in, else AGORA_KEY or keys/ID.key). Once the hub
-    accepted it, or could not be asked (setup still wires), the home's hub.url names `url` and a piped key is
-    kept. A refused key, or a home that belongs to another hub, changes nothing."""
+def _same_hub(a: str, b: str) -> bool:
+    return a.rstrip("/") == b.rstrip("/")
+
+
+def _check_remote(where, agent_id: str, url: str, piped: str | None, explicit: bool) -> dict:
+    """Say hub.hello as the seat at `url` with its key (piped in, else AGORA_KEY or keys/ID.key). A refused key,
+    or a home that is a hub's own, changes nothing. Otherwise the home's hub.url names `url` (an explicit
+    --url replaces another, said in a note), and a key the hub accepted is kept in keys/ID.key; a hub that
+    did not answer keeps a piped key only where the file holds none yet (never a checked key replaced by
+    an unchecked one)."""
     from agorad.surface import keys
     from agorad.surface.errors import AgoraError, Unavailable
     from agorad.surface.paths import write_private
@@ -156,9 +167,7 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
     if where.db.exists():
         fail(f"the home {where.root} is a hub's own home (it holds {where.db.name}); the seats of the hub at {url} "
              "need a home of their own: give --home DIR (for example ~/.agora-remote)")
-    if where.hub_url not in (None, url):
-        fail(f"the home {where.root} holds seats of the hub at {where.hub_url} (its {where.hub_url_file.name}); "
-             f"give another --home for seats of the hub at {url}")
+    earlier = where.hub_url
     key = piped or keys.read_key(where, agent_id)
     if key is None:
         fail(f"no key for {agent_id}: pipe it in (`agora setup {agent_id} --url {url} --key-stdin < FILE`; the "
@@ -174,11 +183,18 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
         fail(f"the hub at {url} refused {agent_id}: {exc.message}; nothing was written (check the id and its key "
              "with the hub's operator)")
     where.ensure()
-    write_private(where.hub_url_file, url + "\n")
-    if piped is not None:
+    if earlier is None or not _same_hub(earlier, url):
+        write_private(where.hub_url_file, url + "\n")
+        if earlier is not None and explicit:
+            hub["replaced"] = earlier
+    stored = keys.read_key_file(where, agent_id)
+    if hub["up"] and stored != key:
+        keys.save_key_file(where, agent_id, key)  # checked: the hooks, which get no AGORA_KEY, read this file
+    elif not hub["up"] and piped is not None and stored is None:
         keys.save_key_file(where, agent_id, piped)
-    elif not where.key_file(agent_id).exists():
-        hub["key_file_exists"] = False  # the key came from AGORA_KEY
+    elif not hub["up"] and piped is not None:
+        hub["kept_key"] = True  # the one already there stays: the piped one is not checked
+    hub["key_file_exists"] = where.key_file(agent_id).exists()
     return hub
 
 
@@ -320,9 +336,11 @@ def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> l
 
 
 def _remote_note(agent: str, where, hub: dict) -> str:
+    moved = (f"the home's hub.url named {hub['replaced']} and now names {hub['url']}; " if "replaced" in hub else "")
     if not hub["up"]:
-        return (f"the hub at {hub['url']} did not answer ({hub['error']}), so {agent}'s key is not checked yet; "
-                f"`agora setup --check` here checks it once the hub is reachable")
-    kept = (f"its key is in {where.key_file(agent)} (0600)" if hub["key_file_exists"] else
-            f"its key came from AGORA_KEY: commands here need it set, or the key in {where.key_file(agent)}")
-    return f"the hub at {hub['url']} accepted {agent}'s key; {kept}; commands and hooks here reach the hub there"
+        kept = (f"; the key already in {where.key_file(agent)} was kept, not the one piped in"
+                if hub.get("kept_key") else "")
+        return (f"{moved}the hub at {hub['url']} did not answer ({hub['error']}), so {agent}'s key is not checked "
+                f"yet{kept}; `agora setup --check` here checks it once the hub is reachable")
+    return (f"{moved}the hub at {hub['url']} accepted {agent}'s key; it is in {where.key_file(agent)} (0600); "
+            "commands and hooks that name this home reach the hub there")

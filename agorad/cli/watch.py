@@ -27,7 +27,7 @@ HUB_MARKS = (DB_NAME, SOCKET_NAME, PIDFILE_NAME, LOCKFILE_NAME)  # a directory h
 @click.option("--notify-file", "notify_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Append the seat's deliveries to this file, one notify line each (agora-files(5)).")
 @click.option("--url", metavar="URL", help="The hub's remote port, ws://HOST:PORT/ or wss://HOST:PORT/ "
-              "(default: $AGORA_URL, else the seat record's url).")
+              "(default: the home's hub.url, else $AGORA_URL, else the seat record's url).")
 @home_option
 @handles_errors
 def watch(as_id, notify_file, url, home):
@@ -40,7 +40,7 @@ def watch(as_id, notify_file, url, home):
     from agorad.surface import keys
     from agorad.surface.paths import Home
 
-    url = url or hub_url()
+    url = url or hub_url(Home.resolve(home))
     if not url:
         fail("agora watch speaks to the hub's remote port: give --url ws://HOST:PORT/ or set AGORA_URL")
     from agorad.surface.wsclient import check_url

@@ -45,6 +45,10 @@ def run(home: Home, settings: Settings | None = None) -> int:
     """Run the hub in the foreground until SIGTERM or SIGINT; return the exit status."""
     settings = settings or Settings()
     check_listen(settings)  # before anything is touched
+    if home.hub_url is not None:
+        raise StartupError(f"the home {home.root} holds seats of the hub at {home.hub_url} (its "
+                           f"{home.hub_url_file.name}, written by `agora setup --url`): every command there speaks "
+                           "to that hub. Run this hub on a home of its own (--home DIR)")
     home.ensure()
     lock_fd = _take_lock(home)
     try:

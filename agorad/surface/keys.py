@@ -54,6 +54,15 @@ def remove_key_file(home: Home, agent_id: str) -> None:
         pass
 
 
+def read_key_file(home: Home, agent_id: str) -> str | None:
+    """The key in keys/<id>.key alone ($AGORA_KEY aside), or None."""
+    try:
+        with open(key_file(home.root_text, agent_id)) as file:
+            return file.read().strip() or None
+    except (OSError, UnicodeDecodeError):
+        return None
+
+
 def read_key(home: Home, agent_id: str) -> str | None:
     """The key for `agent_id`: $AGORA_KEY if set, else keys/<id>.key, else None."""
     env = os.environ.get("AGORA_KEY")

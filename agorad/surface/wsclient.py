@@ -88,7 +88,10 @@ class RemoteClient(Client):
         from websockets.exceptions import InvalidHandshake, InvalidURI
         from websockets.sync.client import connect
 
-        options = dict(open_timeout=settings.REMOTE_CONNECT_TIMEOUT, max_size=None, compression=None,
+        # A caller's shorter timeout bounds the opening too: a stop hook must not wait 10 s for a hub offline.
+        opening = settings.REMOTE_CONNECT_TIMEOUT if self.timeout is None else min(self.timeout,
+                                                                                    settings.REMOTE_CONNECT_TIMEOUT)
+        options = dict(open_timeout=opening, max_size=None, compression=None,
                        ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING)
         try:
             try:
