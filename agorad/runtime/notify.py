@@ -27,8 +27,7 @@ from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
 from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface import filenames
-from agorad.surface.notifyfile import last_id_in
-from agorad.surface.paths import listen_file, notify_file, rotated
+from agorad.surface.paths import notify_file, rotated
 from agorad.surface.protocol import encode_text as _text
 
 MIN_OPEN_FILES = 128     # notify descriptors kept open at least, whatever RLIMIT_NOFILE says
@@ -192,14 +191,10 @@ class Notifier:
             dropped = rewrite_without_lost(survey)
             log("notify-reconciled", path=survey.path, dropped=dropped, database_id=survey.newest, floor=survey.floor)
         reconciled = []
-        for pk, agent_id, newest, floor in marks:
+        for pk, _, newest, floor in marks:
             survey = surveys.get(pk)
-            if survey is None:
-                reconciled.append((pk, newest, floor, None))
-            elif pk in ahead:  # rewritten: read again
-                reconciled.append((pk, newest, survey.floor, Survey(survey.path, None, newest, floor).on_disk()))
-            else:
-                reconciled.append((pk, newest, survey.floor, survey.on_disk()))
+            reconciled.append((pk, newest, floor, None) if survey is None else
+                              (pk, newest, survey.floor, survey.on_disk()))
         return reconciled
 
     def _files_of_seat(self, agent_id: str, notify_names: set[str], offset_names: set[str]):
@@ -218,9 +213,6 @@ class Notifier:
         storing them all was 10,000 UPDATEs a sweep, 9 of its 11 ms). `stored` learns them after COMMIT."""
         stored = self.stored
         return {pk: upto for pk, upto in self.written.items() if stored.get(pk) != upto}
-
-    def _offset_file(self, agent_id: str) -> Path | None:
-        return listen_file(self.seats, agent_id, "offset") if self.seats is not None else None
 
     def write_all(self, db: apsw.Connection, events: Sequence[dict]) -> None:
         """Append one batch's committed deliveries (one event's `Deliveries`, or rows of any agents,

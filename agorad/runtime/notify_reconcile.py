@@ -67,7 +67,8 @@ class Survey:
 
 def rewrite_without_lost(survey: Survey) -> int:
     """Rewrite the files so no line names a delivery above the database's newest id, the file
-    under the name always as a new inode (see the module docstring); return the lines dropped."""
+    under the name always as a new inode (see the module docstring); return the lines dropped.
+    The survey's `last_ids` then say what the files hold now."""
     dropped, named = 0, Path(survey.path)
     for path in (rotated(named), named):
         try:
@@ -80,6 +81,7 @@ def rewrite_without_lost(survey: Survey) -> int:
         if path == named or len(kept) < len(lines):
             write_private(path, b"".join(line + b"\n" for line in kept).decode("ascii"))
     _sync_directory(named.parent)
+    survey.last_ids = (last_id_in(named), last_id_in(rotated(named)))
     return dropped
 
 
