@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 
 from agorad.surface import settings
-from agorad.surface.filenames import read_hub_url
-from agorad.surface.vocab import NEXT_TURN, URL_ENV
+from agorad.surface.filenames import hub_url_for
+from agorad.surface.vocab import NEXT_TURN
 
 
 class Trouble(Exception):
@@ -56,9 +56,7 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
     from agorad.surface.paths import Home
 
     home = Home(root)
-    # A seat on another host: the hub's remote port, where it has no socket (the home's own, whose hub its
-    # keys are for, else $AGORA_URL).
-    url = read_hub_url(home.root_text) or os.environ.get(URL_ENV)
+    url = hub_url_for(home.root_text)  # a seat on another host: the hub's remote port, where it has no socket
     try:
         with (Client(home, timeout=timeout) if not url else _remote(url, timeout)) as hub:
             key, current = keys.read_key(home, agent), agent

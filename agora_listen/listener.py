@@ -24,7 +24,7 @@ from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface import settings
 from agorad.surface.filenames import notify_file
-from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG, URL_ENV
+from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
 
@@ -490,13 +490,12 @@ def _digest(options: Options, batch: list[dict], backlog: str | None, missed: in
 
 
 def _command(options: Options, argv: list[str]) -> str:
-    """A command for the digest, as a shell line; for a ws seat whose URL neither the environment nor the
-    home (its hub.url) carries, with `--url` (before the subcommand), so it reaches the hub from the
-    harness's shell too."""
+    """A command for the digest, as a shell line; for a ws seat whose URL the command would not find by
+    itself (the home's hub.url, else the environment's: filenames.hub_url_for), with `--url` (before the
+    subcommand), so it reaches the hub from the harness's shell too."""
     from agorad.surface import wiring
-    from agorad.surface.filenames import read_hub_url
+    from agorad.surface.filenames import hub_url_for
 
-    if (options.source == "ws" and options.url and os.environ.get(URL_ENV) != options.url
-            and read_hub_url(options.home) != options.url):  # the home's own url reaches it already
+    if options.source == "ws" and options.url and hub_url_for(options.home) != options.url:
         argv = [argv[0], "--url", options.url, *argv[1:]]
     return wiring.shell(argv)

@@ -16,6 +16,7 @@ import click
 
 from agorad.cli.shared import RECORD_META, URL_META, SharedOption
 from agorad.surface.errors import AgoraError
+from agorad.surface.filenames import hub_url_for
 from agorad.surface.paths import Home
 from agorad.surface.vocab import URL_ENV
 
@@ -64,10 +65,9 @@ def hub_url(home: Home | None = None) -> str | None:
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(URL_META):
         return context.meta[URL_META]
-    if home is not None and home.hub_url:
-        return home.hub_url
-    if os.environ.get(URL_ENV):
-        return os.environ[URL_ENV]
+    url = hub_url_for(home.root_text) if home is not None else os.environ.get(URL_ENV)
+    if url:
+        return url
     record = context.meta.get(RECORD_META) if context is not None else None
     return record.url if record is not None else None
 

@@ -15,7 +15,6 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
     adds `agora --url` and the seat record's); with none, the home's own (its hub.url), else $AGORA_URL."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
-    from agorad.surface.vocab import URL_ENV
 
     end_on_signals_until_armed()
     if not is_agent_id(as_id):
@@ -27,7 +26,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
 
         sentinels.emit(sentinels.ended("foreground"))
         sys.exit(0)
-    url = url or _home_url(home) or os.environ.get(URL_ENV) or None  # the home's keys are its hub.url's hub's
+    url = url or _home_url(home)
     if source == "ws" and not url:
         fail("--source ws needs the hub's URL: give --url ws://HOST:PORT/ or set AGORA_URL")
     if url and source != "file":
@@ -41,10 +40,10 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
 
 
 def _home_url(home) -> str | None:
-    """The home's own hub url (`agora setup --url`): a home whose seats' hub runs on another host."""
-    from agorad.surface.filenames import home_root, read_hub_url
+    """The home's hub.url (`agora setup --url`), else $AGORA_URL (filenames.hub_url_for)."""
+    from agorad.surface.filenames import home_root, hub_url_for
 
-    return read_hub_url(home_root(None if home is None else os.fspath(home)))
+    return hub_url_for(home_root(None if home is None else os.fspath(home)))
 
 
 def _text(path) -> str | None:

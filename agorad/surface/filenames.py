@@ -12,6 +12,8 @@ from __future__ import annotations
 import errno
 import os
 
+from agorad.surface.vocab import URL_ENV
+
 HOME_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -89,6 +91,12 @@ def read_hub_url(root: str | os.PathLike) -> str | None:
             return file.read().strip() or None
     except (OSError, UnicodeDecodeError):
         return None
+
+
+def hub_url_for(root: str | os.PathLike) -> str | None:
+    """The remote port a command naming this home speaks to when no --url is given: the home's hub.url
+    (its keys are that hub's), else $AGORA_URL; None: the hub's own socket under the home."""
+    return read_hub_url(root) or os.environ.get(URL_ENV) or None
 
 
 def home_root(home: str | os.PathLike | None = None) -> str:

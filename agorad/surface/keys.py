@@ -55,11 +55,11 @@ def remove_key_file(home: Home, agent_id: str) -> None:
 
 
 def read_key_file(home: Home, agent_id: str) -> str | None:
-    """The key in keys/<id>.key alone ($AGORA_KEY aside), or None."""
-    try:
+    """The key in keys/<id>.key alone ($AGORA_KEY aside), or None when it cannot be read."""
+    try:  # named as a string (filenames.py): the stop hook reads its key at every turn's end
         with open(key_file(home.root_text, agent_id)) as file:
-            return file.read().strip() or None
-    except (OSError, UnicodeDecodeError):
+            return file.read().strip()
+    except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
         return None
 
 
@@ -68,8 +68,4 @@ def read_key(home: Home, agent_id: str) -> str | None:
     env = os.environ.get("AGORA_KEY")
     if env:
         return env.strip()
-    try:  # named as a string (filenames.py): the stop hook reads its key at every turn's end
-        with open(key_file(home.root_text, agent_id)) as file:
-            return file.read().strip()
-    except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
-        return None
+    return read_key_file(home, agent_id)
