@@ -57,17 +57,16 @@ def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdi
         fail(str(exc))
 
 
-def _url(given: str | None, where) -> tuple[str | None, bool]:
-    """(URL, given on the command line): --url or `agora --url`, else the home's hub.url; checked.
-    $AGORA_URL is not read here: on a hub's own host it must not turn setup into a remote seat's."""
+def _url(given: str | None, where) -> str | None:
+    """--url or `agora --url`, else the home's hub.url; checked. $AGORA_URL is not read here: on a hub's
+    own host it must not turn setup into a remote seat's."""
     from agorad.cli.shared import URL_META
     from agorad.surface.errors import InvalidParams
     from agorad.surface.wsclient import check_url
 
-    explicit = given or click.get_current_context().meta.get(URL_META)
-    url = explicit or where.hub_url
+    url = given or click.get_current_context().meta.get(URL_META) or where.hub_url
     try:
-        return (None if url is None else check_url(url)), bool(explicit)
+        return None if url is None else check_url(url)
     except InvalidParams as exc:
         fail(f"--url: {exc.message}", 2)
 
@@ -89,14 +88,14 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
     if not names:
         fail(f"no harness found in {workspace} (no .claude/, .cursor/, .codex/, .gemini/ or .opencode/); "
              f"name one: --harness {'|'.join(HARNESSES)}", 2)
-    url, explicit = _url(url, where)
+    url = _url(url, where)
     if key_stdin and url is None:
         fail("--key-stdin is for a seat whose hub runs on another host: give --url too (on the hub's own host, "
              "`agora setup ID` registers the seat and keeps its key itself)", 2)
     if url is None:
         hub = _register(where, agent_id, mode)
     else:
-        hub = _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None, explicit)
+        hub = _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None)
     try:
         exe = wiring.agora_executable()
     except FileNotFoundError as exc:
@@ -153,10 +152,10 @@ def _same_hub(a: str, b: str) -> bool:
     return a.rstrip("/") == b.rstrip("/")
 
 
-def _check_remote(where, agent_id: str, url: str, piped: str | None, explicit: bool) -> dict:
+def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
     """Say hub.hello as the seat at `url` with its key (piped in, else AGORA_KEY or keys/ID.key). A refused key,
-    or a home that is a hub's own, changes nothing. Otherwise the home's hub.url names `url` (an explicit
-    --url replaces another, said in a note), and a key the hub accepted is kept in keys/ID.key; a hub that
+    or a home that is a hub's own, changes nothing. Otherwise the home's hub.url names `url` (a --url that
+    differs from it replaces it, said in a note), and a key the hub accepted is kept in keys/ID.key; a hub that
     did not answer keeps a piped key only where the file holds none yet (never a checked key replaced by
     an unchecked one)."""
     from agorad.surface import keys
@@ -173,7 +172,7 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None, explicit: b
         fail(f"no key for {agent_id}: pipe it in (`agora setup {agent_id} --url {url} --key-stdin < FILE`; the "
              f"operator's `agora agent add {agent_id}` on the hub's host printed it), or put it in "
              f"{where.key_file(agent_id)}")
-    hub = {"up": True, "registered": "remote", "url": url, "key_file_exists": True}
+    hub = {"up": True, "registered": "remote", "url": url}
     try:
         with RemoteClient(url).connect() as client:
             client.hello(agent_id, key)
@@ -185,7 +184,7 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None, explicit: b
     where.ensure()
     if earlier is None or not _same_hub(earlier, url):
         write_private(where.hub_url_file, url + "\n")
-        if earlier is not None and explicit:
+        if earlier is not None:  # only a --url differs from the home's own
             hub["replaced"] = earlier
     stored = keys.read_key_file(where, agent_id)
     if hub["up"] and stored != key:
