@@ -3,22 +3,19 @@
 A task keeps a second connection subscribed with `inbox.subscribe` and waits
 on its pushes (no polling: an idle server sleeps in the event loop). A waiting
 tool call wakes on the first important one. When the hub goes away the task
-connects again, then reads what was delivered meanwhile from the seat's
-notify file (delivery ids count up per seat without gaps, so the newest id
-seen says exactly what was missed): a wait in flight sees those deliveries as
-if pushed, and its deadline never moves.
+connects again and subscribes `after` the newest delivery id it has seen: the
+hub pushes what was delivered meanwhile first (delivery ids count up per seat,
+so that id says exactly what was missed), on the Unix socket and on the remote
+port alike. A wait in flight sees those deliveries as if pushed, and its
+deadline never moves.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-from pathlib import Path
 
 from agorad.surface import settings
 from agorad.surface.errors import AgoraError
-from agorad.surface.notifyfile import last_id_in
-from agorad.surface.paths import notify_file, rotated
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 from agora_mcp.link import Seat, connect_as
 
@@ -94,41 +91,23 @@ class Doorbell:
 
     async def _session(self) -> None:
         """One subscribed connection, until it ends."""
-        connection, hello = await connect_as(self.seat)
+        connection, _ = await connect_as(self.seat)
         try:
-            path = notify_file(hello["notify_dir"], hello["agent"]) if hello.get("notify_dir") else None
             if self._seen is None:  # the first connection: what is already there is check_inbox's business
-                self._seen = (last_id_in(path) if path else None) or 0
-            await connection.call("inbox.subscribe")
-            self._catch_up(path)  # what landed since: while the hub restarted, or before the subscribe
+                self._seen = (await connection.call("inbox.subscribe"))["newest"]
+            else:  # what landed since (while the hub restarted, or the connection was down) comes first
+                subscribed = await connection.call("inbox.subscribe", after=self._seen)
+                self._seen = min(self._seen, subscribed["newest"])  # a restored database counts from lower again
             self.state, self.up = None, True
             while True:
                 self._take((await connection.next_push()).get("params") or {})
         finally:
             connection.close()
 
-    def _catch_up(self, path: Path | None) -> None:
-        """Take what the notify file holds beyond the newest delivery seen, its rotated generation first (the
-        gap may span a rotation). Read whole: a file rotates at a few MiB, and this runs once per connection."""
-        if path is None:
-            return
-        for generation in (rotated(path), path):
-            try:
-                lines = generation.read_bytes().splitlines()
-            except OSError:
-                continue  # no rotated file yet, or none at all
-            for line in lines:
-                try:
-                    delivery = json.loads(line)
-                except ValueError:
-                    continue  # a torn line: the hub writes it again whole
-                if isinstance(delivery, dict):
-                    self._take(delivery)
-
     def _take(self, delivery: dict) -> None:
         ident = delivery.get("id")
         if not isinstance(ident, int) or ident <= self._seen:
-            return  # seen already: a replayed line, or a push the catch-up already took
+            return  # seen already: pushed live and again by the catch-up of a later subscribe
         self._seen = ident
         if important(delivery):
             self._pending.append(delivery)

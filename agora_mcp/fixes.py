@@ -11,14 +11,15 @@ from agora_mcp.link import Seat
 
 
 def _fixes(seat: Seat) -> dict[str, str]:
-    home = seat.home.root
+    setup = f"agora setup {seat.agent}" + (f" --url {seat.url} --key-stdin" if seat.url else "")
+    start = (f"check that the hub at {seat.url} runs with `agora up --listen` and is reachable from here" if seat.url
+             else f"start the hub with `agora up --home {seat.home.root}`")
     return {
-        "unavailable": f"start the hub with `agora up --home {home}`; this server reconnects by itself, "
-                       "so call the tool again once it runs",
+        "unavailable": f"{start}; this server reconnects by itself, so call the tool again once it answers",
         "no-key": f"put the seat's key in {seat.home.key_file(seat.agent)} or in AGORA_KEY in this server's "
-                  f"environment (`agora setup {seat.agent}` does it)",
+                  f"environment (`{setup}` does it)",
         "unauthorized": f"the key does not match the seat {seat.agent}, or the seat was removed: run "
-                        f"`agora setup {seat.agent}` again",
+                        f"`{setup}` again",
         "invalid-params": "correct the field the message names and call again",
         "too-large": "shorten it below the limit and call again (a long text can go in several messages)",
         "not-found": "check the reference or target: check_inbox lists refs, get_agents lists seats",

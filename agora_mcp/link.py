@@ -30,6 +30,12 @@ class NoKey(AgoraError):
 class Seat:
     agent: str
     home: Home
+    url: str | None = None  # the hub's remote port when it runs on another host (the home's hub.url)
+
+    @property
+    def hub(self) -> str:
+        """Where the seat's hub answers: its remote port, or its socket under the home."""
+        return self.url or str(self.home.socket)
 
 
 class HubLink:
@@ -66,11 +72,12 @@ class HubLink:
 async def connect_as(seat: Seat) -> tuple[Connection, dict]:
     """A new connection acting as the seat, and its hub.hello result; the key from $AGORA_KEY or
     <home>/keys/<id>.key, never from argv."""
-    connection = await Connection.open(seat.home)
+    connection = await Connection.open(seat.home, seat.url)
     try:
         agent = seat.agent
         key = keys.read_key(seat.home, agent)
-        if key is None:  # a renamed seat's key file moved with it: ask where the old id points
+        if key is None and seat.url is None:  # a renamed seat's key file moved with it: ask where the old id points
+            # (not on a remote port, where nothing but hub.hello may come first)
             agent = (await connection.call("agents.resolve", agent=agent))["agent"]
             key = keys.read_key(seat.home, agent)
         if key is None:

@@ -181,7 +181,7 @@ def woke(deliveries: list[dict], timeout: float) -> str:
             "Read them with read_message (check_inbox shows everything unread).")
 
 
-def whoami(hello: dict, seat_home: str, socket: str) -> str:
-    return (f"seat {hello.get('agent')} (mode {hello.get('liveness_mode') or '-'}); hub {socket} "
+def whoami(hello: dict, seat_home: str, hub: str) -> str:
+    return (f"seat {hello.get('agent')} (mode {hello.get('liveness_mode') or '-'}); hub {hub} "
             f"version {hello.get('hub_version')}, protocol {hello.get('protocol')}; home {seat_home}; "
             "the rules it works under: read_charter")

@@ -77,7 +77,7 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         await hub("hub.hello")
         doorbell = bell["it"]
         waiting = "up" if doorbell.up else f"down ({doorbell.state.reason if doorbell.state else 'connecting'})"
-        return (render.whoami(link.hello, str(seat.home.root), str(seat.home.socket))
+        return (render.whoami(link.hello, str(seat.home.root), seat.hub)
                 + f"; doorbell {waiting}, {doorbell.waiting} wait(s) in flight")
 
     @tool("What waits for you: replies you owe first, then unread headlines by channel. "

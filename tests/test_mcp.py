@@ -333,7 +333,8 @@ def test_the_seat_and_home_come_from_the_workspaces_seat_record(seats, cli_env_f
 
 def test_a_wait_catches_up_across_a_rotation_while_its_connection_was_down(home):
     """The server is stopped (SIGSTOP) while the hub restarts and enough DMs land to rotate bob's notify file:
-    once it runs again, the wait in flight returns every one, the rotated ones read back from the .1 file."""
+    once it runs again, the wait in flight returns every one: its doorbell subscribes after the newest id it
+    saw, and the hub pushes the missed ones first from its database, whatever the files did meanwhile."""
     import json
     import os
     import signal

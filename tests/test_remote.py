@@ -86,6 +86,17 @@ def test_subscribe_after_replays_the_missed_in_order_then_pushes_live(remote):
             assert refused.value.reason == "invalid-params" and refused.value.data["field"] == "after"
 
 
+def test_a_seats_bare_hello_says_which_hub_and_a_hello_with_a_key_authenticates_again(remote):
+    """`agora mcp`'s whoami asks `hub.hello` with no params on its seat's connection: over the port as over
+    the socket, that answers which hub this is and changes nothing; one naming a seat must carry its key."""
+    ws = hello(remote)
+    bare = request(ws, 2, "hub.hello")["result"]
+    assert bare["protocol"] and bare["hub_version"] and "agent" not in bare
+    assert request(ws, 3, "inbox.check")["result"]["unread"] == 0  # still alice's connection
+    assert request(ws, 4, "hub.hello", agent="bob", key=remote.keys["alice"])["error"]["data"]["reason"] == "unauthorized"
+    assert close_code(ws) == 1008
+
+
 # --- authentication -----------------------------------------------------------------------
 
 

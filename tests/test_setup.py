@@ -18,6 +18,7 @@ import pytest
 from agorad.surface import settings, wiring
 from agorad.surface.paths import seat_record
 from tests.hubproc import AGORA
+from tests.remote_seat import remote_setup, seat_env, wire_remote_seat
 
 USERS_SETTINGS = '{\n    "model": "opus",\n    "hooks": {"Stop": [{"hooks": [{"type": "command", "command": "echo mine"}]}]}\n}\n'
 USERS_CLAUDE_MD = "# My project\n\nBe kind.\n"
@@ -372,24 +373,9 @@ def test_without_the_mcp_package_no_mcp_entry_is_written(tmp_path):
 # --- a seat whose hub runs on another host (--url) ------------------------------------------
 
 
-def seat_env() -> dict:
-    """The seat host's environment as a harness gives it: no AGORA_HOME, AGORA_KEY or AGORA_URL."""
-    return {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY", "AGORA_URL")}
-
-
-def remote_setup(*args: str, cwd: Path, key: str | None = None, code: int = 0) -> subprocess.CompletedProcess:
-    """`agora setup` as on the seat's host, the key (if any) on stdin only."""
-    done = subprocess.run([AGORA, "setup", *args], cwd=cwd, capture_output=True, text=True, env=seat_env(),
-                          input=key, timeout=30)
-    assert done.returncode == code, f"agora setup {' '.join(args)} -> {done.returncode}\n{done.stdout}\n{done.stderr}"
-    return done
-
-
 def wired_remote_seat(remote, ws: Path, seat_home: Path) -> dict:
     claude_ws(ws)
-    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
-                        "--json", cwd=ws, key=remote.keys["alice"] + "\n")
-    return json.loads(done.stdout)
+    return wire_remote_seat(remote.url, remote.keys["alice"], ws, seat_home)
 
 
 def test_a_remote_seat_keeps_its_key_private_and_its_hubs_url_in_its_home(remote, ws, tmp_path):
@@ -400,8 +386,8 @@ def test_a_remote_seat_keeps_its_key_private_and_its_hubs_url_in_its_home(remote
     report = wired_remote_seat(remote, ws, seat_home)
     assert report["hub"] == {"up": True, "registered": "remote", "url": remote.url, "key_file_exists": True}
     assert any("accepted alice's key" in note for note in report["notes"])
-    assert any("`agora mcp` speaks to a hub on this host only" in note for note in report["notes"])
-    assert not (ws / ".mcp.json").exists()
+    mcp = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["agora"]  # served over the port (test_mcp_remote)
+    assert mcp["args"] == ["mcp", "--home", str(seat_home), "--as", "alice"]
     key_file = seat_home / "keys" / "alice.key"
     assert key_file.read_text().strip() == remote.keys["alice"] and (key_file.stat().st_mode & 0o777) == 0o600
     assert (seat_home / "hub.url").read_text() == remote.url + "\n"
@@ -447,14 +433,6 @@ def test_a_remote_seats_wired_hooks_reach_its_hub(remote, ws, tmp_path):
         assert listener.wait(timeout=20) == 2
     finally:
         listener.kill()
-
-
-def test_agora_mcp_on_a_remote_seats_home_says_it_is_not_built(remote, ws, tmp_path):
-    seat_home = tmp_path / "seathome"
-    wired_remote_seat(remote, ws, seat_home)
-    done = subprocess.run([AGORA, "mcp", "--as", "alice", "--home", str(seat_home)], env=seat_env(),
-                          capture_output=True, text=True, timeout=30)
-    assert done.returncode == 1 and "MCP over a remote port is not built yet" in done.stderr
 
 
 def test_a_remote_key_the_hub_refuses_writes_nothing(remote, ws, tmp_path):

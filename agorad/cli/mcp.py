@@ -21,7 +21,9 @@ def mcp(as_id, home):
     """Serve the seat's mailbox as MCP tools on stdin/stdout, for a harness (Claude Code, Cursor, Codex).
 
     Needs the mcp extra: pip install 'agora-hub[mcp]'. A hub that is down is a
-    tool error, never an exit: the server reconnects when it is back.
+    tool error, never an exit: the server reconnects when it is back. A seat whose
+    home names a hub on another host (its hub.url, from `agora setup --url`) is
+    served over that hub's remote port.
     """
     if not as_id:
         raise click.UsageError("no seat: give --as ID, set AGORA_AGENT_ID, or run `agora setup ID` in the workspace")
@@ -32,14 +34,11 @@ def mcp(as_id, home):
             raise
         fail("agora mcp needs the mcp extra: pip install 'agora-hub[mcp]'")
     from agora_mcp.link import Seat
+    from agorad.surface.filenames import hub_url_for
     from agorad.surface.paths import Home
     from agorad.surface.protocol import is_agent_id
 
     if not is_agent_id(as_id):
         raise click.BadParameter(f"{as_id!r} is not an agent id", param_hint="--as")
     where = Home.resolve(home)
-    if where.hub_url is not None:
-        fail(f"agora mcp speaks to a hub on this host; the seats of {where.root} belong to the hub at "
-             f"{where.hub_url} (its hub.url), and MCP over a remote port is not built yet: a remote seat uses the "
-             "CLI and its hooks")
-    serve(Seat(as_id, where))
+    serve(Seat(as_id, where, hub_url_for(where.root_text)))

@@ -100,8 +100,8 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
         exe = wiring.agora_executable()
     except FileNotFoundError as exc:
         fail(str(exc))
-    # MCP entries only for a hub on this host: `agora mcp` does not speak to a remote port yet.
-    seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=url is None and harnesses.mcp_installed())
+    # A remote seat's `agora mcp --home` finds the hub's URL in the home (hub.url), as its hooks do.
+    seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=harnesses.mcp_installed())
     names, changes = plan.wire(seat, names, where.key_file(agent_id))
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
@@ -279,10 +279,7 @@ def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[
             mcp: bool) -> None:
     files = [{"path": c.relative, "action": _action(c)} for c in changes]
     notes = _notes(agent, where, hub, names, workspace)
-    if hub["registered"] == "remote":
-        notes.append("no MCP entries: `agora mcp` speaks to a hub on this host only; the seat reads and writes "
-                     "its mail with the CLI")
-    elif not mcp:
+    if not mcp:
         notes.append("no MCP entries: the `mcp` package is not installed (pip install 'agora-hub[mcp]'); "
                      "run `agora setup` again after installing it")
     if as_json:

@@ -223,7 +223,9 @@ class RemoteSession(Session):
         self.transport.close(CLOSE_POLICY, "closing")
 
     def _dispatch(self, request: dict, plain: bool) -> dict:
-        if self.actor.is_operator or request["method"] == "hub.hello":
+        # A seat's bare hub.hello (no params) asks only which hub this is, as on the socket (agora mcp's whoami
+        # does); one naming a seat or a key authenticates again, as the first one did.
+        if self.actor.is_operator or (request["method"] == "hub.hello" and request.get("params")):
             return self._authenticate(request, plain)
         return super()._dispatch(request, plain)
 
