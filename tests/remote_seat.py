@@ -23,8 +23,10 @@ def remote_setup(*args: str, cwd: Path, key: str | None = None, code: int = 0) -
     return done
 
 
-def wire_remote_seat(url: str, key: str, workspace: Path, seat_home: Path, agent: str = "alice") -> dict:
-    """Wire `agent`'s Claude Code workspace (its .claude/ made by the caller) to the hub at `url`; setup's report."""
-    done = remote_setup(agent, "--harness", "claude", "--url", url, "--key-stdin", "--home", str(seat_home),
+def wire_remote_seat(url: str, key: str, workspace: Path, seat_home: Path, agent: str = "alice",
+                     harness: str = "claude") -> dict:
+    """Wire `agent`'s workspace for `harness` (its directory, .claude/ or .codex/, made by the caller) to the
+    hub at `url`; setup's report."""
+    done = remote_setup(agent, "--harness", harness, "--url", url, "--key-stdin", "--home", str(seat_home),
                         "--json", cwd=workspace, key=key + "\n")
     return json.loads(done.stdout)

@@ -7,6 +7,8 @@ tool's result must come back to the model in the next request, and the hub
 must show the message acked at the end. Three runs: `claude -p`, `codex exec`
 (headless seats), and the interactive Codex TUI in a pseudo-terminal, the one
 place where Codex asks for approval (`codex exec` runs with approval: never).
+`claude -p` and `codex exec` run again for a remote seat (`agora setup --url`),
+whose `agora mcp` reaches the hub over its WebSocket port.
 
 Test-side additions, each a stand-in for what a user does once, not wiring:
 - Claude: `--allowedTools mcp__agora` on the command line. Setup writes
@@ -27,8 +29,9 @@ import time
 
 import pytest
 
-from tests.harness import claude, codex, latency
+from tests.harness import claude, codex, hook_processes as hooks, latency
 from tests.harness.conftest import PEER
+from tests.remote_seat import wire_remote_seat
 
 TITLE = "review 0009"
 BODY = "the schema change in 0009 needs your eyes"
@@ -94,6 +97,29 @@ def test_claude_calls_agora_tools_through_the_wired_mcp_json(claude_seat, model)
     assert turn.stdout.strip().endswith("read and acked"), turn.stdout[-500:]
 
 
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_calls_agora_tools_of_a_remote_seat_over_the_hubs_port(remote, model, tmp_path):
+    """A workspace on the seat's "host" wired with `agora setup --url --key-stdin`: its .mcp.json runs
+    `agora mcp --home` for a home whose hub.url names the hub's remote port, and the real Claude Code's
+    model reads and acks its mail through those tools over the port, each result in its next request."""
+    workspace, seat_home, agent = tmp_path / "rws", tmp_path / "seathome", "alice"
+    (workspace / ".claude").mkdir(parents=True)
+    wire_remote_seat(remote.url, remote.keys[agent], workspace, seat_home, agent)
+    remote.add_agent(PEER, liveness_mode="always-on")
+    ref = _send(remote, agent)
+    model.script(*_script(ref))
+    try:
+        turn = claude.print_turn(workspace, claude.environment(model.url, tmp_path / "private"), "check your mail",
+                                 TURN_TIMEOUT, allow=("mcp__agora",))
+        assert turn.returncode == 0, turn.stderr[-2000:]
+        offered = [t.get("name") for t in model.main_requests()[0].body.get("tools", [])]
+        assert "mcp__agora__check_inbox" in offered, f"the first request offers no agora tools: {offered}"
+        _check_the_calls(model, remote, agent, ref, "Claude Code, a remote seat over ws")
+    finally:
+        hooks.end(seat_home, spare=set())
+
+
 @pytest.mark.harness("codex")
 @pytest.mark.timeout(120)
 def test_codex_exec_calls_agora_tools_through_the_wired_config_toml(codex_seat, model):
@@ -114,6 +140,25 @@ def test_codex_exec_calls_agora_tools_through_the_wired_config_toml(codex_seat, 
                    [model.main_requests()[0].at - began])
     _check_the_calls(model, hub, agent, ref, "Codex exec")
     assert turn.stdout.strip().endswith("read and acked"), turn.stdout[-500:]
+
+
+@pytest.mark.harness("codex")
+@pytest.mark.timeout(150)
+def test_codex_exec_calls_agora_tools_of_a_remote_seat_over_the_hubs_port(remote, model, tmp_path):
+    """As the Claude Code test above, with the .codex/config.toml entry setup --url writes."""
+    workspace, seat_home, agent = tmp_path / "rws", tmp_path / "seathome", "alice"
+    (workspace / ".codex").mkdir(parents=True)
+    wire_remote_seat(remote.url, remote.keys[agent], workspace, seat_home, agent, harness="codex")
+    remote.add_agent(PEER, liveness_mode="always-on")
+    ref = _send(remote, agent)
+    model.script(*_script(ref))
+    try:
+        turn = codex.exec_turn(workspace, codex.environment(model.url, tmp_path / "private", workspace),
+                               "check your mail", TURN_TIMEOUT)
+        assert turn.returncode == 0, turn.stderr[-2000:]
+        _check_the_calls(model, remote, agent, ref, "Codex exec, a remote seat over ws")
+    finally:
+        hooks.end(seat_home, spare=set())
 
 
 def _claim_script() -> list[dict]:
