@@ -1,10 +1,17 @@
-"""Waiting for a reason to look: the seat's notify file, watched through the listener's library.
+"""Waiting for a reason to look: the seat's notify file, or its hub's pushes over the remote port.
+
+A seat of a hub on this host is watched through its notify file with the listener's library
+(`on_file`); a seat whose home names a hub on another host (its hub.url) through a subscribed
+WebSocket to that hub (`over_port`, the listener's `--source ws`, agora_listen/wsource.py),
+which reconnects and catches up by delivery id by itself. Either is a watcher (a descriptor
+that becomes readable) and a follower (`read_new`).
 
 No subprocess and no polling: one poll(2) on the watcher's descriptor and the driver's signal
 pipes, so an idle driver costs about nothing. It rings for a line that may oblige the seat
 (to-me, dm, open or escalated, not next_turn) or for lines rotated away unread, after the
 debounce window; the sweep that follows decides whether anything obliges. It starts at the
-file's end: what landed before is the sweep's to find, and the sweep asks the hub.
+file's end (or the hub's newest delivery): what landed before is the sweep's to find, and the
+sweep asks the hub.
 """
 
 from __future__ import annotations
@@ -13,20 +20,41 @@ import select
 import time
 from pathlib import Path
 
-from agora_listen.follow import Follower
-from agora_listen.watchers import open_watcher
-from agorad.surface.paths import notify_file
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 RANG, TIMEOUT, SIGNAL = "rang", "timeout", "signal"
 
 
 class Doorbell:
-    def __init__(self, notify_dir: Path, agent: str, watcher: str = "auto"):
+    def __init__(self, watch, follower):
+        self.watch, self.follower = watch, follower
+
+    @classmethod
+    def on_file(cls, notify_dir: Path, agent: str, watcher: str = "auto") -> "Doorbell":
+        from agora_listen.follow import Follower
+        from agora_listen.watchers import open_watcher
+        from agorad.surface.paths import notify_file
+
         path = notify_file(notify_dir, agent)
-        self.watch = open_watcher(watcher, str(notify_dir), str(path))  # before the first read: nothing falls between
-        self.follower = Follower(path)
-        self.follower.arm(None)
+        watch = open_watcher(watcher, str(notify_dir), str(path))  # before the first read: nothing falls between
+        follower = Follower(path)
+        follower.arm(None)
+        return cls(watch, follower)
+
+    @classmethod
+    def over_port(cls, url: str, agent: str, key: str) -> "Doorbell":
+        """Subscribed to the hub at `url` as the seat. A hub that does not answer yet is tried again in
+        the background; a refused seat raises agora_listen.wsource.Fatal, now or from a later read."""
+        from agora_listen.wsource import WsSource
+        from agorad.surface.errors import Unavailable
+
+        source = WsSource(url, agent, key, after=None)
+        try:
+            source.open()
+        except Unavailable:
+            pass  # its thread connects once the hub answers, and starts at the hub's newest delivery then
+        source.start()
+        return cls(source, source)
 
     def wait(self, deadline: float | None, debounce: float, signal_fds: list[int]) -> str:
         """Until a ring (then the debounce window), `deadline` (time.monotonic), or a signal pipe is readable."""
@@ -57,7 +85,8 @@ class Doorbell:
 
     def close(self) -> None:
         self.watch.close()
-        self.follower.close()
+        if self.follower is not self.watch:
+            self.follower.close()
 
 
 def _obliging(line: dict) -> bool:

@@ -29,7 +29,7 @@ from agora_drive.supervise import Finished, run_turn, scrubbed_environment
 from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge, judge_chunk
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
-from agorad.surface import settings
+from agorad.surface import keys, settings
 from agorad.surface.paths import drive_file
 
 CHUNK_LANE = "chunk_"  # claim work chunks keep their own harness session (state.py)
@@ -61,6 +61,7 @@ class Options:
     once: bool = False
     watcher: str = "auto"
     notify_dir_confirmed: bool = True  # False: guessed while no hub answered; confirmed once one does
+    url: str | None = None  # the hub's remote port, for a seat whose home names a hub on another host (hub.url)
 
 
 @dataclass
@@ -312,9 +313,14 @@ def run(options: Options) -> int:
         problem = driver.preflight()
         if problem:
             return _ended("config", EXIT_FAILED, problem)
-        if options.notify_dir is None:
+        if options.url is not None:  # rung over the port: no notify file on this host
+            if _key(options) is None:
+                return _ended("no-key", EXIT_FAILED, f"no key for {options.agent} in {options.home}/keys: "
+                              f"`agora setup {options.agent} --url {options.url} --key-stdin` keeps it there")
+        elif options.notify_dir is None:
             return _ended("no-notify-file", EXIT_FAILED, NO_NOTIFY_FILES)
-        options.notify_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+        else:
+            options.notify_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return _loop(driver, owner, signals)
     except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
         return _ended("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")
@@ -322,14 +328,27 @@ def run(options: Options) -> int:
         owner.release()
 
 
-def _loop(driver: Driver, owner: Ownership, signals) -> int:
+def _key(options: Options) -> str | None:
+    """The seat's key as its sweeps read it (agora_listen.inbox_view.ask_as_seat): $AGORA_KEY, else its key file."""
+    from agorad.surface.paths import Home
+
+    return keys.read_key(Home(options.home), options.agent)
+
+
+def _doorbell(options: Options):
     from agora_drive.doorbell import Doorbell
 
+    if options.url is not None:
+        return Doorbell.over_port(options.url, options.agent, _key(options))
+    return Doorbell.on_file(options.notify_dir, options.agent, options.watcher)
+
+
+def _loop(driver: Driver, owner: Ownership, signals) -> int:
     options = driver.options
     driver.announce = lambda decided: owner.announce(**driver.facts(decided))  # noqa: E731
     driver.stopping = lambda: signals.stopping  # noqa: E731
     driver.announce(Pass("armed", "starting"))
-    doorbell = Doorbell(options.notify_dir, options.agent, options.watcher)
+    doorbell = _doorbell(options)
     try:
         while True:
             if signals.released():
@@ -385,7 +404,7 @@ def _confirm_notify_dir(options: Options, doorbell):
     if os.path.realpath(answer.notify_dir) != os.path.realpath(options.notify_dir):
         doorbell.close()
         options.notify_dir = Path(answer.notify_dir)  # identity.ask gives text (no pathlib in a listener)
-        return Doorbell(options.notify_dir, options.agent, options.watcher)
+        return Doorbell.on_file(options.notify_dir, options.agent, options.watcher)
     return doorbell
 
 

@@ -51,11 +51,13 @@ def _stdin_is_null() -> bool:
 
 
 def _hub():
-    from agorad.surface.client import Client
+    """The seat's hub as the CLI finds it: the home's socket, or the remote port its hub.url names."""
+    from agorad.surface.filenames import hub_url_for
+    from agorad.surface.wsclient import open_client
 
     home = Path(os.environ["AGORA_HOME"])
     agent = os.environ["AGORA_AGENT_ID"]
-    client = Client(home).connect()
+    client = open_client(home, hub_url_for(home)).connect()
     client.hello(agent, (home / "keys" / f"{agent}.key").read_text().strip())
     return client
 

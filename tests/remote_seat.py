@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import json
 import os
+import socket
 import subprocess
 from pathlib import Path
 
 from tests.hubproc import AGORA
+
+
+def free_port() -> int:
+    """A loopback port free now: a hub that restarts on it keeps the URL its seats were wired with."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
 
 
 def seat_env() -> dict:

@@ -355,6 +355,61 @@ def test_a_dm_wakes_the_driver_whose_turn_answers_and_it_rearms(hub, pair, plan,
     assert not drive_file(hub.home, SEAT, "pid").exists()
 
 
+def test_a_remote_seats_driver_is_rung_over_the_port_and_its_turn_answers_there(home, plan, tmp_path):
+    """A seat whose home names a hub on another host (`agora setup --url`): the driver subscribes over the
+    hub's remote port (no notify file on this host), a DM asking it wakes a turn, and the turn's reply and
+    acks reach the hub there. Once the hub has restarted on its port, the next ask still wakes a turn."""
+    from tests.hubproc import Hub
+    from tests.remote_seat import free_port, seat_env, wire_remote_seat
+
+    plan("answer")
+    hub = Hub(home, "--listen", f"127.0.0.1:{free_port()}").start()
+    seen: list[str] = []
+    proc = None
+    try:
+        url = hub.call("hub.status")["remote"]
+        keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+        workspace, seat_home = tmp_path / "ws", tmp_path / "seathome"
+        (workspace / ".claude").mkdir(parents=True)
+        wire_remote_seat(url, keys["alice"], workspace, seat_home)
+        command = [agora(), "drive", "--home", str(seat_home), "--as", "alice", "--harness", "command",
+                   "--command", f"{sys.executable} {TURN}", "--debounce", "0"]
+        proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                env={**seat_env(), "DRIVE_PLAN": os.environ["DRIVE_PLAN"],
+                                     "DRIVE_RECORD": os.environ["DRIVE_RECORD"]})
+        read_until(proc, "AGORA_DRIVE state=armed reason=idle next=wake", seen)
+        for turn, title in ((1, "review #12?"), (2, "after the restart")):
+            with hub.client("bob", keys["bob"]) as bob:
+                send(bob, "@alice", title, ask=True)
+                end = read_until(proc, "AGORA_DRIVE event=turn_end", seen)
+                assert f"status=ok stage=hub reason=answered turn={turn}" in end
+                read_until(proc, "AGORA_DRIVE state=armed reason=idle", seen)
+                assert [m["title"] for c in bob.call("inbox.check")["channels"] for m in c["messages"]] == ["done"]
+                bob.call("inbox.ack", all=True)
+            if turn == 1:
+                hub.stop()
+                hub.start()
+    finally:
+        code = stop(proc, seen) if proc is not None else None
+        hub.stop()
+    assert code == 0 and seen[-1] == "AGORA_DRIVE state=stopped reason=signal"
+    assert not list(seat_home.glob("*-inbox.log"))  # rung over the port: no notify file on the seat's host
+
+
+def test_a_remote_seats_driver_without_its_key_stops_saying_how_to_keep_it(remote, tmp_path):
+    from tests.remote_seat import seat_env, wire_remote_seat
+
+    workspace, seat_home = tmp_path / "ws", tmp_path / "seathome"
+    (workspace / ".claude").mkdir(parents=True)
+    wire_remote_seat(remote.url, remote.keys["alice"], workspace, seat_home)
+    (seat_home / "keys" / "alice.key").unlink()
+    done = subprocess.run([agora(), "drive", "--home", str(seat_home), "--as", "alice", "--harness", "command",
+                           "--command", "true"], cwd=tmp_path, capture_output=True, text=True, env=seat_env(),
+                          timeout=30)
+    assert done.returncode == 1 and done.stdout.splitlines()[-1] == "AGORA_DRIVE state=stopped reason=no-key"
+    assert f"agora setup alice --url {remote.url} --key-stdin" in done.stderr, done.stderr
+
+
 def hub_status(hub) -> dict:
     out = subprocess.run([agora(), "status", "--home", str(hub.home), "--json"], capture_output=True, text=True,
                          check=True).stdout

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 from types import SimpleNamespace
 
 import anyio
@@ -13,7 +12,7 @@ import pytest
 
 from tests.hubproc import Hub
 from tests.mcpclient import doorbell_up, mcp_session
-from tests.remote_seat import wire_remote_seat
+from tests.remote_seat import free_port, wire_remote_seat
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -63,12 +62,6 @@ def test_the_wired_mcp_entry_of_a_remote_seat_reads_waits_acks_and_sends_over_th
         assert unread(remote, "alice", remote.keys["alice"]) == []
         assert len(unread(remote, "bob", remote.keys["bob"])) == 1
     run(body())
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return probe.getsockname()[1]
 
 
 def test_a_wait_in_flight_over_the_port_survives_the_hub_restarting(home, tmp_path):

@@ -53,6 +53,7 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
 
     Stdout carries only AGORA_DRIVE lines: one per pass (state=...) and one per turn (event=turn_end).
     """
+    from agorad.surface.filenames import hub_url_for
     from agorad.surface.paths import Home
     from agorad.surface.protocol import is_agent_id
 
@@ -61,15 +62,14 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     where = Home.resolve(home)
     if release:
         return _release(where.root, as_id)
-    if where.hub_url is not None:  # its doorbell is a notify file that only a hub on this host writes
-        fail(f"agora drive runs a seat of a hub on this host; the seats of {where.root} belong to the hub at "
-             f"{where.hub_url} (its hub.url), and driving over a remote port is not built yet")
     record = seat_record(click.get_current_context())
     harness = _harness(harness, record)
     command = tuple(shlex.split(command_line)) if command_line else ()
     if (harness == "command") != bool(command):
         fail("--command goes with --harness command, which needs it (the program each turn runs)", 2)
-    agent, notify_dir, confirmed = _seat(where.root, as_id)
+    # The hub the sweeps ask (agora_listen.inbox_view.ask_as_seat): on another host, its pushes ring.
+    url = hub_url_for(where.root_text)
+    agent, notify_dir, confirmed = (as_id, None, True) if url else _seat(where.root, as_id)
     from agora_drive.driver import Options, run
 
     workspace = record.workspace if record is not None and record.agent in (as_id, agent) else Path.cwd()
@@ -77,7 +77,7 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
                       executable=harness_path, model=model, args=tuple(harness_args), command=command, budget=budget,
                       chunk_budget=chunk_budget,
                       turn_limit=turn_limit, rotate_after=rotate_after, debounce=debounce, turn_log=turn_log,
-                      force=force, once=once, watcher=watcher, notify_dir_confirmed=confirmed)
+                      force=force, once=once, watcher=watcher, notify_dir_confirmed=confirmed, url=url)
     sys.exit(run(options))
 
 
