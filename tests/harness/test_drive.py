@@ -5,7 +5,8 @@ its turns are the real harnesses, run by the adapters' own command lines
 (agora_setup/harnesses/claude.py and codex.py, DRIVE), in workspaces wired by `agora setup`:
 - the `agora drive` process wakes on an ask DM, runs ONE turn whose model answers through the
   harness's shell (Claude) or the wired `agora mcp` tools (Claude and Codex), judges it answered from the
-  stream and the hub, re-arms, and ends on SIGTERM;
+  stream and the hub, re-arms, and ends on SIGTERM; also for a seat on another host (`agora setup
+  --url`), rung and answering over the hub's remote port;
 - in this process (Driver.step with a controllable clock): turns failing on the provider back off
   60, 120, 240 s holding the wake, and the next turn answers once the model recovers; a held wake
   survives a restart of the driver.
@@ -23,9 +24,11 @@ import time
 import pytest
 
 from agorad.surface import wiring
-from tests.harness import drive, latency
+from tests.harness import claude, drive, hook_processes as hooks, latency
+from tests.harness.conftest import PEER, Wired
 from tests.harness.drive import DriverProcess, ask, owed, unread
 from tests.harness.install import binary
+from tests.remote_seat import wire_remote_seat
 
 # What Anthropic's API answers when rate-limited (tests/drive/record_streams.py records the same).
 RATE_LIMITED = {"type": "error", "error": {"type": "rate_limit_error",
@@ -47,7 +50,7 @@ def _answered(seat, ref: str) -> None:
     assert drive.ANSWER in drive.dm_titles(hub), f"no reply in {drive.PEER}'s DM: {drive.dm_titles(hub)}"
 
 
-def _drive_process(seat, model, harness: str, answer) -> None:
+def _drive_process(seat, model, harness: str, answer, label: str = "") -> None:
     """`agora drive` in the wired workspace: armed, woken by an ask, one answering turn, armed, SIGTERM."""
     hub, agent = seat.hub, seat.agent
     began = time.monotonic()
@@ -81,8 +84,8 @@ def _drive_process(seat, model, harness: str, answer) -> None:
         raise
     assert driver.stop() == 0, driver.stderr()[-2000:]
     assert driver.lines[-1] == "AGORA_DRIVE state=stopped reason=signal", driver.lines
-    latency.record(f"agora drive ({harness}): start -> armed", [armed - began])
-    latency.record(f"agora drive ({harness}): ask sent -> turn_end answered", [ended - sent],
+    latency.record(f"agora drive ({harness}{label}): start -> armed", [armed - began])
+    latency.record(f"agora drive ({harness}{label}): ask sent -> turn_end answered", [ended - sent],
                    "one real turn: harness start, four model requests, three tool calls, the hub's sweep")
 
 
@@ -110,6 +113,24 @@ def test_codex_driver_answers_an_ask_dm_through_the_wired_mcp_tools(codex_seat, 
     `agora mcp` server (check_inbox, send_message with reply_to, ack_inbox). The private CODEX_HOME trusts
     the workspace (tests/harness/codex.py): without it Codex ignores .codex/ and the preflight refuses."""
     _drive_process(codex_seat, model, "codex", drive.mcp_answer)
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_driver_of_a_remote_seat_answers_over_the_hubs_port(remote, model, tmp_path):
+    """A seat on another host (`agora setup --url --key-stdin`, a home of its own with the hub's URL): the
+    driver rings on the hub's pushes over its remote port, and the turn's model answers through the wired
+    `agora mcp`, which reaches the hub there too."""
+    workspace, seat_home = tmp_path / "rws", tmp_path / "seathome"
+    (workspace / ".claude").mkdir(parents=True)
+    wire_remote_seat(remote.url, remote.keys["alice"], workspace, seat_home, "alice")
+    remote.add_agent(PEER, liveness_mode="always-on")
+    seat = Wired(remote, workspace, tmp_path / "private", agent="alice")
+    seat.env = claude.environment(model.url, seat.private)
+    try:
+        _drive_process(seat, model, "claude", drive.mcp_answer, ", a remote seat over ws")
+    finally:
+        hooks.end(seat_home, spare=set())
 
 
 def _claude_env(seat, monkeypatch) -> None:
