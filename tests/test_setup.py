@@ -435,6 +435,31 @@ def test_a_remote_seats_wired_hooks_reach_its_hub(remote, ws, tmp_path):
         listener.kill()
 
 
+def test_status_on_a_remote_seats_host_asks_as_its_seat_and_shows_this_hosts_listener(remote, ws, tmp_path):
+    """`agora status --home` on the seat's host: the hub over its port, asked as the home's one seat; the
+    LISTENER column is this host's (the seat's listener keeps its pidfile in the seat's home)."""
+    seat_home = tmp_path / "seathome"
+    wired_remote_seat(remote, ws, seat_home)
+    listen = wiring.shell([*wiring.loop_listen(wiring.agora_executable(), "alice", seat_home)[:-2], "--max-wait", "20s"])
+    listener = subprocess.Popen(listen, shell=True, cwd=ws, env=seat_env(), stdout=subprocess.PIPE, text=True)
+    try:
+        assert listener.stdout.readline().startswith("AGORA_LISTEN armed source=ws agent=alice")
+        shown = agora("status", "--home", str(seat_home), "--json", cwd=tmp_path, env={"AGORA_URL": ""})
+        info = json.loads(shown.stdout)
+        assert (info["remote"], info["asked_as"], info["local_home"]) == (remote.url, "alice", str(seat_home))
+        seats = {agent["id"]: agent for agent in info["agents"]}
+        assert seats["alice"]["listener"] == "armed" and seats["bob"]["listener"] is None
+        text = agora("status", "--home", str(seat_home), cwd=tmp_path).stdout
+        assert f"remote: {remote.url}, asked as alice" in text
+    finally:
+        listener.kill()
+    (seat_home / "keys" / "bob.key").write_text(remote.keys["bob"] + "\n")
+    two = agora("status", "--home", str(seat_home), cwd=tmp_path, code=2)
+    assert "its seats are alice, bob: give --as ID" in two.stderr
+    assert json.loads(agora("status", "--home", str(seat_home), "--as", "bob", "--json", cwd=tmp_path).stdout)[
+        "asked_as"] == "bob"
+
+
 def test_a_remote_key_the_hub_refuses_writes_nothing(remote, ws, tmp_path):
     claude_ws(ws)
     before = snapshot(ws)

@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
-from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, handles_errors, home_option, json_option, print_json,
-                               print_table)
+from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, hub_url,
+                               json_option, print_json, print_table)
+from agorad.cli.shared import SharedOption
 from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
 from agorad.surface.paths import Home, drive_file, listen_file
@@ -14,13 +15,23 @@ from pathlib import Path
 
 
 @click.command("status")
+@click.option("--as", "as_id", cls=SharedOption, metavar="ID",
+              help="On a seat's host whose home names a hub on another host (its hub.url): ask as this seat "
+                   "(default: the one seat whose key the home keeps). Ignored on the hub's own host.")
 @home_option
 @json_option
 @handles_errors
-def status(home, as_json):
-    """Show the hub (pid, home, uptime, database size, counts) and every seat."""
+def status(as_id, home, as_json):
+    """Show the hub (pid, home, uptime, database size, counts) and every seat.
+
+    On a seat's host whose home names a hub on another host, the hub is asked over its remote port as one
+    of the home's seats, and the LISTENER, DRIVER and HOOK columns are this host's.
+    """
+    where = Home.resolve(home)
+    url = hub_url(where)
+    seat = _asking_seat(where, as_id, url) if url else None
     try:
-        with connect(home) as hub:
+        with connect(home, seat) as hub:
             info = hub.call("hub.status")
             info["agents"] = hub.call("agents.list", counts=True)["agents"]
     except Unavailable as exc:
@@ -30,7 +41,11 @@ def status(home, as_json):
             click.echo(f"hub: not running ({exc.message})", err=True)
         raise SystemExit(EXIT_UNAVAILABLE)
     info["running"] = True
-    root = Path(info["home"])
+    # The seats' listeners, drivers and hooks keep their files in the home they run with: the hub's own,
+    # or on a seat's host this home (the hub's, on the other host, is not here to read).
+    root = where.root if url else Path(info["home"])
+    if url:
+        info.update(remote=url, asked_as=seat, local_home=str(where.root))
     for agent in info["agents"]:
         agent["listener"] = _seat_state(listen_file(root, agent["id"], "pid"), "armed")
         agent["driver"], agent["driver_facts"] = _driver(drive_file(root, agent["id"], "pid"))
@@ -42,7 +57,9 @@ def status(home, as_json):
     click.echo(f"hub: running, pid {info['pid']}, version {info['hub_version']}, up {format_span(info['uptime'])}")
     if info["paused"]:
         _print_paused(info["paused"])
-    click.echo(f"home: {info['home']}")
+    click.echo(f"home: {info['home']}" + (f" (on the hub's host; this host's: {where.root})" if url else ""))
+    if url:
+        click.echo(f"remote: {url}, asked as {seat}; LISTENER, DRIVER and HOOK are this host's")
     click.echo(f"database: {_bytes(info['db_bytes'])}; {counts['agents']} agents registered, "
                f"{counts['listed']} listed, {counts['kb']} KB entries")
     click.echo(f"messages: {counts['messages']} in {counts['channels']} channels, {counts['open_debts']} open debts; "
@@ -53,6 +70,19 @@ def status(home, as_json):
                        str(a["owed"])]
                 for row, a in zip(agent_rows(info["agents"], info["now"]), info["agents"])]
         print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "HOOK", "UNREAD", "OWED"])
+
+
+def _asking_seat(where: Home, as_id: str | None, url: str) -> str:
+    """The seat that asks a remote hub: --as, else the one seat whose key the home keeps."""
+    from agorad.surface import keys
+
+    if as_id:
+        return as_id
+    kept = keys.kept_seats(where)
+    if len(kept) == 1:
+        return kept[0]
+    which = f"its seats are {', '.join(kept)}" if kept else f"it keeps no seat's key in {where.keys_dir}"
+    fail(f"{where.root} names the hub at {url}, which answers seats only, and {which}: give --as ID", 2)
 
 
 def _print_paused(paused: dict) -> None:

@@ -63,6 +63,16 @@ def read_key_file(home: Home, agent_id: str) -> str | None:
         return None
 
 
+def kept_seats(home: Home) -> list[str]:
+    """The seats whose key files this home keeps (keys/<id>.key), sorted: on a seat's host, its seats."""
+    suffix = ".key"
+    try:
+        names = os.listdir(home.keys_dir)
+    except OSError:
+        return []
+    return sorted(name[:-len(suffix)] for name in names if name.endswith(suffix) and len(name) > len(suffix))
+
+
 def read_key(home: Home, agent_id: str) -> str | None:
     """The key for `agent_id`: $AGORA_KEY if set, else keys/<id>.key, else None."""
     env = os.environ.get("AGORA_KEY")
