@@ -26,8 +26,11 @@ RANG, TIMEOUT, SIGNAL = "rang", "timeout", "signal"
 
 
 class Doorbell:
-    def __init__(self, watch, follower):
+    def __init__(self, watch, follower, late: bool = False):
         self.watch, self.follower = watch, follower
+        # Over the port with no hub answering at the start: once the source subscribes (at the hub's newest
+        # then), it rings once, for what landed between the driver's last sweep and that subscription.
+        self.late = late
 
     @classmethod
     def on_file(cls, notify_dir: Path, agent: str, watcher: str = "auto") -> "Doorbell":
@@ -49,12 +52,13 @@ class Doorbell:
         from agorad.surface.errors import Unavailable
 
         source = WsSource(url, agent, key, after=None)
+        late = False
         try:
             source.open()
         except Unavailable:
-            pass  # its thread connects once the hub answers, and starts at the hub's newest delivery then
+            late = True  # its thread connects once the hub answers, and starts at the hub's newest delivery then
         source.start()
-        return cls(source, source)
+        return cls(source, source, late)
 
     def wait(self, deadline: float | None, debounce: float, signal_fds: list[int]) -> str:
         """Until a ring (then the debounce window), `deadline` (time.monotonic), or a signal pipe is readable."""
@@ -79,6 +83,9 @@ class Doorbell:
                 self.watch.follow()  # after a rotation: watch the new file under the name
 
     def _rings(self) -> bool:
+        if self.late and self.follower.armed:
+            self.late = False
+            return True
         lines = self.follower.read_new()
         missed, self.follower.missed = self.follower.missed, 0
         return bool(missed) or any(_obliging(line) for line in lines)

@@ -20,6 +20,9 @@ from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 from agora_mcp.link import Seat, connect_as
 
 
+REFUSALS = ("unauthorized", "not-found", "forbidden")  # a hub's answers that trying again cannot change
+
+
 def important(delivery: dict) -> bool:
     """What wakes a wait: the deliveries `agora listen --important-only` rings for (a next_turn one never)."""
     flags = delivery.get("flags") or ()
@@ -36,6 +39,7 @@ class Doorbell:
         self._rung = asyncio.Event()
         self._generation = 0  # counts waits: only the newest may take deliveries
         self._seen: int | None = None  # the newest delivery id taken; None before the first connection
+        self.restarted = False  # the hub's ids started again lower (a restored database) since the last wait
         self._task = asyncio.get_running_loop().create_task(self._ring_forever())
 
     def close(self) -> None:
@@ -60,7 +64,7 @@ class Doorbell:
     async def _wait(self, mine: int, timeout: float) -> list[dict] | None:
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
-        while not self._pending and self._generation == mine:
+        while not self._pending and not self.restarted and self._generation == mine:
             remaining = deadline - loop.time()
             if remaining <= 0:
                 break
@@ -74,6 +78,11 @@ class Doorbell:
         taken, self._pending = self._pending, []
         return taken
 
+    def take_restart(self) -> bool:
+        """Whether the hub's ids started again lower since the last wait returned (and forget it)."""
+        restarted, self.restarted = self.restarted, False
+        return restarted
+
     async def _ring_forever(self) -> None:
         delay = settings.MCP_RECONNECT_FIRST
         while True:
@@ -81,13 +90,20 @@ class Doorbell:
                 await self._session()
             except AgoraError as exc:
                 self.state = exc
-            except (OSError, ValueError, KeyError, TypeError) as exc:  # never let one fault deafen the session
+            except Exception as exc:  # never let one fault deafen the session (a bad proxy setting, a bug)
                 self.state = AgoraError(f"the waiting connection failed: {exc!r}")
             if self.up:  # it was subscribed, so the hub just went away: the first retry comes soon again
                 delay = settings.MCP_RECONNECT_FIRST
             self.up = False
-            await asyncio.sleep(delay)
+            await asyncio.sleep(self._refused_wait(delay))
             delay = min(delay * 2, settings.MCP_RECONNECT_CAP)
+
+    def _refused_wait(self, delay: float) -> float:
+        """A remote port that refused the seat counts failed hellos per address (agora-rpc(7) "Remote"):
+        trying again every few seconds would soon lock every seat of this host out, so a refused seat
+        waits out the window first. Tool calls still try at once: the key may have been put right."""
+        refused = isinstance(self.state, AgoraError) and self.state.reason in REFUSALS
+        return max(delay, settings.AUTH_WINDOW) if self.seat.url and refused else delay
 
     async def _session(self) -> None:
         """One subscribed connection, until it ends."""
@@ -97,7 +113,10 @@ class Doorbell:
                 self._seen = (await connection.call("inbox.subscribe"))["newest"]
             else:  # what landed since (while the hub restarted, or the connection was down) comes first
                 subscribed = await connection.call("inbox.subscribe", after=self._seen)
-                self._seen = min(self._seen, subscribed["newest"])  # a restored database counts from lower again
+                if subscribed["newest"] < self._seen:  # a restored database counts from lower again: which of
+                    self._seen = subscribed["newest"]  # its deliveries are new cannot be told, so the wait
+                    self.restarted = True              # says so and sends the model to check_inbox
+                    self._rung.set()
             self.state, self.up = None, True
             while True:
                 self._take((await connection.next_push()).get("params") or {})

@@ -181,6 +181,13 @@ def woke(deliveries: list[dict], timeout: float) -> str:
             "Read them with read_message (check_inbox shows everything unread).")
 
 
+def restarted(deliveries: list[dict]) -> str:
+    """A wait's answer once the hub's delivery ids started again lower: what came since cannot be told apart."""
+    said = ("the hub's delivery ids started again lower (its database was restored): which deliveries are new "
+            "cannot be told from here. Run check_inbox, which shows everything unread.")
+    return said if not deliveries else f"{said}\n{woke(deliveries, 0)}"
+
+
 def whoami(hello: dict, seat_home: str, hub: str) -> str:
     return (f"seat {hello.get('agent')} (mode {hello.get('liveness_mode') or '-'}); hub {hub} "
             f"version {hello.get('hub_version')}, protocol {hello.get('protocol')}; home {seat_home}; "

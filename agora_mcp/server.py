@@ -140,6 +140,8 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         arrived = await doorbell.wait(timeout_s)
         if arrived is None:
             return "superseded: a newer wait_for_messages call is waiting now; this one took nothing"
+        if doorbell.take_restart():
+            return render.restarted(arrived)
         if not arrived and doorbell.state is not None:
             raise ToolError(explain(doorbell.state, seat))
         return render.woke(arrived, timeout_s)

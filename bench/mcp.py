@@ -23,8 +23,10 @@ CALL_GOAL = 1.5      # check_inbox round trip at most this many times the no-op 
 SPAWN_GOAL = 1.3     # agora mcp spawn to initialized at most this many times a bare `import mcp`
 TOKEN_BUDGET = 3000  # every tool definition together, as serialized tools/list bytes / 4
 
+# The seat's server with the no-op tool added; a third argument is the hub's remote port (a seat on another host).
 _SERVE = ("import sys\nfrom agora_mcp.server import serve\nfrom agora_mcp.link import Seat\n"
-          "from agorad.surface.paths import Home\nserve(Seat(sys.argv[1], Home.resolve(sys.argv[2])), noop=True)\n")
+          "from agorad.surface.paths import Home\n"
+          "serve(Seat(sys.argv[1], Home.resolve(sys.argv[2]), *sys.argv[3:]), noop=True)\n")
 
 
 def _params(command: list[str], cwd: Path):
@@ -60,9 +62,9 @@ async def _calls(session, name: str, n: int) -> list[float]:
     return times
 
 
-def _round_trips(work: Path, hub: Hub, agent: str, calls: int, rounds: int):
+def _round_trips(work: Path, home: Path, agent: str, calls: int, rounds: int, url: str | None = None):
     """Alternating rounds of check_inbox and the no-op tool on one server; every call's time, per tool."""
-    command = [sys.executable, "-c", _SERVE, agent, str(hub.home)]
+    command = [sys.executable, "-c", _SERVE, agent, str(home), *([url] if url else [])]
 
     async def body(session):
         await _calls(session, "check_inbox", 20)  # warm: the hub connection, the thread pool
@@ -125,7 +127,7 @@ def figures(work: Path, s) -> list[Figure]:
             for i in range(5):
                 sender.call("messages.send", target=f"@{agent}", title=f"bench {i}", ask=i == 0)
         progress(f"mcp: {s.rounds} alternating rounds of {calls} check_inbox and no-op calls over stdio")
-        checks, noops, size = _round_trips(work, hub, agent, calls, s.rounds)
+        checks, noops, size = _round_trips(work, hub.home, agent, calls, s.rounds)
         progress(f"mcp: agora inbox as a process and agora mcp spawn to initialized, {s.spawn_runs} runs each, "
                  "beside python -c 'import mcp'")
         _spawn_to_initialized(work, hub, agent), _import_mcp(), _inbox_process(hub, agent)  # warm the caches
@@ -145,4 +147,37 @@ def figures(work: Path, s) -> list[Figure]:
                "python -c 'import mcp'", f"<= {SPAWN_GOAL:g}x", spawn <= SPAWN_GOAL * imported),
         Figure("mcp tools/list size", "tokens", tokens, TOKEN_BUDGET, "the budget",
                f"< {TOKEN_BUDGET}", tokens < TOKEN_BUDGET),
+        *_over_the_port(work, calls, s.rounds),
+    ]
+
+
+def _over_the_port(work: Path, calls: int, rounds: int) -> list[Figure]:
+    """check_inbox for a seat on another host (its home's hub.url, `agora setup --url`): the same server over
+    the hub's WebSocket port, beside its own no-op tool and beside check_inbox on the Unix socket. No goal:
+    the difference is the port's (TCP and WebSocket framing each way), measured in `--only remote`."""
+    from agorad.surface import filenames
+    from agorad.surface.client import Client
+
+    with Hub(work / "mcp-remote", work / "mcp-remote-hub.log", "--listen", "127.0.0.1:0") as hub:
+        hub.start()
+        (agent, key), (peer, peer_key) = hub.register(2)
+        with Client(hub.home, timeout=10) as operator:
+            url = operator.call("hub.status")["remote"]
+        with Client(hub.home, timeout=10) as sender:
+            sender.hello(peer, peer_key)
+            for i in range(5):
+                sender.call("messages.send", target=f"@{agent}", title=f"bench {i}", ask=i == 0)
+        seat_home = work / "mcp-seat-host"
+        (seat_home / "keys").mkdir(parents=True, mode=0o700)
+        filenames.write_private(filenames.key_file(seat_home, agent), key + "\n")
+        filenames.write_private(filenames.hub_url_file(seat_home), url + "\n")
+        progress(f"mcp: {rounds} alternating rounds of {calls} check_inbox and no-op calls, a seat over the remote port")
+        remote, noops, _ = _round_trips(work, seat_home, agent, calls, rounds, url)
+        local, _, _ = _round_trips(work, hub.home, agent, calls, rounds)
+    r50, n50, l50 = _pct(remote, .5), _pct(noops, .5), _pct(local, .5)
+    return [
+        Figure(f"mcp check_inbox p50 over the remote port, {len(remote)} calls", "ms", r50, n50,
+               "no-op tool, same server"),
+        Figure("mcp check_inbox p50 over the remote port beside the socket", "ms", r50, l50,
+               "check_inbox, a seat on the hub's host"),
     ]

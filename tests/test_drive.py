@@ -396,18 +396,47 @@ def test_a_remote_seats_driver_is_rung_over_the_port_and_its_turn_answers_there(
     assert not list(seat_home.glob("*-inbox.log"))  # rung over the port: no notify file on the seat's host
 
 
-def test_a_remote_seats_driver_without_its_key_stops_saying_how_to_keep_it(remote, tmp_path):
+def test_a_doorbell_over_the_port_armed_while_no_hub_answered_rings_once_it_subscribes(home):
+    """Started while the hub is down, the port's doorbell subscribes later, at the hub's newest delivery: what
+    landed between the driver's last sweep and then would ring nobody, so the subscription itself rings once."""
+    import time
+
+    from agora_drive.doorbell import RANG, TIMEOUT, Doorbell
+    from tests.hubproc import Hub
+    from tests.remote_seat import free_port
+
+    hub = Hub(home, "--listen", f"127.0.0.1:{free_port()}").start()
+    url = hub.call("hub.status")["remote"]
+    key = hub.add_agent("alice", liveness_mode="always-on")
+    hub.stop()
+    bell = Doorbell.over_port(url, "alice", key)
+    try:
+        assert bell.late and bell.wait(time.monotonic() + 0.3, 0, []) == TIMEOUT  # no hub: nothing to say yet
+        hub.start()
+        wait_for(lambda: bell.follower.armed, what="the doorbell to subscribe")
+        assert bell.wait(time.monotonic() + 30, 0, []) == RANG
+        assert bell.wait(time.monotonic() + 0.3, 0, []) == TIMEOUT  # once
+    finally:
+        bell.close()
+        hub.stop()
+
+
+def test_a_remote_seats_driver_without_its_key_or_with_a_refused_one_stops_saying_how_to_keep_it(remote, tmp_path):
     from tests.remote_seat import seat_env, wire_remote_seat
 
     workspace, seat_home = tmp_path / "ws", tmp_path / "seathome"
     (workspace / ".claude").mkdir(parents=True)
     wire_remote_seat(remote.url, remote.keys["alice"], workspace, seat_home)
-    (seat_home / "keys" / "alice.key").unlink()
-    done = subprocess.run([agora(), "drive", "--home", str(seat_home), "--as", "alice", "--harness", "command",
-                           "--command", "true"], cwd=tmp_path, capture_output=True, text=True, env=seat_env(),
-                          timeout=30)
-    assert done.returncode == 1 and done.stdout.splitlines()[-1] == "AGORA_DRIVE state=stopped reason=no-key"
-    assert f"agora setup alice --url {remote.url} --key-stdin" in done.stderr, done.stderr
+    key_file = seat_home / "keys" / "alice.key"
+    for key, reason in ((remote.keys["bob"], "refused"), (None, "no-key")):
+        key_file.unlink()
+        if key:
+            key_file.write_text(key + "\n")
+        done = subprocess.run([agora(), "drive", "--home", str(seat_home), "--as", "alice", "--harness", "command",
+                               "--command", "true"], cwd=tmp_path, capture_output=True, text=True, env=seat_env(),
+                              timeout=30)
+        assert done.returncode == 1 and done.stdout.splitlines()[-1] == f"AGORA_DRIVE state=stopped reason={reason}"
+        assert f"agora setup alice --url {remote.url} --key-stdin" in done.stderr, done.stderr
 
 
 def hub_status(hub) -> dict:

@@ -381,6 +381,57 @@ def test_a_wait_catches_up_across_a_rotation_while_its_connection_was_down(home)
         hub.stop()
 
 
+def test_a_wait_after_the_hub_came_back_with_an_older_database_sends_the_model_to_check_inbox(seats, tmp_path):
+    """A restored database counts delivery ids from lower again: the doorbell, subscribing after the newest id
+    it saw, cannot tell which deliveries are new, so the wait says so instead of staying deaf to them."""
+    import subprocess
+
+    from tests.hubproc import AGORA
+
+    def dm(title: str) -> str:
+        with seats.client("alice") as alice:
+            return alice.call("messages.send", target="@bob", title=title, ask=True)["ref"]
+
+    dm("before the backup")
+    backup = tmp_path / "backup.db"
+    subprocess.run([AGORA, "backup", str(backup), "--home", str(seats.home)], check=True, capture_output=True)
+
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            await doorbell_up(bob)
+            dm("live 1")
+            dm("live 2")
+            assert (await bob.ok("wait_for_messages", timeout_s=30)).startswith("2 arrived")
+            seats.stop()
+            restored = subprocess.run([AGORA, "restore", str(backup), "--home", str(seats.home)], capture_output=True,
+                                      text=True)
+            assert restored.returncode == 0, restored.stderr
+            seats.start()
+            dm("after the restore")  # id 2 again: below the 3 the doorbell saw
+            told = await bob.ok("wait_for_messages", timeout_s=30)
+            assert told.startswith("the hub's delivery ids started again lower") and "check_inbox" in told, told
+            assert "after the restore" in await bob.ok("check_inbox")
+            dm("and then")  # from here on the doorbell counts from the restored hub's ids
+            assert "and then" in await bob.ok("wait_for_messages", timeout_s=30)
+    run(body())
+
+
+def test_a_refused_remote_seats_doorbell_waits_out_the_hubs_hello_throttle():
+    """The remote port refuses every hello from an address after a few failures in its window (agora-rpc(7)):
+    a doorbell whose key is refused must not retry within it, or it locks every seat of its host out."""
+    from agora_mcp.doorbell import Doorbell
+    from agora_mcp.link import Seat
+    from agorad.surface.errors import AgoraError, Unavailable, Unauthorized
+    from agorad.surface.paths import Home
+
+    bell = object.__new__(Doorbell)  # its waits only: no event loop, no connection
+    for url, state, wanted in ((None, Unauthorized("wrong key"), 0.5), ("ws://h:1/", Unavailable("down"), 0.5),
+                               ("ws://h:1/", Unauthorized("wrong key"), settings.AUTH_WINDOW),
+                               ("ws://h:1/", AgoraError("x"), 0.5)):
+        bell.seat, bell.state = Seat("bob", Home.resolve("/tmp/x"), url), state
+        assert bell._refused_wait(0.5) == wanted, (url, state)
+
+
 def test_a_cancelled_wait_loses_nothing(seats):
     """A harness that gives up on a wait (the client cancels the call) leaves the server whole: the next
     wait gets what lands afterwards, and other tools still answer."""

@@ -211,9 +211,14 @@ def test_the_cli_over_a_url_acts_as_the_seat_and_refuses_operator_commands(remot
     assert sent.returncode == 0, sent.stderr
     with remote.client("bob", remote.keys["bob"]) as bob:
         assert bob.call("inbox.check")["unread"] == 1
-    for command in (["agents"], ["agent", "add", "mallory"], ["pause"], ["status"]):
+    for command in (["agents"], ["agent", "add", "mallory"], ["pause"]):
         done = subprocess.run([AGORA, *command], env=env, capture_output=True, text=True)
         assert done.returncode == 1 and "local operator" in done.stderr, (command, done.stderr)
+    # `agora status` asks as a seat over a URL: the home's one kept seat, else --as (agora-status(1)).
+    seatless = subprocess.run([AGORA, "status"], env=env, capture_output=True, text=True)
+    assert seatless.returncode == 2 and "give --as ID" in seatless.stderr, seatless.stderr
+    shown = subprocess.run([AGORA, "status", "--as", "alice", "--json"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["asked_as"] == "alice", shown.stderr
     wrong = subprocess.run([AGORA, "inbox", "--as", "alice"], env={**env, "AGORA_KEY": "agk_wrong"},
                            capture_output=True, text=True)
     assert wrong.returncode == 1 and "authentication failed" in wrong.stderr
