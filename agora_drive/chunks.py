@@ -60,6 +60,14 @@ def record(chains: dict, work: Work, moved: bool) -> bool:
     return is_parked(work, chains)
 
 
+def claims_seen(chains: dict) -> int:
+    """How many of the seat's oldest open claims a sweep lists: DRIVE_CLAIMS_SEEN beyond the parked chains,
+    so the oldest claim a chunk may take is always among them (with only the 50 oldest listed, 50 parked
+    claims left a driver idle `claims-parked` beside a 51st it could work on)."""
+    parked = sum(1 for _, idle in chains.values() if idle >= settings.DRIVE_CHUNK_IDLE)
+    return min(settings.CLAIMS_LIST_MAX, settings.DRIVE_CLAIMS_SEEN + parked)
+
+
 def forget_closed(chains: dict, claims: tuple[Work, ...]) -> None:
     """Chains of claims the seat no longer has open are dropped: the state file stays small."""
     live = {w.ref for w in claims}

@@ -94,7 +94,7 @@ class Driver:
     def step(self) -> Pass:
         now = self.clock()
         try:
-            found = sweep(self.options.home, self.options.agent)
+            found = sweep(self.options.home, self.options.agent, chunks.claims_seen(self.state.chains))
         except Trouble as trouble:
             lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
             return Pass("armed", "hub-unreachable", now + HUB_RETRY)
@@ -227,7 +227,7 @@ class Driver:
 
     def _sweep_quietly(self) -> Obligations | None:
         try:
-            return sweep(self.options.home, self.options.agent)
+            return sweep(self.options.home, self.options.agent, chunks.claims_seen(self.state.chains))
         except Trouble:
             return None
 

@@ -41,12 +41,14 @@ class Obligations:
         return hashlib.sha256("\n".join(self.marks).encode()).hexdigest()[:16]
 
 
-def sweep(root: Path, agent: str) -> Obligations:
-    """Ask the hub what obliges the seat now, and which claims it has open (one connection).
-    Raises Trouble when the hub cannot be asked."""
+def sweep(root: Path, agent: str, claims_seen: int | None = None) -> Obligations:
+    """Ask the hub what obliges the seat now, and its `claims_seen` oldest open claims (one connection;
+    default DRIVE_CLAIMS_SEEN, chunks.claims_seen says how many a driver lists). Raises Trouble when the
+    hub cannot be asked."""
+    claims_seen = settings.DRIVE_CLAIMS_SEEN if claims_seen is None else claims_seen
     current, (result, claims) = ask_as_seat(root, agent, [
         ("inbox.check", {"important": True, "limit": settings.ARM_CHECK_LIMIT}),
-        ("claims.list", {"owner": agent, "state": CLAIM_OPEN, "limit": settings.DRIVE_CLAIMS_SEEN}),
+        ("claims.list", {"owner": agent, "state": CLAIM_OPEN, "limit": claims_seen}),
     ])
     return from_check(current, result, claims["claims"])
 

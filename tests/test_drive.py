@@ -215,6 +215,20 @@ def test_chunks_without_a_receipt_park_the_chain_until_the_claim_changes(hub, pa
     assert drive.step().state == "chunk" and len(turns()) == settings.DRIVE_CHUNK_IDLE + 1
 
 
+def test_parked_claims_never_hide_a_workable_one_beyond_the_sweeps_window(hub, pair, plan, tmp_path, monkeypatch):
+    """A sweep lists DRIVE_CLAIMS_SEEN of the seat's oldest open claims beyond those parked: with the oldest
+    parked, the next is still seen and worked (with a fixed window it idled `claims-parked` beside it)."""
+    monkeypatch.setattr(settings, "DRIVE_CLAIMS_SEEN", 1)
+    turns = plan("leave")
+    open_claim(pair, "the oldest")
+    open_claim(pair, "the next")
+    drive = driver(hub, tmp_path)
+    for _ in range(settings.DRIVE_CHUNK_IDLE):
+        assert drive.step().state == "chunk"  # claim:1, each chunk leaving no receipt
+    assert "claim:1" in turns()[-1]["prompt"]
+    assert drive.step().state == "chunk" and "claim:2" in turns()[-1]["prompt"]
+
+
 def test_chunks_spend_their_own_budget_and_reception_still_answers(hub, pair, plan, tmp_path):
     turns = plan("receipt", "receipt", "answer")
     open_claim(pair)

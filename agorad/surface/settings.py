@@ -23,7 +23,8 @@ CADENCE_MAX_MINUTES = 525600     # ... and the longest (a year)
 # A due cadence reminds its owner a fixed share of the cadence late, at most this fraction, derived
 # from the claim's id: claims opened together (a fleet's) fall due spread out, never in one herd.
 CADENCE_JITTER = 0.2
-CLAIMS_LIMIT = 200               # claims.list: at most this many rows
+CLAIMS_LIMIT = 200               # claims.list: at most this many rows by default ...
+CLAIMS_LIST_MAX = 1000           # ... and at most this many when asked for more
 CLAIM_RECEIPTS_SHOWN = 20        # claims.show: the newest receipts it returns (the count says how many in all)
 STEWARD_CADENCES = 2             # --cadences: a claim with no receipt for this many cadences is stale
 

@@ -54,8 +54,8 @@ def list_claims(call: Call) -> dict:
     channel, state, owner = p.get("channel", str, None), p.get("state", str, None), p.get("owner", str, None)
     limit = p.get("limit", int, settings.CLAIMS_LIMIT)
     call.finish()
-    if not 1 <= limit <= 1000:
-        raise InvalidParams("limit must be from 1 to 1000", field="limit")
+    if not 1 <= limit <= settings.CLAIMS_LIST_MAX:
+        raise InvalidParams(f"limit must be from 1 to {settings.CLAIMS_LIST_MAX}", field="limit")
     return {"claims": claims.listing(call.db, call.actor, channel, state, owner, limit), "now": call.now}
 
 
