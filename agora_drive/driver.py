@@ -301,7 +301,7 @@ class Driver:
 def run(options: Options) -> int:
     """Own the seat, check the harness, then pass and wait until stopped. Returns the exit status."""
     from agora_drive.signals import Signals
-    from agora_listen.identity import Refused as SeatRefused
+    from agora_listen.wsource import Fatal
 
     signals = Signals()
     driver = Driver(options, stop_fd=signals.stop_fd)
@@ -323,8 +323,10 @@ def run(options: Options) -> int:
         else:
             options.notify_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         return _loop(driver, owner, signals)
-    except SeatRefused as refused:  # the hub at the seat's URL refused it (agora_listen.wsource.Fatal)
-        return _ended("refused", EXIT_FAILED, f"{refused.cause}; `agora setup {options.agent} --url {options.url} "
+    except Fatal as fatal:  # the doorbell over the port gave up (agora_listen.wsource)
+        if not fatal.refused:
+            return _ended("error", EXIT_FAILED, fatal.cause)
+        return _ended("refused", EXIT_FAILED, f"{fatal.cause}; `agora setup {options.agent} --url {options.url} "
                       "--key-stdin` keeps the seat's right key")
     except Exception as exc:  # a bug or an unforeseen fault: still end with a tombstone
         return _ended("error", EXIT_FAILED, f"{type(exc).__name__}: {exc}")

@@ -25,11 +25,13 @@ if TYPE_CHECKING:
 
 
 class Fatal(Refused):
-    """The hub refused the seat (a wrong key, a removed seat): reconnecting cannot help. A listener
-    ends with reason=error (listener.run handles Refused)."""
+    """Reconnecting cannot help: the hub refused the seat (a wrong key, a removed seat; `refused`), or the
+    URL cannot be a hub's, or the reader failed. A listener ends with reason=error (listener.run handles
+    Refused); a driver tells a refused seat how to set its key right (agora_drive/driver.py)."""
 
-    def __init__(self, cause: str):
+    def __init__(self, cause: str, refused: bool = False):
         super().__init__("error", cause)
+        self.refused = refused
 
 
 class WsSource:
@@ -46,7 +48,7 @@ class WsSource:
         self.handed = after or 0  # the newest id read_new has returned
         self.fd, self._wake_fd = wake_pipe()
         self.lines: collections.deque[dict] = collections.deque()
-        self.fatal: str | None = None
+        self.fatal: Fatal | None = None  # why the reader gave up; read_new raises it
         self.connected = threading.Event()
         self.redirected: dict | None = None
         self.notify_dir: str | None = None  # where the hub writes notify files, on its own host
@@ -78,7 +80,7 @@ class WsSource:
         except AgoraError as exc:
             client.close()
             if exc.reason in ("unauthorized", "not-found", "forbidden"):
-                raise Fatal(f"the hub at {self.url} refused seat {self.agent}: {exc.message}") from None
+                raise Fatal(f"the hub at {self.url} refused seat {self.agent}: {exc.message}", refused=True) from None
             raise
         self.redirected, self.notify_dir = hello.get("redirected"), hello.get("notify_dir")
         newest = answer.get("newest", 0)
@@ -94,7 +96,7 @@ class WsSource:
         try:
             self._reconnecting()
         except Exception as exc:  # a bug: end the listener in words rather than leave it deaf
-            self._give_up(f"the connection to {self.url} failed: {type(exc).__name__}: {exc}")
+            self._give_up(Fatal(f"the connection to {self.url} failed: {type(exc).__name__}: {exc}"))
 
     def _reconnecting(self) -> None:
         from agorad.surface.errors import AgoraError
@@ -110,10 +112,10 @@ class WsSource:
                     if late:  # the first arm, after `open` found no hub: the loop looks (a driver sweeps then)
                         self._ring()
                 except Fatal as exc:
-                    return self._give_up(str(exc))
+                    return self._give_up(exc)
                 except AgoraError as exc:
                     if exc.reason == "invalid-params":  # a URL that cannot be a hub's: trying again cannot help
-                        return self._give_up(exc.message)
+                        return self._give_up(Fatal(exc.message))
                     failures += 1
                     self._stop.wait(_backoff(failures))
                     continue
@@ -136,7 +138,7 @@ class WsSource:
             self.lines.append(line)
             self._ring()
 
-    def _give_up(self, why: str) -> None:
+    def _give_up(self, why: Fatal) -> None:
         self.fatal = why
         self._ring()
 
@@ -151,8 +153,8 @@ class WsSource:
     # --- what the listener's loop sees (a watcher and a follower in one) ----------------------------
 
     def read_new(self) -> list[dict]:
-        if self.fatal:
-            raise Fatal(self.fatal)
+        if self.fatal is not None:
+            raise Fatal(self.fatal.cause, self.fatal.refused)
         found = []
         while self.lines:
             found.append(self.lines.popleft())

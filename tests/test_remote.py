@@ -211,13 +211,14 @@ def test_the_cli_over_a_url_acts_as_the_seat_and_refuses_operator_commands(remot
     assert sent.returncode == 0, sent.stderr
     with remote.client("bob", remote.keys["bob"]) as bob:
         assert bob.call("inbox.check")["unread"] == 1
-    for command in (["agents"], ["agent", "add", "mallory"], ["pause"]):
+    for command in (["agents"], ["agent", "add", "mallory"], ["pause"], ["status"], ["status", "--as", "alice"]):
         done = subprocess.run([AGORA, *command], env=env, capture_output=True, text=True)
         assert done.returncode == 1 and "local operator" in done.stderr, (command, done.stderr)
-    # `agora status` asks as a seat over a URL: the home's one kept seat, else --as (agora-status(1)).
-    seatless = subprocess.run([AGORA, "status"], env=env, capture_output=True, text=True)
+    # Given --url (or a home whose hub.url names the hub), `agora status` asks as a seat (agora-status(1)).
+    seatless = subprocess.run([AGORA, "--url", remote.url, "status"], env=env, capture_output=True, text=True)
     assert seatless.returncode == 2 and "give --as ID" in seatless.stderr, seatless.stderr
-    shown = subprocess.run([AGORA, "status", "--as", "alice", "--json"], env=env, capture_output=True, text=True)
+    shown = subprocess.run([AGORA, "--url", remote.url, "status", "--as", "alice", "--json"], env=env,
+                           capture_output=True, text=True)
     assert shown.returncode == 0 and json.loads(shown.stdout)["asked_as"] == "alice", shown.stderr
     wrong = subprocess.run([AGORA, "inbox", "--as", "alice"], env={**env, "AGORA_KEY": "agk_wrong"},
                            capture_output=True, text=True)
@@ -240,6 +241,11 @@ def test_a_seat_record_may_name_the_url(remote, tmp_path):
     done = subprocess.run([AGORA, "inbox", "--json"], cwd=workspace, env=env, capture_output=True, text=True)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["unread"] == 0
+    # On the hub's host, `agora status --home` run in that workspace is still the operator on the socket:
+    # neither the record's seat nor its url makes it a seat (a review finding).
+    status = subprocess.run([AGORA, "status", "--home", str(remote.home), "--json"], cwd=workspace, env=env,
+                            capture_output=True, text=True)
+    assert status.returncode == 0 and "asked_as" not in json.loads(status.stdout), status.stderr
 
 
 # --- frames -------------------------------------------------------------------------------

@@ -455,7 +455,7 @@ def test_status_on_a_remote_seats_host_asks_as_its_seat_and_shows_this_hosts_lis
         listener.kill()
     (seat_home / "keys" / "bob.key").write_text(remote.keys["bob"] + "\n")
     two = agora("status", "--home", str(seat_home), cwd=tmp_path, code=2)
-    assert "its seats are alice, bob: give --as ID" in two.stderr
+    assert "keeps the keys of alice, bob: give --as ID" in two.stderr
     assert json.loads(agora("status", "--home", str(seat_home), "--as", "bob", "--json", cwd=tmp_path).stdout)[
         "asked_as"] == "bob"
 

@@ -5,9 +5,8 @@ from __future__ import annotations
 import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
-from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, hub_url,
-                               json_option, print_json, print_table)
-from agorad.cli.shared import SharedOption
+from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, json_option,
+                               print_json, print_table)
 from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
 from agorad.surface.paths import Home, drive_file, listen_file
@@ -15,7 +14,9 @@ from pathlib import Path
 
 
 @click.command("status")
-@click.option("--as", "as_id", cls=SharedOption, metavar="ID",
+# A plain option, not the seat record's (SharedOption): on the hub's host `agora status` is the operator,
+# whatever workspace it runs in.
+@click.option("--as", "as_id", metavar="ID",
               help="On a seat's host whose home names a hub on another host (its hub.url): ask as this seat "
                    "(default: the one seat whose key the home keeps). Ignored on the hub's own host.")
 @home_option
@@ -28,7 +29,7 @@ def status(as_id, home, as_json):
     of the home's seats, and the LISTENER, DRIVER and HOOK columns are this host's.
     """
     where = Home.resolve(home)
-    url = hub_url(where)
+    url = _seat_hosts_hub(where)
     seat = _asking_seat(where, as_id, url) if url else None
     try:
         with connect(home, seat) as hub:
@@ -72,6 +73,14 @@ def status(as_id, home, as_json):
         print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "HOOK", "UNREAD", "OWED"])
 
 
+def _seat_hosts_hub(where: Home) -> str | None:
+    """The remote hub when this home is a seat host's: `agora --url`, else the home's hub.url. $AGORA_URL and
+    a workspace's seat record do not make `agora status` a seat: over them it is refused as the operator."""
+    from agorad.cli.shared import URL_META
+
+    return click.get_current_context().meta.get(URL_META) or where.hub_url
+
+
 def _asking_seat(where: Home, as_id: str | None, url: str) -> str:
     """The seat that asks a remote hub: --as, else the one seat whose key the home keeps."""
     from agorad.surface import keys
@@ -81,8 +90,8 @@ def _asking_seat(where: Home, as_id: str | None, url: str) -> str:
     kept = keys.kept_seats(where)
     if len(kept) == 1:
         return kept[0]
-    which = f"its seats are {', '.join(kept)}" if kept else f"it keeps no seat's key in {where.keys_dir}"
-    fail(f"{where.root} names the hub at {url}, which answers seats only, and {which}: give --as ID", 2)
+    which = f"keeps the keys of {', '.join(kept)}" if kept else f"keeps no seat's key in {where.keys_dir}"
+    fail(f"the hub at {url} answers seats only, and the home {where.root} {which}: give --as ID", 2)
 
 
 def _print_paused(paused: dict) -> None:
