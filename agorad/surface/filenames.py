@@ -22,6 +22,7 @@ SOCKET_NAME = "agorad.sock"
 PIDFILE_NAME = "agorad.pid"
 LOCKFILE_NAME = "agorad.lock"
 KEYS_DIR_NAME = "keys"
+KEY_SUFFIX = ".key"  # a seat's key file is keys/<id>.key
 SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
 HUB_URL_NAME = "hub.url"  # in a home whose hub runs on another host: that hub's remote port (agora setup --url)
 ROTATED_SUFFIX = ".1"  # a notify file rotates to <name>.1
@@ -76,7 +77,12 @@ def hook_stamp(root: str | os.PathLike, agent_id: str, hook: str) -> str:
 
 
 def key_file(root: str | os.PathLike, agent_id: str) -> str:
-    return os.path.join(root, KEYS_DIR_NAME, f"{agent_id}.key")
+    return os.path.join(root, KEYS_DIR_NAME, f"{agent_id}{KEY_SUFFIX}")
+
+
+def key_file_owner(name: str) -> str | None:
+    """The agent id whose key file in keys/ is called `name`; None for other names."""
+    return name[:-len(KEY_SUFFIX)] or None if name.endswith(KEY_SUFFIX) else None
 
 
 def hub_url_file(root: str | os.PathLike) -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 
+from agorad.surface import filenames
 from agorad.surface.filenames import key_file
 from agorad.surface.paths import Home, write_private
 
@@ -65,12 +66,11 @@ def read_key_file(home: Home, agent_id: str) -> str | None:
 
 def kept_seats(home: Home) -> list[str]:
     """The seats whose key files this home keeps (keys/<id>.key), sorted: on a seat's host, its seats."""
-    suffix = ".key"
     try:
         names = os.listdir(home.keys_dir)
     except OSError:
         return []
-    return sorted(name[:-len(suffix)] for name in names if name.endswith(suffix) and len(name) > len(suffix))
+    return sorted(agent for agent in map(filenames.key_file_owner, names) if agent)
 
 
 def read_key(home: Home, agent_id: str) -> str | None:
