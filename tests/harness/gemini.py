@@ -39,7 +39,6 @@ import os
 import subprocess
 from pathlib import Path
 
-from tests.harness import setup_spec
 from tests.harness.install import binary
 
 MODEL = "gemini-2.5-flash"
@@ -76,21 +75,24 @@ def environment(model_url: str, private: Path, workspace: Path) -> dict[str, str
 def wire(workspace: Path, agent: str, home: Path, after_agent: list[dict] | None = None,
          session_start: list[dict] | None = None) -> Path:
     """Wire the workspace with `agora setup --harness gemini`, its files untouched; a test that swaps in
-    probe hooks (to prove Gemini's own hook contract) writes setup's targets with those instead.
+    probe hooks (to prove Gemini's own hook contract) then puts them in place of setup's handlers of
+    that event (none: the event goes).
     """
-    if after_agent is None and session_start is None:
-        from tests.harness.wire import wire as agora_setup
+    from tests.harness.wire import wire as agora_setup
 
-        agora_setup("gemini", workspace, agent, home)
-        return workspace / ".gemini" / "settings.json"
-    where = setup_spec.seat(workspace, agent, home)
-    handlers = setup_spec.gemini_handlers(where)
-    if after_agent is not None:
-        handlers["AfterAgent"] = after_agent
-    if session_start is not None:
-        handlers["SessionStart"] = session_start
-    setup_spec.write(setup_spec.gemini(where, handlers))
-    return workspace / ".gemini" / "settings.json"
+    agora_setup("gemini", workspace, agent, home)
+    path = workspace / ".gemini" / "settings.json"
+    swaps = {event: handlers for event, handlers in (("AfterAgent", after_agent), ("SessionStart", session_start))
+             if handlers is not None}
+    if swaps:
+        settings = json.loads(path.read_text())
+        for event, handlers in swaps.items():  # setup's grouped form: {"hooks": [handler, ...]} per group
+            if handlers:
+                settings["hooks"][event] = [{"hooks": handlers}]
+            else:
+                settings["hooks"].pop(event, None)
+        path.write_text(json.dumps(settings, indent=2) + "\n")
+    return path
 
 
 def turn(workspace: Path, env: dict, prompt: str, timeout: float = 120) -> subprocess.CompletedProcess:

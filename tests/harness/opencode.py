@@ -37,29 +37,29 @@ import threading
 import urllib.request
 from pathlib import Path
 
-from tests.harness import setup_spec
 from tests.harness.install import binary
 
 PROVIDER, MODEL = "scripted", "m"
 
-def plugin_source(agent: str, listen: list[str], backstop: list[str], start: list[str]) -> str:
-    """The plugin `agora setup` writes (agora_setup/opencode_plugin.py), with the given commands."""
-    from agora_setup import opencode_plugin
-
-    return opencode_plugin.source(agent, listen, backstop, start)
-
-
 def wire(workspace: Path, agent: str, home: Path, listen: list[str] | None = None,
          backstop: list[str] | None = None, start: list[str] | None = None) -> Path:
     """Wire the workspace with `agora setup --harness opencode`, its files untouched; a test that swaps in
-    a probe command (to prove opencode's own behaviour) writes setup's targets with that instead."""
-    if listen is None and backstop is None and start is None:
-        from tests.harness.wire import wire as agora_setup
+    a probe command (to prove opencode's own behaviour) then has setup's own plugin source made again with
+    that command in place of setup's."""
+    from agora_setup import opencode_plugin
+    from agora_setup.harnesses import Seat, opencode as wired
+    from agorad.surface import wiring
+    from tests.harness.wire import wire as agora_setup
 
-        agora_setup("opencode", workspace, agent, home)
-    else:
-        setup_spec.write(setup_spec.opencode(setup_spec.seat(workspace, agent, home), listen, backstop, start))
-    return workspace / setup_spec.OPENCODE_PLUGIN
+    agora_setup("opencode", workspace, agent, home)
+    plugin = workspace / wired.PLUGIN
+    if listen is not None or backstop is not None or start is not None:
+        seat = Seat(agent=agent, home=home, exe=wiring.agora_executable(), workspace=workspace)
+        setup_listen, setup_backstop, setup_start = wired.plugin_commands(seat)
+        plugin.write_text(opencode_plugin.source(agent, setup_listen if listen is None else listen,
+                                                 setup_backstop if backstop is None else backstop,
+                                                 setup_start if start is None else start))
+    return plugin
 
 
 def environment(model_url: str, private: Path) -> dict[str, str]:
