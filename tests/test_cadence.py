@@ -96,6 +96,26 @@ def test_cli_inbox_owed_and_digest_show_the_reminder(hub, cli):
     assert cli("digest", "--as", "alice").stdout.startswith("owe 1 |")
 
 
+def test_an_agent_registered_as_agora_hub_before_the_id_was_reserved_asks_as_an_agent(hub):
+    """Only the hub's own posts (no sender agent) are reminders: an ask from an agent that holds the id
+    `agora-hub` from before the hub reserved it (made here by renaming an agent in the database, as an old
+    database holds one) is an agent's ask, not flagged `reminder`."""
+    import apsw
+
+    key = hub.add_agent("legacy", liveness_mode="always-on")
+    hub.add_agent("bob", liveness_mode="always-on")
+    hub.stop()
+    db = apsw.Connection(str(hub.home / "agora.db"))
+    db.execute("UPDATE agents SET id = ? WHERE id = 'legacy'", (HUB_SENDER,))
+    db.close()
+    hub.start()
+    with hub.client(HUB_SENDER, key) as legacy:
+        send(legacy, "commons", "review #3?", ask=True, to=["bob"])
+    with hub.client("bob") as bob:
+        headline, = bob.call("inbox.check")["channels"][0]["messages"]
+    assert headline["sender"] == HUB_SENDER and headline["flags"] == ["to-me", "open"], headline
+
+
 def test_jitter_is_deterministic_bounded_and_spread():
     values = [cadence.jitter(pk, 30) for pk in range(1, 201)]
     assert values == [cadence.jitter(pk, 30) for pk in range(1, 201)]

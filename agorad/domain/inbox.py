@@ -22,7 +22,7 @@ from agorad.store import messages as sql
 from agorad.store import write
 from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
-from agorad.surface.vocab import HUB_SENDER, REMINDER_FLAG
+from agorad.surface.vocab import REMINDER_FLAG
 
 DIGEST_SCAN = 50  # newest unread per channel the digest looks at for senders and titles
 DIGEST_TITLES = 3
@@ -74,7 +74,7 @@ def _headline(channel: dict, message: dict, to_me: set[int], open_refs: set[str]
         ("to-me", message["pk"] in to_me or channel["kind"] == "dm"),
         ("dm", channel["kind"] == "dm"),
         ("open", ref in open_refs),
-        (REMINDER_FLAG, message["ask"] and message["sender"] == HUB_SENDER),  # the hub asks only in reminders
+        (REMINDER_FLAG, message["ask"] and message["from_hub"]),  # the hub asks only in reminders
     ) if on]
     return {"ref": ref, "seq": message["seq"], "sender": message["sender"], "title": message["title"],
             "flags": flags, "ask": bool(message["ask"]), "urgency": message["urgency"], "created_at": message["created_at"]}

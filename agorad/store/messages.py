@@ -185,6 +185,11 @@ def set_notified_upto(db: apsw.Connection, marks: dict[int, int]) -> None:
 
 # --- unread -------------------------------------------------------------------
 
+# A headline's columns; `from_hub`: the hub posted it (no sender agent), whatever the sender name says (an
+# agent registered as `agora-hub` before the hub reserved that id is still an agent).
+_HEADLINE = ("m.pk, m.seq, m.sender, m.sender_pk IS NULL AS from_hub, m.title, m.ask, m.urgency, m.created_at, "
+             "m.reply_to")
+
 def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
     """Channels where the agent's cursor is behind the head, with the exact unread count.
 
@@ -214,7 +219,7 @@ def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, l
     """Unread headlines of one channel: above the cursor and not acked singly (own messages are acked when sent)."""
     order = "DESC" if newest_first else "ASC"
     return rows(db.execute(
-        "SELECT m.pk, m.seq, m.sender, m.title, m.ask, m.urgency, m.created_at, m.reply_to FROM messages m "
+        f"SELECT {_HEADLINE} FROM messages m "
         "WHERE m.channel_pk = ? AND m.seq > ? "
         "AND NOT EXISTS (SELECT 1 FROM acks_above x WHERE x.agent_pk = ? AND x.channel_pk = m.channel_pk AND x.seq = m.seq) "
         f"ORDER BY m.seq {order} LIMIT ?",
@@ -228,7 +233,7 @@ def unread_important_in(db: apsw.Connection, agent_pk: int, channel_pk: int, ack
     Both lookups are primary-key probes (addressees and debts are keyed by message first).
     """
     return rows(db.execute(
-        "SELECT m.pk, m.seq, m.sender, m.title, m.ask, m.urgency, m.created_at, m.reply_to FROM messages m "
+        f"SELECT {_HEADLINE} FROM messages m "
         "WHERE m.channel_pk = ? AND m.seq > ? "
         "AND NOT EXISTS (SELECT 1 FROM acks_above x WHERE x.agent_pk = ? AND x.channel_pk = m.channel_pk AND x.seq = m.seq) "
         "AND (EXISTS (SELECT 1 FROM addressees a WHERE a.message_pk = m.pk AND a.agent_pk = ?) "
