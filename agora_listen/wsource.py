@@ -46,6 +46,9 @@ class WsSource:
         self.url, self.agent, self.key = url, agent, key
         self.received = after  # the newest id this source has had; None: start at the hub's newest
         self.handed = after or 0  # the newest id read_new has returned
+        # A first arm while no hub answered (listener.py sets it): the first subscription replays what the hub
+        # stored since then (its clock), so what landed before this source got through still rings.
+        self.since: float | None = None
         self.fd, self._wake_fd = wake_pipe()
         self.lines: collections.deque[dict] = collections.deque()
         self.fatal: Fatal | None = None  # why the reader gave up; read_new raises it
@@ -76,7 +79,7 @@ class WsSource:
         client.connect()
         try:
             hello = client.hello(self.agent, self.key)
-            answer = client.call("inbox.subscribe", **({} if self.received is None else {"after": self.received}))
+            answer = self._subscribed(client)
         except AgoraError as exc:
             client.close()
             if exc.reason in ("unauthorized", "not-found", "forbidden"):
@@ -84,12 +87,27 @@ class WsSource:
             raise
         self.redirected, self.notify_dir = hello.get("redirected"), hello.get("notify_dir")
         newest = answer.get("newest", 0)
-        if self.received is None:  # a first arm: from the hub's newest on
-            self.received = self.handed = newest
+        if self.received is None:  # a first arm: from the hub's newest on, or from where `since` began
+            self.received = self.handed = answer.get("after", newest)
         elif newest < self.received:  # the hub's ids started again lower (a restored database): which of its
             self.received = self.handed = 0  # deliveries are new cannot be told, so all ring: never deaf
             client.call("inbox.subscribe", after=0)
         return client
+
+    def _subscribed(self, client) -> dict:
+        """inbox.subscribe after the newest id had, or since `since` on a first arm that found no hub."""
+        from agorad.surface.errors import AgoraError
+
+        if self.received is not None:
+            return client.call("inbox.subscribe", after=self.received)
+        if self.since is None:
+            return client.call("inbox.subscribe")
+        try:
+            return client.call("inbox.subscribe", since=self.since)
+        except AgoraError as exc:  # a hub older than `since`: from its newest on, as before
+            if exc.reason != "invalid-params":
+                raise
+            return client.call("inbox.subscribe")
 
     def _keep(self) -> None:
         """The reader thread: take pushes; when the connection goes, reconnect and catch up."""

@@ -97,6 +97,26 @@ def test_a_seats_bare_hello_says_which_hub_and_a_hello_with_a_key_authenticates_
     assert close_code(ws) == 1008
 
 
+def test_subscribe_since_replays_what_was_stored_since_then_and_says_where_that_began(remote):
+    """A client armed while no hub answered has no id to resume after: `since` (the hub's clock) replays what
+    was stored since then, and the answer's `after` is the id before the first of them."""
+    with remote.client("bob", remote.keys["bob"]) as bob, RemoteClient(remote.url) as alice:
+        send(bob, "@alice", "before")
+        since = remote.advance(60)
+        send(bob, "@alice", "since one")
+        send(bob, "@alice", "since two")
+        alice.hello("alice", remote.keys["alice"])
+        answer = alice.call("inbox.subscribe", since=since)
+        assert (answer["after"], answer["newest"]) == (1, 3)
+        replayed = [alice.next_notification(timeout=10)["params"]["title"] for _ in range(2)]
+        assert replayed == ["since one", "since two"]
+        assert alice.call("inbox.subscribe", since=since + 3600)["after"] == 3  # nothing stored since then
+        for bad in ({"since": -1}, {"since": "now"}, {"since": True}, {"since": since, "after": 1}):
+            with pytest.raises(AgoraError) as refused:
+                alice.call("inbox.subscribe", **bad)
+            assert refused.value.reason == "invalid-params" and refused.value.data["field"] == "since", bad
+
+
 # --- authentication -----------------------------------------------------------------------
 
 

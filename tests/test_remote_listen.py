@@ -120,6 +120,34 @@ def test_a_first_ws_arm_with_no_hub_answering_arms_and_waits(remote, tmp_path):
     assert (elsewhere / "listen-alice.offset").read_text() == '{"source": "ws", "id": null}'
 
 
+def test_a_first_ws_arm_while_the_hub_was_down_rings_what_landed_before_it_got_through(home):
+    """Armed with no hub answering and no place saved, the listener's first subscription asks the hub for
+    what it stored since shortly before the listener started (`inbox.subscribe {since}`): a DM that lands
+    before the reader gets through still rings (it subscribed at the hub's newest, and missed it)."""
+    import os
+
+    from tests.remote_seat import free_port
+
+    hub = Hub(home, "--listen", f"127.0.0.1:{free_port()}").start()
+    url = hub.call("hub.status")["remote"]
+    keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+    hub.stop()
+    ear = Listener(hub, "--as", "alice", "--source", "ws", "--url", url, "--debounce", "0")
+    try:
+        assert ear.next_line() == f"AGORA_LISTEN armed source=ws agent=alice hub={url}"
+        os.kill(ear.proc.pid, signal.SIGSTOP)  # its reader cannot get through before the DM lands
+        try:
+            hub.start()
+            with hub.client("bob", keys["bob"]) as bob:
+                send(bob, "@alice", "landed before the listener got through")
+        finally:
+            os.kill(ear.proc.pid, signal.SIGCONT)
+        assert fields(ear.wait_for("AGORA_WAKE", timeout=30))["channels"] == "dm:alice--bob#1"
+    finally:
+        ear.stop()
+        hub.stop()
+
+
 @pytest.mark.parametrize("url", ["http://127.0.0.1:1/", "ws://", "127.0.0.1:8765"])
 def test_a_url_that_cannot_be_a_hubs_is_an_error_at_once(remote, url):
     done = subprocess.run([AGORA, "listen", "--home", str(remote.home), "--as", "alice", "--source", "ws",

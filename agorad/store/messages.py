@@ -154,6 +154,19 @@ def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, chunk: i
                               (json.dumps(seqs[start:start + chunk]),)))
 
 
+def last_before(db: apsw.Connection, agent_pk: int, since: float) -> int:
+    """The id of the agent's newest delivery stored before `since` (the hub's clock), 0 if none: the walk
+    back from its head reads only the deliveries since then, and the one it stops at."""
+    found = db.execute(
+        "WITH RECURSIVE chain(seq) AS ("
+        "SELECT last_seq FROM delivery_heads WHERE agent_pk = ?1 "
+        "UNION ALL SELECT d.prev FROM chain JOIN deliveries d ON d.seq = chain.seq "
+        "WHERE d.created_at >= ?2 AND d.prev IS NOT NULL) "
+        "SELECT d.id FROM chain JOIN deliveries d ON d.seq = chain.seq WHERE d.created_at < ?2",
+        (agent_pk, since)).fetchone()
+    return found[0] if found else 0
+
+
 def delete_deliveries(db: apsw.Connection, agent_pk: int) -> None:
     """Remove every delivery of an agent (before the agent row goes, and its head with it)."""
     db.execute(f"DELETE FROM deliveries WHERE seq IN ({_CHAIN}SELECT seq FROM chain)", (agent_pk, 0))

@@ -150,3 +150,5 @@ AUTH_WINDOW = 60.0               # ... this many seconds; beyond that every hell
 REMOTE_RECONNECT_FIRST = 0.2     # a ws listener or watcher reconnects after this, doubling with jitter ...
 REMOTE_RECONNECT_CAP = 30.0      # ... up to this
 REMOTE_CONNECT_TIMEOUT = 10.0    # opening a ws connection (TCP, TLS and the WebSocket handshake)
+REMOTE_SINCE_MARGIN = 30.0       # a ws listener's first arm with no hub: it rings what the hub stored from this
+                                 # long before it started (the seat's and the hub's clocks may differ a little)

@@ -70,18 +70,28 @@ def owed(call: Call) -> dict:
 
 def subscribe(call: Call) -> dict:
     """From now on this connection receives each of the agent's deliveries as an `inbox.delivery` notification;
-    with `after`, first every delivery with a larger id (a reconnecting client's catch-up)."""
+    with `after`, first every delivery with a larger id (a reconnecting client's catch-up); with `since` (the
+    hub's clock), first every delivery stored since then, the answer's `after` saying where that began (a
+    client that armed while no hub answered, and so has no id yet)."""
     after = call.params.get("after", int, None)
+    since = call.params.get("since", (int, float), None)
     call.finish()
     if after is not None and after < 0:
         raise InvalidParams("after is a delivery id (0 or more): the last one this client has", field="after")
+    if since is not None and (isinstance(since, bool) or not 0 <= since < float("inf")):
+        raise InvalidParams("since is a time on the hub's clock, in Unix seconds", field="since")
+    if since is not None and after is not None:
+        raise InvalidParams("give after or since, not both", field="since")
     pk = call.actor.agent_pk
     newest = messages_sql.newest_delivery(call.db, pk)
+    answer = {"subscribed": call.actor.agent_id, "notification": "inbox.delivery", "newest": newest}
+    if since is not None:
+        after = answer["after"] = messages_sql.last_before(call.db, pk, since)
     if after is None:
         call.connection.subscribe(pk)
     else:
         call.hub.after_commit(lambda: call.hub.replay(call.connection, pk, after))
-    return {"subscribed": call.actor.agent_id, "notification": "inbox.delivery", "newest": newest}
+    return answer
 
 
 def channel_create(call: Call) -> dict:
