@@ -124,7 +124,7 @@ def _run(options: Options, harness: Harness) -> int:
 
 def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
     """The ws source (wsource.py): connect as the seat before arming, so a refused key ends here."""
-    from agora_listen.wsource import Fatal, WsSource, saved_after
+    from agora_listen.wsource import Fatal, WsSource, saved_after, saved_since
     from agorad.surface.errors import AgoraError
 
     if not options.key:
@@ -134,7 +134,9 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
         os.makedirs(options.home, mode=0o700, exist_ok=True)
     except OSError as exc:
         return _end("error", EXIT_FAILED, f"creating the home {options.home}: {exc.strerror or exc}")
-    source = WsSource(options.url, options.agent, options.key, saved_after(seat.load("offset")))
+    saved = seat.load("offset")
+    source = WsSource(options.url, options.agent, options.key, saved_after(saved))
+    source.since = saved_since(saved)  # an earlier first arm that never got through: from when that one began
     try:
         source.open()
     except Fatal:
@@ -147,7 +149,8 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
         write(sys.stderr, f"agora listen: {exc.message}; retrying\n")
         # A first arm rings what lands before the reader gets through: the hub replays from a little before
         # this listener started (the margin covers the two hosts' clocks; more wakes, never fewer).
-        source.since = options.started - settings.REMOTE_SINCE_MARGIN
+        if source.received is None and source.since is None:
+            source.since = options.started - settings.REMOTE_SINCE_MARGIN
     return _locked(options, seat, harness, lambda: _listen_ws(options, seat, source, harness), source.close)
 
 

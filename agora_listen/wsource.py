@@ -186,8 +186,11 @@ class WsSource:
         return self.received is not None
 
     def offset(self) -> dict:
-        """The place to resume from; an id of None: never connected, so the next arm is a first arm too."""
-        return {"source": "ws", "id": self.handed if self.received is not None else None}
+        """The place to resume from; an id of None: never connected, so the next arm is a first arm too,
+        which asks for what came `since` this one began (when it began without a hub)."""
+        if self.received is not None:
+            return {"source": "ws", "id": self.handed}
+        return {"source": "ws", "id": None, **({"since": self.since} if self.since is not None else {})}
 
     def drain(self) -> None:
         try:
@@ -223,6 +226,12 @@ def _line(params) -> dict | None:
     flags = params.get("flags")
     params["flags"] = [f for f in flags if isinstance(f, str)] if isinstance(flags, list) else []
     return params
+
+
+def saved_since(saved) -> float | None:
+    """The `since` of a saved place that never got through (see WsSource.offset), else None."""
+    since = saved.get("since") if isinstance(saved, dict) and saved.get("id") is None else None
+    return since if type(since) in (int, float) and since >= 0 else None
 
 
 def saved_after(saved) -> int | None:

@@ -111,7 +111,10 @@ def test_subscribe_since_replays_what_was_stored_since_then_and_says_where_that_
         replayed = [alice.next_notification(timeout=10)["params"]["title"] for _ in range(2)]
         assert replayed == ["since one", "since two"]
         assert alice.call("inbox.subscribe", since=since + 3600)["after"] == 3  # nothing stored since then
-        for bad in ({"since": -1}, {"since": "now"}, {"since": True}, {"since": since, "after": 1}):
+        with pytest.raises(AgoraError) as huge:  # past SQLite's integers: refused, not failed after the COMMIT
+            alice.call("inbox.subscribe", after=10**30)
+        assert huge.value.reason == "invalid-params" and huge.value.data["field"] == "after"
+        for bad in ({"since": -1}, {"since": "now"}, {"since": True}, {"since": 10**30}, {"since": since, "after": 1}):
             with pytest.raises(AgoraError) as refused:
                 alice.call("inbox.subscribe", **bad)
             assert refused.value.reason == "invalid-params" and refused.value.data["field"] == "since", bad

@@ -3,9 +3,11 @@ delivery id; and `agora watch --notify-file`, which writes the notify lines from
 
 from __future__ import annotations
 
+import json
 import signal
 import socket
 import subprocess
+import time
 
 import pytest
 
@@ -116,8 +118,34 @@ def test_a_first_ws_arm_with_no_hub_answering_arms_and_waits(remote, tmp_path):
     assert done.stdout.splitlines() == ["AGORA_LISTEN armed source=ws agent=alice hub=ws://127.0.0.1:9/",
                                         "AGORA_LISTEN ended reason=max-wait"]
     assert "no hub is answering at ws://127.0.0.1:9/" in done.stderr and "retrying" in done.stderr
-    # It never reached the hub: the next arm is a first arm too, not a replay of everything.
-    assert (elsewhere / "listen-alice.offset").read_text() == '{"source": "ws", "id": null}'
+    # It never reached the hub: the next arm is a first arm too, not a replay of everything, from when this one
+    # began (less the clocks' margin).
+    saved = json.loads((elsewhere / "listen-alice.offset").read_text())
+    assert saved["source"] == "ws" and saved["id"] is None and saved["since"] < time.time()
+
+
+def test_a_next_first_arm_rings_what_landed_since_an_earlier_one_that_never_got_through(home):
+    """A `--once` run armed while the hub was down ends at its max-wait, never having got through; a DM lands
+    once the hub is up; the next run, on a hub that answers at once, still rings it (review finding: it
+    started at the hub's newest)."""
+    from tests.remote_seat import free_port
+
+    hub = Hub(home, "--listen", f"127.0.0.1:{free_port()}").start()
+    url = hub.call("hub.status")["remote"]
+    keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+    hub.stop()
+    first = Listener(hub, "--as", "alice", "--source", "ws", "--url", url, "--once", "--max-wait", "1")
+    assert first.finish()[0] == 0
+    hub.start()
+    try:
+        with hub.client("bob", keys["bob"]) as bob:
+            send(bob, "@alice", "while no listener got through")
+        again = Listener(hub, "--as", "alice", "--source", "ws", "--url", url, "--once", "--debounce", "0",
+                         "--max-wait", "20")
+        code, lines, _ = again.finish()
+        assert code == 2 and fields(lines[1])["channels"] == "dm:alice--bob#1", lines
+    finally:
+        hub.stop()
 
 
 def test_a_first_ws_arm_while_the_hub_was_down_rings_what_landed_before_it_got_through(home):

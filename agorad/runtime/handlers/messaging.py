@@ -68,6 +68,9 @@ def owed(call: Call) -> dict:
             "declined_to_me": obligations.declined_to_me(call.db, call.actor, now), "now": now}
 
 
+_SQL_INT_MAX = 2**63 - 1  # SQLite's largest integer
+
+
 def subscribe(call: Call) -> dict:
     """From now on this connection receives each of the agent's deliveries as an `inbox.delivery` notification;
     with `after`, first every delivery with a larger id (a reconnecting client's catch-up); with `since` (the
@@ -76,9 +79,9 @@ def subscribe(call: Call) -> dict:
     after = call.params.get("after", int, None)
     since = call.params.get("since", (int, float), None)
     call.finish()
-    if after is not None and after < 0:
+    if after is not None and not 0 <= after <= _SQL_INT_MAX:  # a larger one would fail in SQLite, after COMMIT
         raise InvalidParams("after is a delivery id (0 or more): the last one this client has", field="after")
-    if since is not None and (isinstance(since, bool) or not 0 <= since < float("inf")):
+    if since is not None and not 0 <= since <= _SQL_INT_MAX:
         raise InvalidParams("since is a time on the hub's clock, in Unix seconds", field="since")
     if since is not None and after is not None:
         raise InvalidParams("give after or since, not both", field="since")
