@@ -10,6 +10,7 @@ import subprocess
 import pytest
 
 from tests.hubproc import AGORA, Hub, wait_for
+from tests import listenproc
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 
@@ -381,7 +382,11 @@ def test_a_saved_id_above_the_files_never_makes_the_listener_deaf(hub, pair):
     (hub.home / "listen-runtime.offset").write_text(json.dumps({**offset, "id": 10**9}))  # e.g. a restored database
     send(pair["memory"], "@runtime", "two")
     code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
-    assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#2"
+    rung = fields(lines[1])["channels"] if code == 2 else None
+    if listenproc.SOURCE:  # over ws (test_listen_ws.py) only ids are known: every delivery is asked for again, and
+        assert rung in ("dm:memory--runtime#1", "dm:memory--runtime#2"), lines  # "one" may ring first, alone
+    else:  # the file source reads on from its own place in the file
+        assert rung == "dm:memory--runtime#2", lines
 
 
 @pytest.mark.parametrize("bad", [{"inode": 1, "pos": -5, "id": 0}, {"inode": True, "pos": 0, "id": 0},
