@@ -72,7 +72,7 @@ class WsSource:
         self._thread.start()
 
     def _subscribe(self):
-        from agorad.surface.errors import AgoraError
+        from agorad.surface.errors import SEAT_REFUSALS, AgoraError
         from agorad.surface.wsclient import RemoteClient
 
         client = RemoteClient(self.url, timeout=settings.REMOTE_CONNECT_TIMEOUT)
@@ -82,7 +82,7 @@ class WsSource:
             answer = self._subscribed(client)
         except AgoraError as exc:
             client.close()
-            if exc.reason in ("unauthorized", "not-found", "forbidden"):
+            if exc.reason in SEAT_REFUSALS:
                 raise Fatal(f"the hub at {self.url} refused seat {self.agent}: {exc.message}", refused=True) from None
             raise
         self.redirected, self.notify_dir = hello.get("redirected"), hello.get("notify_dir")

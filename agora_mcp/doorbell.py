@@ -15,12 +15,9 @@ from __future__ import annotations
 import asyncio
 
 from agorad.surface import settings
-from agorad.surface.errors import AgoraError
+from agorad.surface.errors import SEAT_REFUSALS, AgoraError
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 from agora_mcp.link import Seat, connect_as
-
-
-REFUSALS = ("unauthorized", "not-found", "forbidden")  # a hub's answers that trying again cannot change
 
 
 def important(delivery: dict) -> bool:
@@ -102,7 +99,7 @@ class Doorbell:
         """A remote port that refused the seat counts failed hellos per address (agora-rpc(7) "Remote"):
         trying again every few seconds would soon lock every seat of this host out, so a refused seat
         waits out the window first. Tool calls still try at once: the key may have been put right."""
-        refused = isinstance(self.state, AgoraError) and self.state.reason in REFUSALS
+        refused = isinstance(self.state, AgoraError) and self.state.reason in SEAT_REFUSALS
         return max(delay, settings.AUTH_WINDOW) if self.seat.url and refused else delay
 
     async def _session(self) -> None:

@@ -8,9 +8,8 @@ only here, so a server on a local hub never pays for it.
 
 from __future__ import annotations
 
-from agorad.surface import settings
 from agorad.surface.errors import InvalidParams, Unavailable
-from agorad.surface.wsclient import check_url
+from agorad.surface.wsclient import check_url, connect_options
 
 
 class WebSocketStream:
@@ -24,9 +23,7 @@ class WebSocketStream:
         from websockets.exceptions import InvalidHandshake, InvalidURI
 
         try:
-            ws = await connect(check_url(url), open_timeout=settings.REMOTE_CONNECT_TIMEOUT, max_size=None,
-                               compression=None, ping_interval=settings.REMOTE_PING,
-                               ping_timeout=settings.REMOTE_PING)
+            ws = await connect(check_url(url), **connect_options())
         except InvalidURI as exc:
             raise InvalidParams(f"{url!r} is not a hub URL: {exc}", field="url") from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:

@@ -99,6 +99,9 @@ class Unavailable(AgoraError):
 
 
 _BY_REASON = {cls.reason: cls for cls in AgoraError.__subclasses__()}
+# What a hub answers a seat's hello with when trying again cannot help (a wrong key, a removed seat): a
+# client that reconnects by itself stops, or waits out the remote port's hello throttle, on these.
+SEAT_REFUSALS = (Unauthorized.reason, NotFound.reason, Forbidden.reason)
 
 
 def from_wire(error: dict) -> AgoraError:

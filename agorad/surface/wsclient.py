@@ -73,6 +73,13 @@ def _closed(exc) -> str:
     return f"the hub closed the connection ({received.code}{': ' + received.reason if received.reason else ''})"
 
 
+def connect_options(opening: float = settings.REMOTE_CONNECT_TIMEOUT) -> dict:
+    """How a seat's client opens the remote port, blocking or on asyncio (agora_mcp/wsstream.py): replies
+    of any size (a read message carries its body twice), no compression, the hub's keepalive."""
+    return dict(open_timeout=opening, max_size=None, compression=None, ping_interval=settings.REMOTE_PING,
+                ping_timeout=settings.REMOTE_PING)
+
+
 class RemoteClient(Client):
     """One connection to a hub's remote port; act as a seat with `hello(agent, key)` first."""
 
@@ -91,8 +98,7 @@ class RemoteClient(Client):
         # A caller's shorter timeout bounds the opening too: a stop hook must not wait 10 s for a hub offline.
         opening = settings.REMOTE_CONNECT_TIMEOUT if self.timeout is None else min(self.timeout,
                                                                                     settings.REMOTE_CONNECT_TIMEOUT)
-        options = dict(open_timeout=opening, max_size=None, compression=None,
-                       ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING)
+        options = connect_options(opening)
         try:
             try:
                 ws = connect(self.url, legacy=True, **options)  # websockets 17 warns unless told
