@@ -19,10 +19,9 @@ import json
 
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
-from agorad.surface.protocol import encode
+from agorad.surface.protocol import MAX_REPLY, encode
 
 CALL_TIMEOUT = 30.0  # as the surface client's: a hub that answers nothing is treated as gone
-LINE_LIMIT = 16 << 20  # a reply may exceed a request's 1 MiB (a read message carries its body twice)
 
 
 class UnixStream:
@@ -35,7 +34,7 @@ class UnixStream:
     async def open(cls, home: Home) -> "UnixStream":
         path = str(home.socket)
         try:
-            reader, writer = await asyncio.open_unix_connection(path, limit=LINE_LIMIT)
+            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_REPLY)
         except (FileNotFoundError, ConnectionRefusedError):
             raise Unavailable(f"no hub is answering on {path}; start one with `agora up --home {home.root}`") from None
         except OSError as exc:

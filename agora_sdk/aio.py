@@ -15,7 +15,7 @@ from agora_sdk.methods import Methods
 from agora_sdk.target import Target
 from agorad.surface.errors import AgoraError, Unavailable, from_wire
 from agorad.surface.filenames import SOCKET_NAME
-from agorad.surface.protocol import MAX_FRAME, encode, encode_text_of
+from agorad.surface.protocol import MAX_REPLY, encode, encode_text_of
 
 _WAKE = object()  # put on the push queue by interrupt(): a waiting reader returns None
 
@@ -176,7 +176,7 @@ class _UnixWire:
     async def open(cls, target: Target) -> "_UnixWire":
         path = os.path.join(target.home.root_text, SOCKET_NAME)
         try:
-            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_FRAME + 64 * 1024)
+            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_REPLY)
         except (FileNotFoundError, ConnectionRefusedError):
             raise Unavailable(f"no hub is answering on {path}; start one with `agora up`") from None
         except OSError as exc:
@@ -192,7 +192,7 @@ class _UnixWire:
         try:
             line = await self.reader.readline()
         except (ValueError, asyncio.LimitOverrunError):
-            raise Unavailable(f"the hub at {self.where} sent a frame over {MAX_FRAME} bytes") from None
+            raise Unavailable(f"the hub at {self.where} sent a reply over {MAX_REPLY} bytes") from None
         except ConnectionResetError:
             return None
         return line or None
@@ -215,8 +215,10 @@ class _WsWire:
     async def open(cls, target: Target) -> "_WsWire":
         from websockets.asyncio.client import connect  # only a remote client pays for websockets
 
+        from agorad.surface.wsclient import connect_options
+
         try:
-            ws = await connect(target.url, max_size=MAX_FRAME, compression=None)
+            ws = await connect(target.url, **connect_options())
         except (OSError, TimeoutError) as exc:
             raise Unavailable(f"no hub is answering at {target.url}: {exc}") from None
         except Exception as exc:  # websockets' handshake errors

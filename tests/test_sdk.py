@@ -214,3 +214,28 @@ def test_the_reviewer_example_answers_asks_and_discharges_the_debt(hub):
         read = s["alice"].call("messages.read", ref=replies[0]["ref"])
         assert (read["reply_to_ref"], read["body"]) == (ask, "changes requested: 2 line(s), 1 TODO(s)")
         assert s["alice"].call("owed.list")["owed_to_me"] == []
+
+
+@pytest.mark.parametrize("wire", ["socket", "url"])
+def test_an_async_client_reads_the_largest_body_whose_reply_is_bigger_than_a_request_may_be(home, wire):
+    """A reply may exceed a request's 1 MiB frame (protocol.MAX_REPLY): read carries the body twice, and each
+    control character is six bytes of JSON. At the body ceiling that is about 1.5 MiB; the async client
+    (and so AgentRunner) used to refuse it as an oversized frame on either wire, the sync one did not."""
+    from tests.hubproc import Hub
+
+    running = Hub(home, "--max-body-kib", "128", "--listen", "127.0.0.1:0").start()
+    try:
+        keys = {agent: running.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+        body = "\x01" * (128 * 1024)
+        with Client("alice", key=keys["alice"], home=running.home) as alice:
+            ref = alice.messages.send(target="@bob", title="a large log", body=body)["ref"]
+        where = {"home": running.home} if wire == "socket" else {"url": running.call("hub.status")["remote"]}
+
+        async def read() -> dict:
+            async with AsyncClient("bob", key=keys["bob"], **where) as bob:
+                return await bob.messages.read(ref=ref)
+
+        message = asyncio.run(read())
+        assert message["body"] == body
+    finally:
+        running.stop()
