@@ -6,9 +6,9 @@ call, which put check_inbox past its goal of 1.5x a no-op tool. The protocol
 is small (one JSON frame per request, replies in order, pushes without an id),
 so the server speaks it here; errors are the surface's (from_wire), frames its encoder's.
 
-Under it is a stream of frames: the hub's Unix socket (a frame is a line), or
-for a seat whose home names a hub on another host (its hub.url) that hub's
-remote port (a frame is a WebSocket message; agora_mcp/wsstream.py).
+Under it is the surface's stream of frames (agorad/surface/aiowire.py, as the
+SDK's AsyncClient): the hub's Unix socket, or for a seat whose home names a hub
+on another host (its hub.url) that hub's remote port.
 """
 
 from __future__ import annotations
@@ -17,46 +17,12 @@ import asyncio
 import collections
 import json
 
+from agorad.surface.aiowire import open_stream
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
-from agorad.surface.protocol import MAX_REPLY, encode
+from agorad.surface.protocol import encode
 
 CALL_TIMEOUT = 30.0  # as the surface client's: a hub that answers nothing is treated as gone
-
-
-class UnixStream:
-    """The hub's Unix socket as a stream of frames."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self._reader, self._writer = reader, writer
-
-    @classmethod
-    async def open(cls, home: Home) -> "UnixStream":
-        path = str(home.socket)
-        try:
-            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_REPLY)
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise Unavailable(f"no hub is answering on {path}; start one with `agora up --home {home.root}`") from None
-        except OSError as exc:
-            raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
-        return cls(reader, writer)
-
-    async def send(self, frame: bytes) -> None:
-        self._writer.write(frame)
-
-    async def receive(self) -> bytes:
-        """The next frame, ending in a newline; anything else means the hub ended the connection."""
-        try:
-            return await self._reader.readline()
-        except (asyncio.LimitOverrunError, ValueError):
-            return b""
-
-    @property
-    def closed(self) -> bool:
-        return self._reader.at_eof() or self._writer.is_closing()
-
-    def close(self) -> None:
-        self._writer.close()
 
 
 class Connection:
@@ -69,11 +35,8 @@ class Connection:
     @classmethod
     async def open(cls, home: Home, url: str | None = None) -> "Connection":
         """A connection to the hub under `home`, or to the remote port at `url`."""
-        if url is None:
-            return cls(str(home.socket), await UnixStream.open(home))
-        from agora_mcp.wsstream import WebSocketStream
-
-        return cls(url, await WebSocketStream.open(url))
+        socket = str(home.socket)
+        return cls(url or socket, await open_stream(socket, url))
 
     @property
     def closed(self) -> bool:
@@ -88,7 +51,7 @@ class Connection:
         self._next_id += 1
         request_id = self._next_id
         try:
-            await self._stream.send(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+            self._stream.send(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
             return await asyncio.wait_for(self._reply(request_id), CALL_TIMEOUT)
         except (ConnectionError, asyncio.TimeoutError) as exc:
             self.close()

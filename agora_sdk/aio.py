@@ -2,6 +2,7 @@
 
 One reader task per connection sorts what arrives: a reply settles the call that awaits its id
 (so calls may overlap), a push goes to the queue `next_notification` and `notifications()` read.
+The stream of frames under it is the surface's (agorad/surface/aiowire.py), as agora mcp's.
 """
 
 from __future__ import annotations
@@ -9,13 +10,14 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agora_sdk.client import decode_frame, refuse_binary
+from agora_sdk.client import decode_frame
 from agora_sdk.inbox import AsyncInbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
+from agorad.surface.aiowire import open_stream
 from agorad.surface.errors import AgoraError, Unavailable, from_wire
 from agorad.surface.filenames import SOCKET_NAME
-from agorad.surface.protocol import MAX_REPLY, encode, encode_text_of
+from agorad.surface.protocol import encode
 
 _WAKE = object()  # put on the push queue by interrupt(): a waiting reader returns None
 
@@ -48,7 +50,8 @@ class AsyncClient(Methods):
 
     async def connect(self) -> "AsyncClient":
         await self.close()
-        self._wire = await (_UnixWire.open(self.target) if self.target.url is None else _WsWire.open(self.target))
+        socket = os.path.join(self.target.home.root_text, SOCKET_NAME) if self.target.url is None else ""
+        self._wire = await open_stream(socket, self.target.url)
         self._lost = None
         self._pushes = asyncio.Queue()  # what the last connection left (its end) is no news for this one
         self._reader = asyncio.get_running_loop().create_task(self._read())
@@ -66,7 +69,8 @@ class AsyncClient(Methods):
             self._reader = None
         if self._wire is not None:
             wire, self._wire = self._wire, None
-            await wire.close()
+            wire.close()
+            await wire.wait_closed()
             self._fail(Unavailable(f"the connection to {self.target.where} is closed"))
 
     async def __aenter__(self) -> "AsyncClient":
@@ -83,7 +87,7 @@ class AsyncClient(Methods):
         self._next_id += 1
         future = asyncio.get_running_loop().create_future()
         self._pending[self._next_id] = future
-        self._wire.send({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params})
+        self._wire.send(encode({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}))
         return future
 
     async def call(self, method: str, **params):
@@ -131,10 +135,10 @@ class AsyncClient(Methods):
     async def _read(self) -> None:
         try:
             while True:
-                text = await self._wire.receive()
-                if text is None:
+                frame = await self._wire.receive()
+                if not frame.endswith(b"\n"):  # the end, or the hub died in the middle of a frame
                     break
-                message = decode_frame(text, self.target.where, lambda: None)
+                message = decode_frame(frame, self.target.where, lambda: None)
                 if "id" not in message:
                     self._pushes.put_nowait(message)
                     continue
@@ -152,7 +156,8 @@ class AsyncClient(Methods):
             lost = Unavailable(f"the hub at {self.target.where} went away: {exc}")
         if self._wire is not None:
             wire, self._wire = self._wire, None
-            await wire.close()
+            wire.close()
+            await wire.wait_closed()
         self._fail(lost)
 
     def _fail(self, lost: AgoraError) -> None:
@@ -165,85 +170,3 @@ class AsyncClient(Methods):
                 future.set_exception(lost)
         self._pending.clear()
 
-
-class _UnixWire:
-    """Newline-delimited frames on the hub's Unix socket."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, where: str):
-        self.reader, self.writer, self.where = reader, writer, where
-
-    @classmethod
-    async def open(cls, target: Target) -> "_UnixWire":
-        path = os.path.join(target.home.root_text, SOCKET_NAME)
-        try:
-            reader, writer = await asyncio.open_unix_connection(path, limit=MAX_REPLY)
-        except (FileNotFoundError, ConnectionRefusedError):
-            raise Unavailable(f"no hub is answering on {path}; start one with `agora up`") from None
-        except OSError as exc:
-            raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
-        return cls(reader, writer, path)
-
-    def send(self, frame: dict) -> None:
-        if self.writer.is_closing():
-            raise Unavailable(f"the hub at {self.where} went away")
-        self.writer.write(encode(frame))
-
-    async def receive(self) -> bytes | None:
-        try:
-            line = await self.reader.readline()
-        except (ValueError, asyncio.LimitOverrunError):
-            raise Unavailable(f"the hub at {self.where} sent a reply over {MAX_REPLY} bytes") from None
-        except ConnectionResetError:
-            return None
-        return line or None
-
-    async def close(self) -> None:
-        self.writer.close()
-        try:
-            await self.writer.wait_closed()
-        except OSError:
-            pass
-
-
-class _WsWire:
-    """One JSON-RPC frame per WebSocket text message (the remote wire, agora-rpc(7))."""
-
-    def __init__(self, ws, where: str):
-        self.ws, self.where = ws, where
-
-    @classmethod
-    async def open(cls, target: Target) -> "_WsWire":
-        from websockets.asyncio.client import connect  # only a remote client pays for websockets
-
-        from agorad.surface.wsclient import connect_options
-
-        try:
-            ws = await connect(target.url, **connect_options())
-        except (OSError, TimeoutError) as exc:
-            raise Unavailable(f"no hub is answering at {target.url}: {exc}") from None
-        except Exception as exc:  # websockets' handshake errors
-            raise Unavailable(f"connecting to {target.url}: {exc}") from None
-        return cls(ws, target.url)
-
-    def send(self, frame: dict) -> None:
-        asyncio.get_running_loop().create_task(self._send(encode_text_of(frame)))
-
-    async def _send(self, text: str) -> None:
-        try:
-            await self.ws.send(text)
-        except Exception:  # the reader sees the close and fails every call
-            pass
-
-    async def receive(self):
-        from websockets.exceptions import ConnectionClosed
-
-        try:
-            text = await self.ws.recv()
-        except ConnectionClosed:
-            return None
-        if isinstance(text, bytes):
-            raise refuse_binary(self.where)
-        return text
-
-    async def close(self) -> None:
-        await self.ws.close()

@@ -10,7 +10,7 @@ from agora_sdk.inbox import Inbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
 from agorad.surface import client as unix
-from agorad.surface.errors import InvalidRequest, Unavailable
+from agorad.surface.errors import Unavailable
 
 
 class Client(Methods):
@@ -84,10 +84,6 @@ class Client(Methods):
             if push is None:
                 return
             yield push
-
-
-def refuse_binary(where: str):
-    return InvalidRequest(f"the hub at {where} sent a binary message; the wire carries text frames")
 
 
 def decode_frame(text, where: str, close) -> dict:

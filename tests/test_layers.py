@@ -112,12 +112,13 @@ def test_reception_loads_neither_the_database_nor_the_server():
 
 
 def test_only_the_remote_port_and_its_clients_load_websockets():
-    """The hub loads it only with --listen (runtime/remote.py), the CLI and `agora mcp` only for a URL
-    (surface/wsclient.py, agora_mcp/wsstream.py): the Unix-socket client, the file listener and the stop hook
+    """The hub loads it only with --listen (runtime/remote.py), the CLI, `agora mcp` and the SDK only for a
+    URL (surface/wsclient.py, surface/aiowire.py): the Unix-socket clients, the file listener and the stop hook
     start as fast as before."""
     assert loaded_by("agorad.cli, agorad.cli.up, agorad.runtime.daemon, agorad.cli.listen, agorad.cli.watch, "
                      "agora_listen.listener, agora_listen.wsource, agorad.surface.client, agorad.surface.wsclient, "
-                     "agorad.cli.common, agorad.cli.hook_fast, agora_mcp.connection, agora_mcp.wsstream", (),
+                     "agorad.cli.common, agorad.cli.hook_fast, agora_mcp.connection, agorad.surface.aiowire, agora_sdk, "
+                     "agora_sdk.aio", (),
                      ("websockets",)) == []
 
 

@@ -74,8 +74,8 @@ def _closed(exc) -> str:
 
 
 def connect_options(opening: float = settings.REMOTE_CONNECT_TIMEOUT) -> dict:
-    """How a seat's client opens the remote port, blocking or on asyncio (agora_mcp/wsstream.py, the SDK's
-    AsyncClient): replies of any size (a read message carries its body twice), no compression, the hub's
+    """How a seat's client opens the remote port, blocking or on asyncio (surface/aiowire.py, for agora mcp
+    and the SDK's AsyncClient): replies of any size (a read message carries its body twice), no compression, the hub's
     keepalive."""
     return dict(open_timeout=opening, max_size=None, compression=None, ping_interval=settings.REMOTE_PING,
                 ping_timeout=settings.REMOTE_PING)
