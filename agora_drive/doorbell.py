@@ -4,7 +4,10 @@ A seat of a hub on this host is watched through its notify file with the listene
 (`on_file`); a seat whose home names a hub on another host (its hub.url) through a subscribed
 WebSocket to that hub (`over_port`, the listener's `--source ws`, agora_listen/wsource.py),
 which reconnects and catches up by delivery id by itself. Either is a watcher (a descriptor
-that becomes readable) and a follower (`read_new`).
+that becomes readable) and a follower (`read_new`). Armed while that hub does not answer,
+the source subscribes later and asks for what the hub stored since a little before the
+driver started (`since`, as `agora listen --source ws` does): what lands between the hub's
+return and the subscription still rings.
 
 No subprocess and no polling: one poll(2) on the watcher's descriptor and the driver's signal
 pipes, so an idle driver costs about nothing. It rings for a line that may oblige the seat
@@ -26,11 +29,8 @@ RANG, TIMEOUT, SIGNAL = "rang", "timeout", "signal"
 
 
 class Doorbell:
-    def __init__(self, watch, follower, late: bool = False):
+    def __init__(self, watch, follower):
         self.watch, self.follower = watch, follower
-        # Over the port with no hub answering at the start: once the source subscribes (at the hub's newest
-        # then), it rings once, for what landed between the driver's last sweep and that subscription.
-        self.late = late
 
     @classmethod
     def on_file(cls, notify_dir: Path, agent: str, watcher: str = "auto") -> "Doorbell":
@@ -49,16 +49,17 @@ class Doorbell:
         """Subscribed to the hub at `url` as the seat. A hub that does not answer yet is tried again in
         the background; a refused seat raises agora_listen.wsource.Fatal, now or from a later read."""
         from agora_listen.wsource import WsSource
+        from agorad.surface import settings
         from agorad.surface.errors import Unavailable
 
+        started = time.time()
         source = WsSource(url, agent, key, after=None)
-        late = False
         try:
             source.open()
-        except Unavailable:
-            late = True  # its thread connects once the hub answers, and starts at the hub's newest delivery then
+        except Unavailable:  # its thread subscribes once the hub answers, asking for what came since this began
+            source.since = started - settings.REMOTE_SINCE_MARGIN  # the two hosts' clocks: more rings, never fewer
         source.start()
-        return cls(source, source, late)
+        return cls(source, source)
 
     def wait(self, deadline: float | None, debounce: float, signal_fds: list[int]) -> str:
         """Until a ring (then the debounce window), `deadline` (time.monotonic), or a signal pipe is readable."""
@@ -83,9 +84,6 @@ class Doorbell:
                 self.watch.follow()  # after a rotation: watch the new file under the name
 
     def _rings(self) -> bool:
-        if self.late and self.follower.armed:
-            self.late = False
-            return True
         lines = self.follower.read_new()
         missed, self.follower.missed = self.follower.missed, 0
         return bool(missed) or any(_obliging(line) for line in lines)

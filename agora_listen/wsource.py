@@ -124,11 +124,8 @@ class WsSource:
             client = self._client
             if client is None:
                 try:
-                    late = self.received is None
                     client = self._client = self._subscribe()
                     failures = 0
-                    if late:  # the first arm, after `open` found no hub: the loop looks (a driver sweeps then)
-                        self._ring()
                 except Fatal as exc:
                     return self._give_up(exc)
                 except AgoraError as exc:
@@ -179,11 +176,6 @@ class WsSource:
         if found:
             self.handed = found[-1]["id"]
         return found
-
-    @property
-    def armed(self) -> bool:
-        """Whether a connection has ever subscribed: from then on no delivery goes unseen."""
-        return self.received is not None
 
     def offset(self) -> dict:
         """The place to resume from; an id of None: never connected, so the next arm is a first arm too,

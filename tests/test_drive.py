@@ -410,29 +410,37 @@ def test_a_remote_seats_driver_is_rung_over_the_port_and_its_turn_answers_there(
     assert not list(seat_home.glob("*-inbox.log"))  # rung over the port: no notify file on the seat's host
 
 
-def test_a_doorbell_over_the_port_armed_while_no_hub_answered_rings_once_it_subscribes(home):
-    """Started while the hub is down, the port's doorbell subscribes later, at the hub's newest delivery: what
-    landed between the driver's last sweep and then would ring nobody, so the subscription itself rings once."""
+def test_a_doorbell_over_the_port_armed_while_no_hub_answered_rings_for_what_landed_before_it_subscribed(home):
+    """Started while the port is closed, the doorbell subscribes later. What landed in between rings: the
+    subscription asks for what the hub stored since a little before the doorbell began (`since`). Here the
+    hub serves only its socket while a DM lands, so the port's subscription can only come after it."""
     import time
 
     from agora_drive.doorbell import RANG, TIMEOUT, Doorbell
     from tests.hubproc import Hub
     from tests.remote_seat import free_port
 
-    hub = Hub(home, "--listen", f"127.0.0.1:{free_port()}").start()
-    url = hub.call("hub.status")["remote"]
-    key = hub.add_agent("alice", liveness_mode="always-on")
-    hub.stop()
+    port = free_port()
+    url = f"ws://127.0.0.1:{port}/"
+    socket_only = Hub(home).start()
+    key = socket_only.add_agent("alice", liveness_mode="always-on")
     bell = Doorbell.over_port(url, "alice", key)
+    listening = None
     try:
-        assert bell.late and bell.wait(time.monotonic() + 0.3, 0, []) == TIMEOUT  # no hub: nothing to say yet
-        hub.start()
-        wait_for(lambda: bell.follower.armed, what="the doorbell to subscribe")
+        assert bell.wait(time.monotonic() + 0.3, 0, []) == TIMEOUT  # no port: nothing to say yet
+        with seats(socket_only, "bob") as clients:
+            send(clients["bob"], "commons", "chatter")  # obliges nobody: no ring for it
+            send(clients["bob"], "@alice", "are you there?")
+        socket_only.stop()
+        listening = Hub(home, "--listen", f"127.0.0.1:{port}").start()
+        wait_for(lambda: bell.follower.received is not None, timeout=30, what="the doorbell to subscribe")
         assert bell.wait(time.monotonic() + 30, 0, []) == RANG
         assert bell.wait(time.monotonic() + 0.3, 0, []) == TIMEOUT  # once
     finally:
         bell.close()
-        hub.stop()
+        for hub in (socket_only, listening):
+            if hub is not None:
+                hub.stop()
 
 
 def test_a_remote_seats_driver_without_its_key_or_with_a_refused_one_stops_saying_how_to_keep_it(remote, tmp_path):
