@@ -80,22 +80,32 @@ def _hub(home: Home, agent: str, problems: list[str]) -> dict:
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError, NotFound, Unavailable
 
-    key = home.key_file(agent).exists()
-    if not key:
-        problems.append(f"no key at {home.key_file(agent)}: commands acting as {agent} need AGORA_KEY")
+    answer = {"up": True, "registered": True}
     try:
         with Client(home).connect() as hub:
-            hub.call("agents.get", agent=agent)
+            agent = _current_id(hub.call("agents.get", agent=agent).get("redirected"), agent, problems)
     except Unavailable:
         problems.append(f"the hub at {home.root} is down: nothing wakes anyone; start it (`agora up --home {home.root}`)")
-        return {"up": False, "registered": None, "key": key}
+        answer.update(up=False, registered=None)
     except NotFound:
         problems.append(f"the hub does not know {agent}: run `agora setup {agent}` here to register it")
-        return {"up": True, "registered": False, "key": key}
+        answer.update(registered=False)
     except AgoraError as exc:
         problems.append(f"the hub answered: {exc.message}")
-        return {"up": True, "registered": None, "key": key}
-    return {"up": True, "registered": True, "key": key}
+        answer.update(registered=None)
+    answer["key"] = home.key_file(agent).exists()
+    if not answer["key"]:
+        problems.append(f"no key at {home.key_file(agent)}: commands acting as {agent} need AGORA_KEY")
+    return answer
+
+
+def _current_id(redirect: dict | None, agent: str, problems: list[str]) -> str:
+    """The seat's id now: a record naming a former id is stale (its hooks and listener name an alias)."""
+    if not redirect:
+        return agent
+    problems.append(f"{redirect['from']} was renamed to {redirect['to']} ({redirect['reason']}): run "
+                    f"`agora setup {redirect['to']}` here to rewrite the seat record")
+    return redirect["to"]
 
 
 def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
@@ -111,7 +121,7 @@ def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
         return {"up": None, "registered": None, "key": False, "url": url}
     try:
         with RemoteClient(url).connect() as client:
-            client.hello(agent, key)
+            _current_id(client.hello(agent, key).get("redirected"), agent, problems)
     except Unavailable:
         problems.append(f"the hub at {url} does not answer: nothing wakes {agent} until it does")
         return {"up": False, "registered": None, "key": present, "url": url}

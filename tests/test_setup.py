@@ -537,3 +537,39 @@ def test_a_remote_seats_home_is_refused_by_up(remote, ws, tmp_path):
     up = subprocess.run([AGORA, "up", "--home", str(seat_home)], env=seat_env(), capture_output=True, text=True,
                         timeout=30)
     assert up.returncode == 1 and "holds seats of the hub at" in up.stderr and not (seat_home / "agora.db").exists()
+
+
+def test_a_former_id_is_not_wired_and_a_record_naming_one_is_told_its_seats_id(hub, ws, tmp_path):
+    """After `agora agent rename runtime engine`, setup of `runtime` would write a record, hooks and a key file
+    that all name an alias: it is refused, locally and for a remote seat, and nothing is written. A workspace
+    wired before the rename hears the seat's id from --check, and --remove's advice names it: `agora agent rm
+    runtime` would remove engine, which the record's reader did not mean to name."""
+    claude_ws(ws)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    hub.call("agents.rename", old="runtime", new="engine", reason="split of duties")
+    (tmp_path / "fresh").mkdir()
+    fresh = claude_ws(tmp_path / "fresh")
+    before = snapshot(fresh)
+    refused = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=fresh, code=1)
+    assert "runtime was renamed to engine (split of duties)" in refused.stderr
+    assert "`agora setup engine`" in refused.stderr and snapshot(fresh) == before
+
+    checked = json.loads(agora("setup", "--check", "--json", cwd=ws, code=1).stdout)
+    assert checked["hub"]["key"] is True  # engine's key file: the rename moved it
+    assert checked["problems"] == ["runtime was renamed to engine (split of duties): run `agora setup engine` here "
+                                   "to rewrite the seat record"]
+    removed = agora("setup", "--remove", cwd=ws)
+    assert "the seat engine (renamed from runtime) stays registered" in removed.stderr
+    assert "`agora agent rm engine` removes it" in removed.stderr
+
+
+
+def test_a_remote_seats_former_id_is_not_wired(remote, ws, tmp_path):
+    claude_ws(ws)
+    before = snapshot(ws)
+    remote.call("agents.rename", old="alice", new="alicia", reason="new name")
+    seat_home = tmp_path / "seathome"
+    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
+                        cwd=ws, key=remote.keys["alice"], code=1)
+    assert "alice was renamed to alicia (new name)" in done.stderr and "`agora setup alicia`" in done.stderr
+    assert snapshot(ws) == before and not seat_home.exists()

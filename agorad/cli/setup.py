@@ -115,7 +115,7 @@ def _register(where, agent_id: str, mode: str) -> dict:
     try:
         with Client(where).connect() as hub:
             try:
-                hub.call("agents.get", agent=agent_id)
+                _refuse_renamed(hub.call("agents.get", agent=agent_id).get("redirected"))
                 registered = "reused"
             except NotFound:
                 try:
@@ -128,6 +128,28 @@ def _register(where, agent_id: str, mode: str) -> dict:
     except AgoraError as exc:
         fail(f"the hub refused to register {agent_id}: {exc.message}")
     return {"up": True, "registered": registered, "key_file_exists": where.key_file(agent_id).exists()}
+
+
+def _id_now(where, agent_id: str) -> str:
+    """The seat's id as the hub on this host knows it now (a record may name a former id); as given when
+    no hub here answers (a remote seat's is removed on its hub's host)."""
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError
+
+    if where.hub_url is not None:
+        return agent_id
+    try:
+        with Client(where).connect() as hub:
+            return hub.call("agents.get", agent=agent_id)["agent"]["id"]
+    except AgoraError:
+        return agent_id
+
+
+def _refuse_renamed(redirect: dict | None) -> None:
+    """A former id is not wired: the record, the key file and the hooks would all name an alias."""
+    if redirect:
+        fail(f"{redirect['from']} was renamed to {redirect['to']} ({redirect['reason']}); wire the seat under its "
+             f"id: `agora setup {redirect['to']}` (nothing was written)")
 
 
 def _read_stdin_key() -> str:
@@ -175,7 +197,7 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
     hub = {"up": True, "registered": "remote", "url": url}
     try:
         with RemoteClient(url).connect() as client:
-            client.hello(agent_id, key)
+            _refuse_renamed(client.hello(agent_id, key).get("redirected"))
     except Unavailable as exc:
         hub.update(up=False, error=exc.message)
     except AgoraError as exc:
@@ -220,8 +242,9 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
     if not touched:
         click.echo(f"nothing of agora setup's in {workspace}")
     elif record is not None and not names:
-        click.echo(f"the seat {record.agent} stays registered with the hub; `agora agent rm {record.agent}` removes it",
-                   err=True)
+        current = _id_now(where, record.agent)
+        named = record.agent if current == record.agent else f"{current} (renamed from {record.agent})"
+        click.echo(f"the seat {named} stays registered with the hub; `agora agent rm {current}` removes it", err=True)
 
 
 def _check(workspace: Path, home, as_json: bool) -> None:
