@@ -45,7 +45,11 @@ def test_agora_key_env_overrides_the_key_file(cli, hub):
     cli("heartbeat", "--as", "runtime", code=1)
     cli("heartbeat", "--as", "runtime", env={"AGORA_KEY": key})
     bad = cli("heartbeat", "--as", "runtime", env={"AGORA_KEY": "agk_nope"}, code=1)
-    assert "wrong key" in bad.stderr
+    key_file = hub.home / "keys" / "runtime.key"
+    assert "wrong key" in bad.stderr and f"the key in $AGORA_KEY was tried: unset AGORA_KEY to use {key_file}" in bad.stderr
+    key_file.write_text("agk_also_wrong\n")  # a wrong key file says it is the one tried, and where the key goes
+    bad = cli("heartbeat", "--as", "runtime", code=1)
+    assert f"the key in {key_file} was tried: put runtime's key there" in bad.stderr
 
 
 def test_missing_key_says_where_it_looked(cli, hub):
@@ -242,3 +246,24 @@ def test_no_hub_says_how_to_start_one_on_the_home_given(tmp_path):
     done = subprocess.run([AGORA, "status"], capture_output=True, text=True, env={**env, "AGORA_HOME": str(home)},
                           timeout=30)
     assert done.returncode == 3 and "start one with `agora up`)" in done.stderr
+
+
+def test_as_before_status_is_status_own_as_and_a_closed_pipe_ends_quietly(cli, hub):
+    """`agora --as ID status` is `agora status --as ID` (status takes --as, for a seat's host; on the hub's
+    host it stays the operator). `agora status | head -2`: the reader goes away, and the command ends
+    without a traceback or an errno on stderr, as a pipe's writer should."""
+    cli("agent", "add", "runtime")
+    assert json.loads(cli("--as", "runtime", "status", "--json").stdout)["running"] is True
+    env = {**os.environ, "AGORA_HOME": str(hub.home)}
+    proc = subprocess.Popen([AGORA, "agents"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env)
+    proc.stdout.close()  # before it writes: its first write finds no reader
+    stderr = proc.communicate(timeout=30)[1].decode()
+    assert proc.returncode == 1 and stderr == ""
+
+
+def test_as_is_not_shown_required_where_the_seat_record_supplies_it_but_is_still_needed_without_one(cli, tmp_path,
+                                                                                                  monkeypatch):
+    shown = cli("inbox", "--help").stdout
+    assert "required]" not in shown and "needed where there is none" in shown
+    monkeypatch.chdir(tmp_path)  # no seat record here or above
+    assert "Missing option '--as'" in cli("inbox", code=2).stderr

@@ -227,12 +227,16 @@ def test_agora_pause_status_and_resume_on_the_command_line(hub, cli):
     assert paused["reason"] == "maintenance window" and paused["operator_seats"] == ["human"]
     again = cli("pause", code=1)
     assert "already paused" in again.stderr
+    hub.add_agent("runtime")
+    refused = cli("send", "--as", "runtime", "commons", "deploying", code=1).stderr
+    assert "messages.send is refused" in refused  # the hub's words, then the operator's, quoted
+    assert refused.rstrip().endswith('; the operator\'s reason: "maintenance window"')
     hub.advance(90)
     assert cli("resume").stdout.startswith("resumed after 1m3")
     assert "PAUSED" not in cli("status").stdout
     assert json.loads(cli("status", "--json").stdout)["paused"] is None
     assert "not paused" in cli("resume", code=1).stderr
-    assert json.loads(cli("pause", "--json").stdout)["announced"] == 1
+    assert json.loads(cli("pause", "--json").stdout)["announced"] == 2  # human and runtime
 
 
 def test_the_pause_holds_at_once_in_its_batch_and_a_lost_batch_takes_it_back(tmp_path, monkeypatch):

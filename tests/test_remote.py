@@ -237,6 +237,8 @@ def test_the_cli_over_a_url_acts_as_the_seat_and_refuses_operator_commands(remot
     for command in (["agents"], ["agent", "add", "mallory"], ["pause"], ["status"], ["status", "--as", "alice"]):
         done = subprocess.run([AGORA, *command], env=env, capture_output=True, text=True)
         assert done.returncode == 1 and "local operator" in done.stderr, (command, done.stderr)
+        if command[0] == "status":  # it takes --as, so the way to ask as a seat is said, not "give --as"
+            assert "`agora --url URL status --as ID`" in done.stderr, done.stderr
     # Given --url (or a home whose hub.url names the hub), `agora status` asks as a seat (agora-status(1)).
     seatless = subprocess.run([AGORA, "--url", remote.url, "status"], env=env, capture_output=True, text=True)
     assert seatless.returncode == 2 and "give --as ID" in seatless.stderr, seatless.stderr

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import signal
 import socket
+import stat
 import subprocess
 import time
 
@@ -205,7 +206,7 @@ def watch(remote, path, *extra):
 
 
 def test_watch_writes_the_hubs_own_notify_lines_and_resumes_without_a_repeat(remote, tmp_path):
-    path = tmp_path / "alice-inbox.log"
+    path = tmp_path / "inbox" / "alice-inbox.log"  # its directory made as by `mkdir -p`, 0700
     watcher = watch(remote, path)
     wait_for(lambda: "writing alice's deliveries" in _stderr_line(watcher), what="the watcher to start")
     with remote.client("bob", remote.keys["bob"]) as bob:
@@ -221,6 +222,15 @@ def test_watch_writes_the_hubs_own_notify_lines_and_resumes_without_a_repeat(rem
         assert len(path.read_bytes().splitlines()) == 3
         again.send_signal(signal.SIGTERM)
         assert again.wait(timeout=10) == 0
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+
+
+def test_watch_says_plainly_when_the_notify_files_directory_cannot_be_made(remote, tmp_path):
+    (tmp_path / "plain").write_text("a file, not a directory\n")
+    done = watch(remote, tmp_path / "plain" / "alice-inbox.log")
+    _, stderr = done.communicate(timeout=30)
+    assert done.returncode == 1 and f"cannot make {tmp_path / 'plain'}, the notify file's directory" in stderr
+    assert "Errno" not in stderr and "choose a file where you can write" in stderr
 
 
 def _stderr_line(process) -> str:

@@ -33,8 +33,9 @@ json_option = click.option("--json", "as_json", cls=SharedOption, is_flag=True, 
 def as_option(required: bool = True):
     return click.option(
         "--as", "as_id", cls=SharedOption, metavar="ID", required=required,
-        help="Act as this agent (default: the workspace's seat record, .agora/seat.toml); "
-             "the key comes from $AGORA_KEY or <home>/keys/ID.key.",
+        help="Act as this agent (default: the workspace's seat record, .agora/seat.toml"
+             + ("; needed where there is none" if required else "")
+             + "); the key comes from $AGORA_KEY or <home>/keys/ID.key.",
     )
 
 
@@ -52,10 +53,22 @@ def handles_errors(command):
         try:
             return command(*args, **kwargs)
         except AgoraError as exc:
-            fail(exc.message, EXIT_UNAVAILABLE if exc.reason == "unavailable" else EXIT_ERROR)
+            fail(_said(exc), EXIT_UNAVAILABLE if exc.reason == "unavailable" else EXIT_ERROR)
+        except BrokenPipeError:
+            raise  # the reader went away (`agora status | head`): click ends quietly, as a pipe's writer should
         except OSError as exc:
             fail(str(exc))
     return wrapper
+
+
+def _said(exc: AgoraError) -> str:
+    """The hub's message, and for a pause the operator's reason (agora-pause(1)). The hub keeps the reason
+    out of the message, which may reach a model as a tool error; here it is quoted as a JSON string,
+    so whatever it holds stays one line of the operator's words."""
+    reason = exc.data.get("pause_reason") if exc.reason == "paused" else None
+    if not isinstance(reason, str) or not reason:
+        return exc.message
+    return f"{exc.message}; the operator's reason: {json.dumps(reason)}"
 
 
 def hub_url(home: Home | None = None) -> str | None:
@@ -83,15 +96,16 @@ def connect(home: str | None, as_id: str | None = None):
     client = Client(Home.resolve(home)).connect()
     if as_id is None:
         return client
+    key_owner = as_id
     key = keys.read_key(client.home, as_id)
     if key is None:
         # A renamed seat's key file moved with it: ask the hub where the old id points.
-        current = client.call("agents.resolve", agent=as_id)
-        key = keys.read_key(client.home, current["agent"])
+        key_owner = client.call("agents.resolve", agent=as_id)["agent"]
+        key = keys.read_key(client.home, key_owner)
     if key is None:
         client.close()
         raise AgoraError(f"no key for {as_id}: set AGORA_KEY or create {client.home.key_file(as_id)}")
-    report_redirect(client.hello(as_id, key).get("redirected"))
+    _hello(client, as_id, key, client.home.key_file(key_owner))
     return client
 
 
@@ -113,12 +127,27 @@ def _connect_remote(url: str, home: str | None, as_id: str | None):
     if key is None:
         raise AgoraError(f"no key for {as_id}: set AGORA_KEY or put the seat's key in {where.key_file(as_id)}")
     client = RemoteClient(url).connect()
+    _hello(client, as_id, key, where.key_file(as_id))
+    return client
+
+
+def _hello(client, as_id: str, key: str, key_file) -> None:
+    """hub.hello as the seat; a refused key says which key was tried, and where the right one goes."""
+    from agorad.surface.errors import Unauthorized
+
     try:
         report_redirect(client.hello(as_id, key).get("redirected"))
+    except Unauthorized as exc:
+        client.close()
+        if os.environ.get("AGORA_KEY"):
+            tried = (f"the key in $AGORA_KEY was tried: unset AGORA_KEY to use {key_file}, or set it to "
+                     f"{as_id}'s key")
+        else:
+            tried = f"the key in {key_file} was tried: put {as_id}'s key there"
+        raise Unauthorized(f"{exc.message} ({tried}, as `agora agent add` printed it on the hub's host)") from None
     except BaseException:
         client.close()
         raise
-    return client
 
 
 def fetch(home, as_id: str | None, method: str, as_json: bool, **params) -> dict | None:

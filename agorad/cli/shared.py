@@ -22,7 +22,21 @@ RECORD_META = "agora.record"  # ctx.meta key: the seat record, once an option re
 
 class SharedOption(click.Option):
     """A command's option that takes the group's value when the command's own command line lacks it,
-    and, for --as and --home, the workspace's seat record when neither line nor environment gives one."""
+    and, for --as and --home, the workspace's seat record when neither line nor environment gives one
+    (unless `from_record=False`: `agora status`'s --as, which stays the operator on the hub's host)."""
+
+    def __init__(self, *args, from_record: bool = True, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.from_record = from_record
+
+    def get_help_record(self, ctx):
+        """As click's, without "required" for an option the seat record can supply: `--as` is needed only
+        where no record names the seat, which the help text says."""
+        record = super().get_help_record(ctx)
+        if record is None or not (self.required and self.from_record and self.name in _FROM_RECORD):
+            return record
+        name, text = record
+        return name, text.replace("  [required]", "").replace("; required]", "]")
 
     def consume_value(self, ctx, opts):
         value, source = super().consume_value(ctx, opts)
@@ -31,7 +45,8 @@ class SharedOption(click.Option):
             if self.name in given:
                 return given[self.name], ParameterSource.COMMANDLINE
         # Nothing given: click 8.5 says so with a sentinel, older ones with None; neither is a string.
-        if self.name in _FROM_RECORD and source is ParameterSource.DEFAULT and not isinstance(value, str):
+        if (self.from_record and self.name in _FROM_RECORD and source is ParameterSource.DEFAULT
+                and not isinstance(value, str)):
             record = seat_record(ctx)
             if record is not None:
                 return _FROM_RECORD[self.name](record), ParameterSource.DEFAULT

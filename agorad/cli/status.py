@@ -5,8 +5,9 @@ from __future__ import annotations
 import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
-from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, json_option,
-                               print_json, print_table)
+from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, hub_url,
+                               json_option, print_json, print_table)
+from agorad.cli.shared import SharedOption
 from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
 from agorad.surface.paths import Home, drive_file, listen_file
@@ -14,9 +15,9 @@ from pathlib import Path
 
 
 @click.command("status")
-# A plain option, not the seat record's (SharedOption): on the hub's host `agora status` is the operator,
-# whatever workspace it runs in.
-@click.option("--as", "as_id", metavar="ID",
+# Not the seat record's (from_record=False): on the hub's host `agora status` is the operator, whatever
+# workspace it runs in. `agora --as ID status` gives it as `agora status --as ID` does.
+@click.option("--as", "as_id", metavar="ID", cls=SharedOption, from_record=False,
               help="On a seat's host whose home names a hub on another host (its hub.url): ask as this seat "
                    "(default: the one seat whose key the home keeps). Ignored on the hub's own host.")
 @home_option
@@ -31,6 +32,11 @@ def status(as_id, home, as_json):
     where = Home.resolve(home)
     url = _seat_hosts_hub(where)
     seat = _asking_seat(where, as_id, url) if url else None
+    if url is None and hub_url(where) is not None:
+        fail(f"`agora status` here is the local operator, who is only ever a same-user peer on the hub's own "
+             f"socket; {hub_url(where)} (from $AGORA_URL or the seat record) does not make it a seat. Run it on "
+             "the hub's host without AGORA_URL, or ask as a seat: `agora --url URL status --as ID` (or with a "
+             "home whose hub.url names the hub: agora setup --url)")
     try:
         with connect(home, seat) as hub:
             info = hub.call("hub.status")

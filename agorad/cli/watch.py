@@ -51,6 +51,11 @@ def watch(as_id, notify_file, url, home):
     key = keys.read_key(Home.resolve(home), as_id)
     if key is None:
         fail(f"no key for {as_id}: set AGORA_KEY or put the seat's key in {Home.resolve(home).key_file(as_id)}")
+    try:  # as `mkdir -p`: a file named in a directory not made yet (~/inbox/ID-inbox.log) is the usual case
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        fail(f"cannot make {path.parent}, the notify file's directory: {exc.strerror or exc}; choose a file "
+             "where you can write")
     lock = _lock(path)
     try:
         _follow(url, as_id, key, path)
@@ -73,7 +78,11 @@ def _lock(path: Path) -> int:
     """One watcher per file: two would write every line twice."""
     import fcntl
 
-    fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fd = os.open(f"{path}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        fail(f"cannot open {path}.lock, the lock kept beside the notify file: {exc.strerror or exc}; choose a "
+             "file where you can write")
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
