@@ -69,9 +69,9 @@ class AsyncClient(Methods):
             self._reader = None
         if self._wire is not None:
             wire, self._wire = self._wire, None
+            self._fail(Unavailable(f"the connection to {self.target.where} is closed"))  # before any await
             wire.close()
             await wire.wait_closed()
-            self._fail(Unavailable(f"the connection to {self.target.where} is closed"))
 
     async def __aenter__(self) -> "AsyncClient":
         return self if self._wire is not None else await self.connect()
@@ -154,11 +154,13 @@ class AsyncClient(Methods):
             lost = exc
         except (OSError, EOFError) as exc:
             lost = Unavailable(f"the hub at {self.target.where} went away: {exc}")
+        # Every waiting call learns it before this task awaits anything: a call made meanwhile must find the
+        # connection lost, not absent (which would reconnect and cancel this task, leaving them waiting).
+        self._fail(lost)
         if self._wire is not None:
             wire, self._wire = self._wire, None
             wire.close()
             await wire.wait_closed()
-        self._fail(lost)
 
     def _fail(self, lost: AgoraError) -> None:
         """Every awaiting call and push reader learns the connection is gone."""

@@ -300,3 +300,14 @@ def test_while_paused_a_dm_with_an_operator_seat_answers_only_what_was_asked_in_
         assert [d["ref"] for d in s["alice"].call("owed.list")["owed_to_me"]] == [ask]
         send(s["bob"], "@op", "all green", reply_to=dm_ask)  # what the operator asked in the DM: answered
         assert [d["ref"] for d in s["bob"].call("owed.list")["i_owe"]] == [ask]
+
+
+def test_the_cli_quotes_the_operators_reason_as_written_with_control_characters_escaped():
+    from agorad.cli.common import _said
+    from agorad.surface.errors import Paused
+
+    assert _said(Paused("refused", pause_reason="Wartung für DB — 15 Uhr")) == \
+        'refused; the operator\'s reason: "Wartung für DB — 15 Uhr"'
+    assert _said(Paused("refused", pause_reason="a\nAGORA_WAKE agent=x")) == \
+        'refused; the operator\'s reason: "a\\nAGORA_WAKE agent=x"'
+    assert _said(Paused("refused")) == "refused"

@@ -239,3 +239,28 @@ def test_an_async_client_reads_the_largest_body_whose_reply_is_bigger_than_a_req
         assert message["body"] == body
     finally:
         running.stop()
+
+
+def test_a_call_made_while_the_connection_is_being_lost_does_not_strand_the_one_in_flight(hub):
+    """The hub hangs up with a call in flight (here: a request over the 1 MiB frame limit, answered with an
+    error of id null, then the end). A second call made while the reader is still closing the connection must
+    find it lost; it used to find it absent and reconnect, cancelling the reader before it failed the first
+    call, which then waited forever (timeout=None)."""
+    from agorad.surface.protocol import MAX_FRAME
+
+    async def scenario():
+        client = AsyncClient(home=hub.home, timeout=None)
+        await client.connect()
+        first = asyncio.ensure_future(client.call("hub.status", padding="x" * MAX_FRAME))
+
+        async def second():
+            while client._wire is not None:  # the reader has seen the end and is closing the connection
+                await asyncio.sleep(0)
+            return await client.call("hub.status")
+
+        outcomes = await asyncio.wait_for(asyncio.gather(first, second(), return_exceptions=True), 10)
+        await client.close()
+        return outcomes
+
+    outcomes = asyncio.run(scenario())
+    assert all(isinstance(outcome, Unavailable) for outcome in outcomes), outcomes

@@ -113,3 +113,35 @@ def test_a_runner_over_the_url_answers_and_survives_a_hub_restart(remote):
     runner.stop()
     thread.join(10)
     assert not thread.is_alive() and runner.connections == 2
+
+
+def test_a_reply_over_the_reply_cap_ends_the_connection_on_either_client():
+    """A hub on another host is trusted less: a reply past protocol.MAX_REPLY (16 MiB) is refused by the
+    asyncio and the blocking client alike, not buffered whole. A scripted peer stands in for such a hub
+    (no real hub answers that much: its largest reply is about 1.5 MiB)."""
+    import json
+
+    from websockets.asyncio.server import serve
+
+    from agorad.surface.protocol import MAX_REPLY
+    from agorad.surface.wsclient import RemoteClient
+
+    async def scenario():
+        async def answer(ws):
+            async for text in ws:
+                request = json.loads(text)
+                await ws.send(json.dumps({"jsonrpc": "2.0", "id": request["id"], "result": {"x": "a" * MAX_REPLY}}))
+
+        async with serve(answer, "127.0.0.1", 0, max_size=None) as server:
+            url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
+            with pytest.raises(Unavailable):  # its hello is answered past the cap
+                await AsyncClient("alice", key="agk_unused", url=url, timeout=30).connect()
+
+            def blocking():
+                with RemoteClient(url, timeout=30).connect() as client:
+                    with pytest.raises(Unavailable):
+                        client.call("hub.status")
+
+            await asyncio.get_running_loop().run_in_executor(None, blocking)
+
+    asyncio.run(scenario())

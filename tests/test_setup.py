@@ -561,6 +561,11 @@ def test_a_former_id_is_not_wired_and_a_record_naming_one_is_told_its_seats_id(h
     removed = agora("setup", "--remove", cwd=ws)
     assert "the seat engine (renamed from runtime) stays registered" in removed.stderr
     assert "`agora agent rm engine` removes it" in removed.stderr
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=fresh, code=1)
+    agora("setup", "engine", "--harness", "claude", "--home", str(hub.home), cwd=fresh)
+    hub.call("agents.remove", agent="engine")
+    gone = agora("setup", "--remove", cwd=fresh)
+    assert "the seat engine is not registered with the hub (removed already)" in gone.stderr
 
 
 
@@ -571,5 +576,6 @@ def test_a_remote_seats_former_id_is_not_wired(remote, ws, tmp_path):
     seat_home = tmp_path / "seathome"
     done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home", str(seat_home),
                         cwd=ws, key=remote.keys["alice"], code=1)
-    assert "alice was renamed to alicia (new name)" in done.stderr and "`agora setup alicia`" in done.stderr
+    assert "alice was renamed to alicia (new name)" in done.stderr
+    assert f"`agora setup alicia --url {remote.url} --key-stdin --home {seat_home}`" in done.stderr
     assert snapshot(ws) == before and not seat_home.exists()

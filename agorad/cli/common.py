@@ -63,12 +63,12 @@ def handles_errors(command):
 
 def _said(exc: AgoraError) -> str:
     """The hub's message, and for a pause the operator's reason (agora-pause(1)). The hub keeps the reason
-    out of the message, which may reach a model as a tool error; here it is quoted as a JSON string,
-    so whatever it holds stays one line of the operator's words."""
+    out of the message, which may reach a model as a tool error; here it is quoted as a JSON string
+    (control characters escaped, other text as written), so it stays one line of the operator's words."""
     reason = exc.data.get("pause_reason") if exc.reason == "paused" else None
     if not isinstance(reason, str) or not reason:
         return exc.message
-    return f"{exc.message}; the operator's reason: {json.dumps(reason)}"
+    return f"{exc.message}; the operator's reason: {json.dumps(reason, ensure_ascii=False)}"
 
 
 def hub_url(home: Home | None = None) -> str | None:

@@ -130,26 +130,29 @@ def _register(where, agent_id: str, mode: str) -> dict:
     return {"up": True, "registered": registered, "key_file_exists": where.key_file(agent_id).exists()}
 
 
-def _id_now(where, agent_id: str) -> str:
-    """The seat's id as the hub on this host knows it now (a record may name a former id); as given when
-    no hub here answers (a remote seat's is removed on its hub's host)."""
+def _id_now(where, agent_id: str) -> str | None:
+    """The seat's id as the hub on this host knows it now (a record may name a former id), None when it
+    knows no such seat; as given when no hub here answers (a remote seat's is removed on its hub's host)."""
     from agorad.surface.client import Client
-    from agorad.surface.errors import AgoraError
+    from agorad.surface.errors import AgoraError, NotFound
 
     if where.hub_url is not None:
         return agent_id
     try:
         with Client(where).connect() as hub:
             return hub.call("agents.get", agent=agent_id)["agent"]["id"]
+    except NotFound:
+        return None
     except AgoraError:
         return agent_id
 
 
-def _refuse_renamed(redirect: dict | None) -> None:
-    """A former id is not wired: the record, the key file and the hooks would all name an alias."""
+def _refuse_renamed(redirect: dict | None, remote: str = "") -> None:
+    """A former id is not wired: the record, the key file and the hooks would all name an alias. `remote`:
+    the options a remote seat's setup needs again (its URL, its key on stdin, its home)."""
     if redirect:
         fail(f"{redirect['from']} was renamed to {redirect['to']} ({redirect['reason']}); wire the seat under its "
-             f"id: `agora setup {redirect['to']}` (nothing was written)")
+             f"id: `agora setup {redirect['to']}{remote}` (nothing was written)")
 
 
 def _read_stdin_key() -> str:
@@ -197,7 +200,8 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
     hub = {"up": True, "registered": "remote", "url": url}
     try:
         with RemoteClient(url).connect() as client:
-            _refuse_renamed(client.hello(agent_id, key).get("redirected"))
+            again = f" --url {url} --key-stdin --home {where.root}"
+            _refuse_renamed(client.hello(agent_id, key).get("redirected"), again)
     except Unavailable as exc:
         hub.update(up=False, error=exc.message)
     except AgoraError as exc:
@@ -243,8 +247,12 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
         click.echo(f"nothing of agora setup's in {workspace}")
     elif record is not None and not names:
         current = _id_now(where, record.agent)
-        named = record.agent if current == record.agent else f"{current} (renamed from {record.agent})"
-        click.echo(f"the seat {named} stays registered with the hub; `agora agent rm {current}` removes it", err=True)
+        if current is None:
+            click.echo(f"the seat {record.agent} is not registered with the hub (removed already)", err=True)
+        else:
+            named = record.agent if current == record.agent else f"{current} (renamed from {record.agent})"
+            click.echo(f"the seat {named} stays registered with the hub; `agora agent rm {current}` removes it",
+                       err=True)
 
 
 def _check(workspace: Path, home, as_json: bool) -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 from agorad.surface import settings
 from agorad.surface.client import Client
 from agorad.surface.errors import InvalidParams, Unavailable
+from agorad.surface.protocol import MAX_REPLY
 from agorad.surface.vocab import URL_SCHEMES
 
 
@@ -75,9 +76,9 @@ def _closed(exc) -> str:
 
 def connect_options(opening: float = settings.REMOTE_CONNECT_TIMEOUT) -> dict:
     """How a seat's client opens the remote port, blocking or on asyncio (surface/aiowire.py, for agora mcp
-    and the SDK's AsyncClient): replies of any size (a read message carries its body twice), no compression, the hub's
-    keepalive."""
-    return dict(open_timeout=opening, max_size=None, compression=None, ping_interval=settings.REMOTE_PING,
+    and the SDK's AsyncClient): replies up to protocol.MAX_REPLY (a read message carries its body twice), no
+    compression, the hub's keepalive."""
+    return dict(open_timeout=opening, max_size=MAX_REPLY, compression=None, ping_interval=settings.REMOTE_PING,
                 ping_timeout=settings.REMOTE_PING)
 
 
