@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import stat
@@ -160,3 +161,20 @@ def test_wal_is_checkpointed_off_the_request_path(hub):
     wait_for(lambda: (hub.home / "agora.db").stat().st_size > 8192, what="the checkpointer to copy the WAL")
     status = hub.call("hub.status")
     assert status["counts"]["messages"] == 0 and status["counts"]["channels"] == 1
+
+
+def test_agora_down_stops_the_hub_as_sigterm_does_and_waits_for_it(hub):
+    from tests.hubproc import AGORA
+
+    env = {**os.environ, "AGORA_HOME": str(hub.home)}
+    hub.add_agent("runtime")  # acknowledged before the stop: still there after it
+    done = subprocess.run([AGORA, "down", "--json"], env=env, capture_output=True, text=True, timeout=30)
+    assert done.returncode == 0 and json.loads(done.stdout) == {"stopped": True, "pid": hub.proc.pid,
+                                                                 "home": str(hub.home)}
+    assert hub.proc.poll() == 0  # exited before down returned (its parent here reaps it)
+    assert not hub.home.joinpath("agorad.sock").exists() and not hub.home.joinpath("agorad.pid").exists()
+    assert "stopped" in hub.log()
+    again = subprocess.run([AGORA, "down"], env=env, capture_output=True, text=True, timeout=30)
+    assert again.returncode == 3 and "nothing to stop" in again.stderr
+    hub.start()
+    assert [a["id"] for a in hub.call("agents.list")["agents"]] == ["runtime"]

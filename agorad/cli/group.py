@@ -16,6 +16,7 @@ from agorad.cli.shared import check_applies, group_options
 # name -> "module:attribute", in the order `agora --help` lists them
 COMMANDS = {
     "up": "agorad.cli.up:up",
+    "down": "agorad.cli.down:down",
     "status": "agorad.cli.status:status",
     "pause": "agorad.cli.pause:pause",
     "resume": "agorad.cli.pause:resume",
