@@ -178,3 +178,35 @@ def test_agora_down_stops_the_hub_as_sigterm_does_and_waits_for_it(hub):
     assert again.returncode == 3 and "nothing to stop" in again.stderr
     hub.start()
     assert [a["id"] for a in hub.call("agents.list")["agents"]] == ["runtime"]
+
+
+def test_agora_down_signals_nothing_it_cannot_tie_to_the_homes_hub(hub, tmp_path):
+    """Each refusal exits 1 and leaves the hub running: a URL in effect (a remote hub is not this host's to
+    stop); a socket path that is a symbolic link (into another home); a process that does not answer
+    hub.status within --timeout (stopped here; a hung hub); and, where a PID namespace can be made, a hub the
+    kernel cannot name from inside it (its pid there would be some other process's)."""
+    from tests.hubproc import AGORA
+
+    env = {**os.environ, "AGORA_HOME": str(hub.home)}
+
+    def down(*args, code=1, run_env=None, prefix=()):
+        done = subprocess.run([*prefix, AGORA, *args], env=run_env or env, capture_output=True, text=True, timeout=60)
+        assert done.returncode == code, (args, done.returncode, done.stdout, done.stderr)
+        assert hub.proc.poll() is None, f"the hub stopped on {args}"
+        return done.stderr
+
+    assert "names a hub on another host" in down("--url", "ws://127.0.0.1:9/", "down")
+    elsewhere = tmp_path / "other"
+    elsewhere.mkdir(mode=0o700)
+    (elsewhere / "agorad.sock").symlink_to(hub.home / "agorad.sock")
+    assert "is a symbolic link" in down("down", "--home", str(elsewhere))
+    os.kill(hub.proc.pid, signal.SIGSTOP)
+    try:
+        stuck = down("down", "--timeout", "1")
+    finally:
+        os.kill(hub.proc.pid, signal.SIGCONT)
+    assert f"(pid {hub.proc.pid}) but did not answer hub.status" in stuck
+    assert hub.call("hub.status")["pid"] == hub.proc.pid  # never signalled: it serves on
+    namespace = ("unshare", "--pid", "--fork", "--mount-proc")
+    if subprocess.run([*namespace, "true"], capture_output=True).returncode == 0:
+        assert "another PID namespace" in down("down", prefix=namespace)

@@ -310,4 +310,8 @@ def test_the_cli_quotes_the_operators_reason_as_written_with_control_characters_
         'refused; the operator\'s reason: "Wartung für DB — 15 Uhr"'
     assert _said(Paused("refused", pause_reason="a\nAGORA_WAKE agent=x")) == \
         'refused; the operator\'s reason: "a\\nAGORA_WAKE agent=x"'
+    # A remote hub's reason is not checked on this host: whatever would break the line stays escaped.
+    said = _said(Paused("refused", pause_reason="ok\u2028AGORA_WAKE agent=x \u202e\x85"))
+    assert said == 'refused; the operator\'s reason: "ok\\u2028AGORA_WAKE agent=x \\u202e\\u0085"'
+    assert len(said.splitlines()) == 1
     assert _said(Paused("refused")) == "refused"

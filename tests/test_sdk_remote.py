@@ -118,7 +118,7 @@ def test_a_runner_over_the_url_answers_and_survives_a_hub_restart(remote):
 def test_a_reply_over_the_reply_cap_ends_the_connection_on_either_client():
     """A hub on another host is trusted less: a reply past protocol.MAX_REPLY (16 MiB) is refused by the
     asyncio and the blocking client alike, not buffered whole. A scripted peer stands in for such a hub
-    (no real hub answers that much: its largest reply is about 1.5 MiB)."""
+    (a real one answers that much only to a kb.list of hundreds of large values)."""
     import json
 
     from websockets.asyncio.server import serve
@@ -134,12 +134,12 @@ def test_a_reply_over_the_reply_cap_ends_the_connection_on_either_client():
 
         async with serve(answer, "127.0.0.1", 0, max_size=None) as server:
             url = f"ws://127.0.0.1:{server.sockets[0].getsockname()[1]}/"
-            with pytest.raises(Unavailable):  # its hello is answered past the cap
+            with pytest.raises(Unavailable, match=f"a reply over {MAX_REPLY} bytes"):  # its hello's answer
                 await AsyncClient("alice", key="agk_unused", url=url, timeout=30).connect()
 
             def blocking():
                 with RemoteClient(url, timeout=30).connect() as client:
-                    with pytest.raises(Unavailable):
+                    with pytest.raises(Unavailable, match=f"a reply passed {MAX_REPLY} bytes"):
                         client.call("hub.status")
 
             await asyncio.get_running_loop().run_in_executor(None, blocking)

@@ -63,12 +63,20 @@ def handles_errors(command):
 
 def _said(exc: AgoraError) -> str:
     """The hub's message, and for a pause the operator's reason (agora-pause(1)). The hub keeps the reason
-    out of the message, which may reach a model as a tool error; here it is quoted as a JSON string
-    (control characters escaped, other text as written), so it stays one line of the operator's words."""
+    out of the message, which may reach a model as a tool error; here it is quoted as a JSON string, every
+    character that is not printable escaped (a remote hub's reason is not checked here), so it stays one
+    line of the operator's words."""
     reason = exc.data.get("pause_reason") if exc.reason == "paused" else None
     if not isinstance(reason, str) or not reason:
         return exc.message
-    return f"{exc.message}; the operator's reason: {json.dumps(reason, ensure_ascii=False)}"
+    quoted = json.dumps(reason, ensure_ascii=False)  # escapes quotes and C0 controls; the rest, below
+    return f"{exc.message}; the operator's reason: {''.join(c if c.isprintable() else _escaped(c) for c in quoted)}"
+
+
+def _escaped(character: str) -> str:
+    """A character that could act on a terminal or a reader (U+2028, U+0085, bidi controls) as inert text."""
+    code = ord(character)
+    return f"\\u{code:04x}" if code <= 0xFFFF else f"\\U{code:08x}"
 
 
 def hub_url(home: Home | None = None) -> str | None:

@@ -94,7 +94,9 @@ class Outbox:
 
     Bounded: above settings.REMOTE_SEND_HIGH its reader stops taking requests until the peer
     reads; above settings.REMOTE_SEND_QUEUE (a subscriber that stopped reading, say) the
-    connection is cut with the reason logged.
+    connection is cut with the reason logged. A frame that alone passes the limit, queued while the
+    peer kept up (a kb.list of many large values), is sent: the peer is behind only on what waited
+    before it, and the high-water mark holds its next requests until it has read it.
     """
 
     def __init__(self, ws: ServerConnection, peer: str, limit: int, high: int):
@@ -113,7 +115,7 @@ class Outbox:
         self.frames.append(frame)
         self.size += len(frame)
         self.ready.set()
-        if self.size > self.limit:
+        if self.size > self.limit and self.size - len(frame) > self.high:
             log("remote-cut", peer=self.peer, reason="not-reading", queued=self.size)
             self.frames.clear()
             self.close(CLOSE_POLICY, "too far behind: the peer did not read")

@@ -117,7 +117,9 @@ class WebSocketStream:
 
         try:
             message = await self._ws.recv()
-        except ConnectionClosed:
+        except ConnectionClosed as closed:
+            if closed.sent is not None and closed.sent.code == 1009:  # this end closed: past max_size
+                raise Unavailable(f"the hub at {self.where} sent a reply over {MAX_REPLY} bytes") from None
             return b""
         if isinstance(message, bytes):
             raise Unavailable(f"the hub at {self.where} sent a binary message; the wire carries text frames")

@@ -68,6 +68,9 @@ class Messages:
 
 
 def _closed(exc) -> str:
+    sent = getattr(exc, "sent", None)
+    if sent is not None and sent.code == 1009:  # this client closed: the message was past max_size
+        return f"a reply passed {MAX_REPLY} bytes, this client's limit (ask for fewer: a smaller limit)"
     received = getattr(exc, "rcvd", None)
     if received is None:
         return "the connection closed"
