@@ -57,3 +57,36 @@ def test_value_with_control_characters_is_stored_faithfully_and_shown_neutralise
     assert hub.call("kb.get", key="hostile")["entry"]["value"] == hostile
     table = cli("kb", "ls").stdout
     assert "\x1b" not in table and "\r" not in table
+
+
+def test_a_listing_pages_by_count_and_by_size_and_after_takes_up_where_one_stopped(cli, hub):
+    """kb.list stops at `limit` entries or at LIST_BYTES of keys and values (always one entry): a reply of
+    many large values used to pass what an asyncio or remote client reads (protocol.MAX_REPLY, 16 MiB:
+    1,000 values of 64 KiB of control characters escape to about 390 MiB). `more` says so; `after` the last
+    key lists the rest, and `agora kb ls` says how."""
+    from agorad.domain.kb import LIST_BYTES
+
+    for n in range(5):
+        hub.call("kb.put", key=f"small/{n}", value="v")
+    first = hub.call("kb.list", prefix="small/", limit=2)
+    assert [e["key"] for e in first["entries"]] == ["small/0", "small/1"] and first["more"] is True
+    rest = hub.call("kb.list", prefix="small/", limit=10, after="small/1")
+    assert [e["key"] for e in rest["entries"]] == ["small/2", "small/3", "small/4"] and rest["more"] is False
+    big = "\x01" * (64 * 1024)
+    count = LIST_BYTES // len(big) + 5
+    for n in range(count):
+        hub.call("kb.put", key=f"big/{n:03d}", value=big)
+    seen, after, pages = [], "", 0
+    while True:
+        page = hub.call("kb.list", prefix="big/", limit=1000, after=after)
+        sizes = sum(len(e["key"]) + len(e["value"]) for e in page["entries"])
+        assert sizes <= LIST_BYTES and page["entries"]
+        seen += [e["key"] for e in page["entries"]]
+        pages, after = pages + 1, page["entries"][-1]["key"]
+        if not page["more"]:
+            break
+    assert seen == [f"big/{n:03d}" for n in range(count)] and pages == 2
+    shown = cli("kb", "ls", "big/", "--limit", "1")
+    assert "more entries follow: agora kb ls big/ --after big/000" in shown.stderr
+    with pytest.raises(InvalidParams):
+        hub.call("kb.list", after=5)

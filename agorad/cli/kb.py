@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
@@ -52,20 +53,28 @@ def kb_put(key, value, home, as_id, as_json):
 @kb.command("ls")
 @click.argument("prefix", default="")
 @click.option("--limit", type=click.IntRange(1, 1000), default=100, show_default=True, help="At most this many entries.")
+@click.option("--after", metavar="KEY", default="", help="Start after this key (the last one a listing showed).")
 @home_option
 @as_option(required=False)
 @json_option
 @handles_errors
-def kb_ls(prefix, limit, home, as_id, as_json):
-    """List entries whose key starts with PREFIX."""
+def kb_ls(prefix, limit, after, home, as_id, as_json):
+    """List entries whose key starts with PREFIX, by key.
+
+    A listing stops at --limit entries or at about 2 MiB of keys and values; when more follow, it says
+    how to list them (--after the last key shown).
+    """
     with connect(home, as_id) as hub:
-        listed = hub.call("kb.list", prefix=prefix, limit=limit)
+        listed = hub.call("kb.list", prefix=prefix, limit=limit, after=after)
     entries, now = listed["entries"], listed["now"]
     if as_json:
         print_json(entries)
     elif entries:
         rows = [[e["key"], e["author"], ago(e["updated_at"], now), _first_line(e["value"])] for e in entries]
         print_table(rows, ["KEY", "AUTHOR", "UPDATED", "VALUE"])
+    if listed.get("more") and entries:
+        last = shlex.quote(entries[-1]["key"])
+        click.echo(f"more entries follow: agora kb ls {shlex.quote(prefix)} --after {last}", err=True)
 
 
 @kb.command("rm")

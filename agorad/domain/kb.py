@@ -12,6 +12,9 @@ from agorad.surface.errors import InvalidParams, NotFound
 from agorad.surface.protocol import MAX_KB_KEY, MAX_KB_VALUE
 
 MAX_LIST = 1000
+# Keys and values one kb.list answers with, at most (and always one entry): escaped as JSON a reply then
+# stays within protocol.MAX_REPLY (six bytes a character at worst), and a remote peer's send queue.
+LIST_BYTES = 2 << 20
 
 
 def _key(key) -> str:
@@ -38,13 +41,24 @@ def put(db: apsw.Connection, actor: Actor, now: float, key, value) -> dict:
     return sql.get(db, key)
 
 
-def list_entries(db: apsw.Connection, actor: Actor, prefix, limit) -> list[dict]:
+def list_entries(db: apsw.Connection, actor: Actor, prefix, limit, after="") -> tuple[list[dict], bool]:
+    """Entries by key, from after `after`: at most `limit`, and at most LIST_BYTES of keys and values; and
+    whether more follow (ask again with `after` the last key)."""
     require(actor, "kb.read")
     if not isinstance(prefix, str):
         raise InvalidParams("prefix must be a string", field="prefix")
+    if not isinstance(after, str):
+        raise InvalidParams("after must be a string (the last key of the page before)", field="after")
     if not isinstance(limit, int) or isinstance(limit, bool) or not 1 <= limit <= MAX_LIST:
         raise InvalidParams(f"limit must be an integer from 1 to {MAX_LIST}", field="limit")
-    return sql.list_prefix(db, prefix, limit)
+    found = sql.list_prefix(db, prefix, limit + 1, after)
+    taken, size = [], 0
+    for entry in found[:limit]:
+        size += len(entry["key"]) + len(entry["value"])
+        if taken and size > LIST_BYTES:
+            break
+        taken.append(entry)
+    return taken, len(found) > len(taken)
 
 
 def delete(db: apsw.Connection, actor: Actor, key) -> dict:

@@ -25,12 +25,13 @@ def delete(db: apsw.Connection, key: str) -> bool:
     return db.changes() > 0
 
 
-def list_prefix(db: apsw.Connection, prefix: str, limit: int) -> list[dict]:
+def list_prefix(db: apsw.Connection, prefix: str, limit: int, after: str = "") -> list[dict]:
+    """Up to `limit` entries whose key starts with `prefix` and sorts after `after`, by key."""
     # A range scan on the primary key, not LIKE, so '%' and '_' in a prefix mean themselves.
     return rows(
         db.execute(
-            "SELECT key, value, author, updated_at FROM kb WHERE key >= ? AND key < ? ORDER BY key LIMIT ?",
-            (prefix, prefix + "\U0010ffff", limit),
+            "SELECT key, value, author, updated_at FROM kb WHERE key >= ? AND key < ? AND key > ? ORDER BY key LIMIT ?",
+            (prefix, prefix + "\U0010ffff", after, limit),
         )
     )
 

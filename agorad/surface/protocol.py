@@ -15,8 +15,8 @@ PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (agora-rpc(7) "Framing")
 # What the asyncio clients and every remote-port client let one reply be. A reply may exceed a request's
 # 1 MiB: a read message carries its body twice, and each character the JSON escapes takes six bytes (a
-# body of 128 KiB of control characters answers with about 1.5 MiB); a kb.list of many large values can
-# pass even this, so such a client lists in pages (limit). The cap bounds a client's memory.
+# body of 128 KiB of control characters answers with about 1.5 MiB), and kb.list pages at 2 MiB of keys
+# and values (about 12 MiB escaped at worst). The cap bounds a client's memory against a hub gone wrong.
 MAX_REPLY = 16 << 20
 
 AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")

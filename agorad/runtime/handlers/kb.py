@@ -22,8 +22,10 @@ def put(call: Call) -> dict:
 def list_entries(call: Call) -> dict:
     prefix = call.params.get("prefix", str, "")
     limit = call.params.get("limit", int, 100)
+    after = call.params.get("after", str, "")
     call.finish()
-    return {"entries": kb.list_entries(call.hub.db, call.actor, prefix, limit), "now": call.now}
+    entries, more = kb.list_entries(call.hub.db, call.actor, prefix, limit, after)
+    return {"entries": entries, "more": more, "now": call.now}
 
 
 def delete(call: Call) -> dict:
