@@ -81,6 +81,21 @@ async def doorbell_up(tools: Tools) -> None:
 
 
 
+@contextlib.asynccontextmanager
+async def waiting(tools: Tools, timeout_s: float):
+    """A `wait_for_messages` in flight while the block runs; when it ends, the list it yielded holds the
+    wait's text (the call must not have failed)."""
+    import anyio
+
+    answers: list[str] = []
+
+    async def wait():
+        answers.append(await tools.ok("wait_for_messages", timeout_s=timeout_s))
+    async with anyio.create_task_group() as group:
+        group.start_soon(wait)
+        yield answers
+
+
 async def waits_in_flight(tools: Tools) -> int:
     text = await tools.ok("whoami")
     return int(text.rsplit(", ", 1)[1].split(" ")[0])

@@ -7,11 +7,10 @@ import asyncio
 import json
 from types import SimpleNamespace
 
-import anyio
 import pytest
 
 from tests.hubproc import Hub
-from tests.mcpclient import doorbell_up, mcp_session
+from tests.mcpclient import doorbell_up, mcp_session, waiting
 from tests.remote_seat import free_port, wire_remote_seat
 
 pytestmark = pytest.mark.timeout(90)
@@ -44,12 +43,7 @@ def test_the_wired_mcp_entry_of_a_remote_seat_reads_waits_acks_and_sends_over_th
         async with mcp_session(seat.home, command=seat.command) as alice:
             await doorbell_up(alice)
             assert f"; hub {remote.url} " in await alice.ok("whoami")
-            async with anyio.create_task_group() as group:
-                answers = []
-
-                async def wait():
-                    answers.append(await alice.ok("wait_for_messages", timeout_s=30))
-                group.start_soon(wait)
+            async with waiting(alice, 30) as answers:
                 with remote.client("bob", remote.keys["bob"]) as bob:
                     ref = bob.call("messages.send", target="@alice", title="over the port", body="the body",
                                    ask=True)["ref"]
@@ -76,12 +70,7 @@ def test_a_wait_in_flight_over_the_port_survives_the_hub_restarting(home, tmp_pa
         async def body():
             async with mcp_session(seat.home, command=seat.command) as alice:
                 await doorbell_up(alice)
-                async with anyio.create_task_group() as group:
-                    answers = []
-
-                    async def wait():
-                        answers.append(await alice.ok("wait_for_messages", timeout_s=45))
-                    group.start_soon(wait)
+                async with waiting(alice, 45) as answers:
                     hub.stop()
                     down = await alice.fails("check_inbox")
                     assert "unavailable: no hub is answering at " + url in down and "agora up --listen" in down, down
