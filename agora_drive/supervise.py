@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from agora_drive.tree import TURN_TOKEN, Tree
 from agorad.surface import settings
+from agorad.surface.pidfiles import open_pidfd
 
 LINE_LIMIT = 1 << 20  # a stdout line keeps its first MiB: a harness's event line is far shorter
 READ_SIZE = 1 << 16
@@ -168,7 +169,7 @@ class _Turn:
         self.stop_fd = stop_fd
         if stop_fd is not None:
             self.selector.register(stop_fd, selectors.EVENT_READ)
-        self.exit_fd = _exit_fd(proc.pid)
+        self.exit_fd = open_pidfd(proc.pid)  # None: a TICK poll instead
         if self.exit_fd is not None:
             self.selector.register(self.exit_fd, selectors.EVENT_READ)
         self.exit_seen = False  # the pidfd said the leader exited
@@ -305,11 +306,3 @@ class _Turn:
                         signal=-code if code is not None and code < 0 else None,
                         timed_out=self.timed_out, stopped=self.stopped, spawn_error=None,
                         duration=duration, stderr_tail=self.stderr.text(), pid=self.proc.pid)
-
-
-def _exit_fd(pid: int) -> int | None:
-    """A pidfd that becomes readable when the leader exits (Linux 5.3+), else None and a TICK poll."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None

@@ -22,6 +22,8 @@ import os
 import select
 import sys
 
+from agorad.surface.pidfiles import open_pidfd
+
 _HANGUP = select.POLLERR | select.POLLHUP | select.POLLNVAL
 
 
@@ -29,7 +31,8 @@ class Harness:
     def __init__(self, watch_parent: bool):
         self.stdout_fd = _stdout_fd()
         self.parent = os.getppid() if watch_parent else None
-        self.pidfd = _pidfd(self.parent) if self.parent else None
+        # pid 1: already orphaned (gone() says so), nothing to watch
+        self.pidfd = open_pidfd(self.parent) if self.parent and self.parent > 1 else None
 
     def fds(self) -> list[tuple[int, int]]:
         """(fd, events) to register with the loop's poll: a wake from either means "look at gone()"."""
@@ -59,16 +62,6 @@ def _stdout_fd() -> int | None:
     try:
         return sys.stdout.fileno()
     except (AttributeError, ValueError, OSError):  # no stdout at all: nothing to hear a wake, nothing to watch
-        return None
-
-
-def _pidfd(pid: int) -> int | None:
-    opener = getattr(os, "pidfd_open", None)
-    if opener is None or pid <= 1:
-        return None
-    try:
-        return opener(pid)
-    except OSError:  # an old kernel (ENOSYS), or the parent already gone: getppid() says which
         return None
 
 

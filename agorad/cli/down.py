@@ -14,10 +14,11 @@ import socket
 
 import click
 
-from agorad.cli.common import DURATION, EXIT_ERROR, EXIT_UNAVAILABLE, handles_errors, home_option, hub_url, json_option
-from agorad.cli.common import print_json
+from agorad.cli.common import (DURATION, EXIT_ERROR, EXIT_UNAVAILABLE, handles_errors, home_option, hub_url,
+                               json_option, print_json)
 from agorad.surface.durations import format_duration
 from agorad.surface.paths import Home
+from agorad.surface.pidfiles import open_pidfd
 
 STOP_WAIT = 30.0  # seconds --timeout waits by default: a clean stop commits and stores its marks first
 
@@ -83,7 +84,7 @@ def _hub(where: Home, timeout: float):
         if peer == 0:
             raise Refused(f"the hub on {where.root} runs where this host cannot name its process (another PID "
                           "namespace, such as a container); stop it where it runs")
-        handle = _pidfd(peer) if peer else None
+        handle = open_pidfd(peer) if peer else None  # while the connection stands: it names the hub
         try:
             pid = _confirmed(client, peer, where)
         except BaseException:
@@ -139,14 +140,6 @@ def _reported(pid: int, where: Home) -> int:
         raise Refused(f"the hub on {where.root} reports pid {pid}, which its pidfile does not confirm; stop it "
                       "where it runs (its supervisor, or SIGTERM to its process)")
     return pid
-
-
-def _pidfd(pid: int) -> int | None:
-    """A pidfd for the socket's peer, opened while the connection stands (Linux 5.3+), or None."""
-    try:
-        return os.pidfd_open(pid)
-    except (AttributeError, OSError):
-        return None
 
 
 def _pidfd_signal(handle: int, pid: int) -> None:

@@ -60,6 +60,19 @@ def pidfile_state(path: str | os.PathLike) -> str | None:
     return LIVE
 
 
+def open_pidfd(pid: int) -> int | None:
+    """A descriptor that becomes readable when process `pid` exits, and names that process only, however
+    its pid is reused (pidfd_open(2), Linux 5.3+); None on other systems, an older kernel (ENOSYS), or a
+    process already gone. Callers that get None poll instead."""
+    opener = getattr(os, "pidfd_open", None)
+    if opener is None or pid <= 0:
+        return None
+    try:
+        return opener(pid)
+    except OSError:
+        return None
+
+
 def remove_if_ours(path: str | os.PathLike) -> None:
     found = read_pidfile(path)
     if found and found[0] == os.getpid():
