@@ -21,8 +21,8 @@ import psutil
 import pytest
 
 from agora_listen.watchers import choose, inotify, wake_pipe
-from agorad.runtime import peercred
-from agorad.runtime.peercred import PeerUnknown, peer_uid
+from agorad.surface import peercred
+from agorad.surface.peercred import PeerUnknown, peer_uid
 from tests.hubproc import Hub, wait_for
 from tests.listenproc import Listener, fields
 from tests.seats import seats, send

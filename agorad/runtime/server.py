@@ -18,7 +18,7 @@ from agorad.domain.policy import Actor
 from agorad.runtime.hub import HubState
 from agorad.runtime.log import log
 from agorad.runtime.methods import STEADY, dispatch, dispatch_steady
-from agorad.runtime.peercred import PeerUnknown, peer_uid
+from agorad.surface.peercred import PeerUnknown, peer_uid
 from agorad.surface.errors import AgoraError, InternalError, InvalidParams, TooLarge, Unauthorized
 from agorad.surface.protocol import MAX_FRAME, decode_request, encode, encode_result
 

@@ -79,16 +79,13 @@ class Client:
             self._sock = None
 
     def peer_pid(self) -> int | None:
-        """The pid of the process at the other end of the socket, as this host's kernel names it (Linux
-        SO_PEERCRED, socket(7)): 0 when the kernel cannot name it here (a process in a PID namespace this
-        one does not see), None where the platform has no such call. A pid the hub reports itself is its
-        own namespace's, which in a container is not this host's."""
-        if self._sock is None or not hasattr(socket, "SO_PEERCRED"):
+        """The hub's pid as this host's kernel names it, 0 if it cannot, None where there is no way to ask
+        (peercred.peer_pid)."""
+        if self._sock is None:
             return None
-        import struct
+        from agorad.surface.peercred import peer_pid
 
-        pid, _, _ = struct.unpack("iII", self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12))
-        return max(pid, 0)
+        return peer_pid(self._sock)
 
     def __enter__(self) -> "Client":
         return self if self._sock else self.connect()

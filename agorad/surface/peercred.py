@@ -1,7 +1,9 @@
-"""Who is at the other end of a Unix socket: the peer's effective uid, asked of the kernel.
+"""Who is at the other end of a Unix socket: the peer's effective uid (and, on Linux, its pid), asked
+of the kernel.
 
 The hub serves its own uid only, and the socket's file mode is not the only
 guard: each platform has its own call for a connected Unix socket's peer.
+`agora down` asks the other way round, for the hub's pid (`peer_pid`).
 
 - Linux: getsockopt(SOL_SOCKET, SO_PEERCRED) fills a struct ucred
   {pid_t pid; uid_t uid; gid_t gid;} (socket(7), unix(7)).
@@ -70,6 +72,17 @@ def peer_uid(sock) -> int:
         raise PeerUnknown(f"asking the kernel for the peer's uid ({how}): {exc.strerror or exc}") from exc
     raise PeerUnknown(f"this platform ({sys.platform}) offers no way to learn a Unix socket peer's uid "
                       "(neither SO_PEERCRED, LOCAL_PEERCRED nor getpeereid)")
+
+
+def peer_pid(sock) -> int | None:
+    """The pid of the process at the other end of `sock`, as this host's kernel names it (Linux
+    SO_PEERCRED): 0 when the kernel cannot name it here (a process in a PID namespace this one does not
+    see), None where the platform has no such call. A pid a hub reports itself is its own namespace's,
+    which in a container is not this host's."""
+    if method() != "SO_PEERCRED":
+        return None
+    pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    return max(pid, 0)
 
 
 def _xucred_uid(data: bytes) -> int:
