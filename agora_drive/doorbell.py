@@ -49,7 +49,6 @@ class Doorbell:
         """Subscribed to the hub at `url` as the seat. A hub that does not answer yet is tried again in
         the background; a refused seat raises agora_listen.wsource.Fatal, now or from a later read."""
         from agora_listen.wsource import WsSource
-        from agorad.surface import settings
         from agorad.surface.errors import Unavailable
 
         started = time.time()
@@ -57,7 +56,7 @@ class Doorbell:
         try:
             source.open()
         except Unavailable:  # its thread subscribes once the hub answers, asking for what came since this began
-            source.since = started - settings.REMOTE_SINCE_MARGIN  # the two hosts' clocks: more rings, never fewer
+            source.since_start(started)
         source.start()
         return cls(source, source)
 

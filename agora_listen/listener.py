@@ -147,10 +147,7 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
             source.close()
             return _end("error", EXIT_FAILED, exc.message)
         write(sys.stderr, f"agora listen: {exc.message}; retrying\n")
-        # A first arm rings what lands before the reader gets through: the hub replays from a little before
-        # this listener started (the margin covers the two hosts' clocks; more wakes, never fewer).
-        if source.received is None and source.since is None:
-            source.since = options.started - settings.REMOTE_SINCE_MARGIN
+        source.since_start(options.started)  # what lands before the reader gets through still rings
     return _locked(options, seat, harness, lambda: _listen_ws(options, seat, source, harness), source.close)
 
 

@@ -67,6 +67,13 @@ class WsSource:
         self._client = self._subscribe()
         self.connected.set()
 
+    def since_start(self, started: float) -> None:
+        """A first arm that found no hub (`open` raised Unavailable): the first subscription replays what the
+        hub stored from a little before `started` (time.time()), the margin covering the two hosts' clocks:
+        more wakes, never fewer. An earlier such arm's saved `since` stays, being older."""
+        if self.received is None and self.since is None:
+            self.since = started - settings.REMOTE_SINCE_MARGIN
+
     def start(self) -> None:
         self._thread = threading.Thread(target=self._keep, name="agora-ws", daemon=True)
         self._thread.start()
