@@ -7,7 +7,7 @@ import click
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, hub_url,
                                json_option, print_json, print_table)
-from agorad.cli.shared import SharedOption
+from agorad.cli.shared import URL_META, SharedOption
 from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
 from agorad.surface.paths import Home, drive_file, listen_file
@@ -32,9 +32,10 @@ def status(as_id, home, as_json):
     where = Home.resolve(home)
     url = _seat_hosts_hub(where)
     seat = _asking_seat(where, as_id, url) if url else None
-    if url is None and hub_url(where) is not None:
+    elsewhere = hub_url(where) if url is None else None
+    if elsewhere is not None:
         fail(f"`agora status` here is the local operator, who is only ever a same-user peer on the hub's own "
-             f"socket; {hub_url(where)} (from $AGORA_URL or the seat record) does not make it a seat. Run it on "
+             f"socket; {elsewhere} (from $AGORA_URL or the seat record) does not make it a seat. Run it on "
              "the hub's host without AGORA_URL, or ask as a seat: `agora --url URL status --as ID` (or with a "
              "home whose hub.url names the hub: agora setup --url)")
     try:
@@ -82,8 +83,6 @@ def status(as_id, home, as_json):
 def _seat_hosts_hub(where: Home) -> str | None:
     """The remote hub when this home is a seat host's: `agora --url`, else the home's hub.url. $AGORA_URL and
     a workspace's seat record do not make `agora status` a seat: over them it is refused as the operator."""
-    from agorad.cli.shared import URL_META
-
     return click.get_current_context().meta.get(URL_META) or where.hub_url
 
 
