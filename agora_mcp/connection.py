@@ -15,9 +15,8 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 
-from agorad.surface.aiowire import open_stream
+from agorad.surface.aiowire import decode, open_stream
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
@@ -84,10 +83,7 @@ class Connection:
             self.close()
             raise Unavailable(f"the hub at {self.where} closed the connection")
         try:
-            message = json.loads(frame)
-        except ValueError:
-            message = None
-        if not isinstance(message, dict):
+            return decode(frame, self.where)
+        except Unavailable:
             self.close()
-            raise Unavailable(f"the hub at {self.where} sent a frame that is not a JSON object")
-        return message
+            raise

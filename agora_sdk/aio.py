@@ -10,11 +10,10 @@ from __future__ import annotations
 import asyncio
 import os
 
-from agora_sdk.client import decode_frame
 from agora_sdk.inbox import AsyncInbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
-from agorad.surface.aiowire import open_stream
+from agorad.surface.aiowire import decode, open_stream
 from agorad.surface.errors import AgoraError, Unavailable, from_wire
 from agorad.surface.filenames import SOCKET_NAME
 from agorad.surface.protocol import encode
@@ -138,7 +137,7 @@ class AsyncClient(Methods):
                 frame = await self._wire.receive()
                 if not frame.endswith(b"\n"):  # the end, or the hub died in the middle of a frame
                     break
-                message = decode_frame(frame, self.target.where, lambda: None)
+                message = decode(frame, self.target.where)  # not a JSON object: Unavailable, the end
                 if "id" not in message:
                     self._pushes.put_nowait(message)
                     continue

@@ -85,16 +85,3 @@ class Client(Methods):
                 return
             yield push
 
-
-def decode_frame(text, where: str, close) -> dict:
-    """One frame from the hub as a dict; a frame that is not a JSON object closes the connection."""
-    import json
-
-    try:
-        message = json.loads(text)
-    except ValueError:
-        message = None
-    if not isinstance(message, dict):
-        close()
-        raise Unavailable(f"the hub at {where} sent a frame that is not a JSON object")
-    return message

@@ -9,8 +9,8 @@ Two asyncio clients speak the hub's protocol on their own event loop: the SDK's
   remote client's options (`wsclient.connect_options`).
 
 `open_stream(socket, url)` opens the one a client names. A frame goes out as
-the encoder's bytes (ending in a newline) and comes back the same way; `b""`
-means the hub ended the connection. A reply may be longer than a request may
+the encoder's bytes (ending in a newline) and comes back the same way (`decode`
+makes it a message); `b""` means the hub ended the connection. A reply may be longer than a request may
 be (`protocol.MAX_REPLY`). `websockets` loads only for a URL, so a client of a
 local hub never pays for it.
 """
@@ -18,9 +18,22 @@ local hub never pays for it.
 from __future__ import annotations
 
 import asyncio
+import json
 
 from agorad.surface.errors import InvalidParams, Unavailable
 from agorad.surface.protocol import MAX_REPLY
+
+
+def decode(frame: bytes, where: str) -> dict:
+    """One frame from the hub at `where` as a dict; Unavailable for one that is not a JSON object (the
+    caller ends the connection: the stream is out of step)."""
+    try:
+        message = json.loads(frame)
+    except ValueError:
+        message = None
+    if not isinstance(message, dict):
+        raise Unavailable(f"the hub at {where} sent a frame that is not a JSON object")
+    return message
 
 
 async def open_stream(socket: str, url: str | None = None):
