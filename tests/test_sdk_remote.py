@@ -139,7 +139,7 @@ def test_a_reply_over_the_reply_cap_ends_the_connection_on_either_client():
 
             def blocking():
                 with RemoteClient(url, timeout=30).connect() as client:
-                    with pytest.raises(Unavailable, match=f"a reply passed {MAX_REPLY} bytes"):
+                    with pytest.raises(Unavailable, match=f"a reply over {MAX_REPLY} bytes"):
                         client.call("hub.status")
 
             await asyncio.get_running_loop().run_in_executor(None, blocking)

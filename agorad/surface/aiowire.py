@@ -21,7 +21,7 @@ import asyncio
 import json
 
 from agorad.surface.errors import InvalidParams, Unavailable
-from agorad.surface.protocol import MAX_REPLY
+from agorad.surface.protocol import MAX_REPLY, REPLY_TOO_LARGE
 
 
 def decode(frame: bytes, where: str) -> dict:
@@ -68,7 +68,7 @@ class UnixStream:
         try:
             return await self._reader.readline()
         except (asyncio.LimitOverrunError, ValueError):
-            raise Unavailable(f"the hub at {self.where} sent a reply over {MAX_REPLY} bytes") from None
+            raise Unavailable(f"the hub at {self.where} sent {REPLY_TOO_LARGE}") from None
         except ConnectionResetError:
             return b""
 
@@ -132,7 +132,7 @@ class WebSocketStream:
             message = await self._ws.recv()
         except ConnectionClosed as closed:
             if closed.sent is not None and closed.sent.code == 1009:  # this end closed: past max_size
-                raise Unavailable(f"the hub at {self.where} sent a reply over {MAX_REPLY} bytes") from None
+                raise Unavailable(f"the hub at {self.where} sent {REPLY_TOO_LARGE}") from None
             return b""
         if isinstance(message, bytes):
             raise Unavailable(f"the hub at {self.where} sent a binary message; the wire carries text frames")

@@ -18,6 +18,7 @@ MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (agora-rpc(7) "F
 # body of 128 KiB of control characters answers with about 1.5 MiB), and kb.list pages at 2 MiB of keys
 # and values (about 12 MiB escaped at worst). The cap bounds a client's memory against a hub gone wrong.
 MAX_REPLY = 16 << 20
+REPLY_TOO_LARGE = f"a reply over {MAX_REPLY} bytes, this client's limit (ask for less: a smaller limit, the next page)"
 
 AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
 MAX_TASK = 200

@@ -12,7 +12,7 @@ from __future__ import annotations
 from agorad.surface import settings
 from agorad.surface.client import Client
 from agorad.surface.errors import InvalidParams, Unavailable
-from agorad.surface.protocol import MAX_REPLY
+from agorad.surface.protocol import MAX_REPLY, REPLY_TOO_LARGE
 from agorad.surface.vocab import URL_SCHEMES
 
 
@@ -70,7 +70,7 @@ class Messages:
 def _closed(exc) -> str:
     sent = getattr(exc, "sent", None)
     if sent is not None and sent.code == 1009:  # this client closed: the message was past max_size
-        return f"a reply passed {MAX_REPLY} bytes, this client's limit (ask for fewer: a smaller limit)"
+        return f"it sent {REPLY_TOO_LARGE}"
     received = getattr(exc, "rcvd", None)
     if received is None:
         return "the connection closed"
