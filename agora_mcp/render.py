@@ -142,7 +142,8 @@ def agents(result: dict) -> str:
     now = result.get("now") or time.time()
     lines = [f"{a['id']} {a.get('liveness_mode') or '-'} {a['status']} seen {ago(a.get('last_seen'), now)}"
              + (f" task: {one_line(a['task'], _TITLE)}" if a.get("task") else "") for a in result["agents"]]
-    return quoted(lines, "agents")
+    tail = f"\nmore seats sort after {result['agents'][-1]['id']}: not listed here" if result.get("more") else ""
+    return quoted(lines, "agents") + tail
 
 
 def _claim(claim: dict, now: float) -> str:

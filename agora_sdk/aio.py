@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import os
 
+from agora_sdk.agents import AsyncAgents
 from agora_sdk.inbox import AsyncInbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
@@ -30,7 +31,7 @@ class AsyncClient(Methods):
                 message = await hub.messages.read(ref=f"{push['params']['channel']}#{push['params']['seq']}")
     """
 
-    _nouns = {"inbox": AsyncInbox}
+    _nouns = {"inbox": AsyncInbox, "agents": AsyncAgents}
 
     def __init__(self, agent: str | None = None, *, key: str | None = None, home=None, url: str | None = None,
                  timeout: float | None = 30.0, interval: float | str | None = None):

@@ -6,6 +6,7 @@ the remote port (agorad.surface.wsclient.RemoteClient), which loads websockets o
 
 from __future__ import annotations
 
+from agora_sdk.agents import Agents
 from agora_sdk.inbox import Inbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
@@ -25,7 +26,7 @@ class Client(Methods):
     Not thread-safe: use one Client per thread.
     """
 
-    _nouns = {"inbox": Inbox}
+    _nouns = {"inbox": Inbox, "agents": Agents}
 
     def __init__(self, agent: str | None = None, *, key: str | None = None, home=None, url: str | None = None,
                  timeout: float | None = 30.0, interval: float | str | None = None):

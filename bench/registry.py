@@ -5,8 +5,8 @@ async and ephemeral in turn, each last seen up to two days ago, so most async
 seats are due to turn dormant and most ephemeral ones to expire, and 1,000,000
 messages), filled with apsw straight into the real schema as the inbox bench
 does (bench/messaging.py `populate`). The empty hub holds the four wire seats.
-On each, in alternating rounds: `agents.list`, `hub.status` and `agents.list`
-with counts (what `agora status` asks) as one client's back-to-back calls
+On each, in alternating rounds: `agents.list` (every page of it), `hub.status`
+and `agents.list` with counts (what `agora status` asks) as one client's back-to-back calls
 (p50 and p99 over the round), then `agora status` as a process and the sweep
 (`hub.sweep`, through the wire, as the operator). The first sweep on the big
 hub writes its transitions; it is timed alone. Then the hub's RSS, and each hub
@@ -96,6 +96,7 @@ def _restart(hub: Hub) -> float:
 
 def _round(hub: Hub, calls: int) -> dict:
     """p50 and p99 (ms) of each call, back to back on one connection; `agora status` (s); the sweep (ms)."""
+    from agorad.surface.pages import every_agent
     from agorad.surface.client import Client
 
     found = {}
@@ -104,7 +105,10 @@ def _round(hub: Hub, calls: int) -> dict:
             times = []
             for _ in range(calls):
                 started = time.perf_counter()
-                operator.call(name, **params)
+                if name == "agents.list":
+                    every_agent(operator, **params)  # every page, as `agora agents` and `agora status` ask
+                else:
+                    operator.call(name, **params)
                 times.append(time.perf_counter() - started)
             times.sort()
             found[name + (" counts=true" if params else "")] = {

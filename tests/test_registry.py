@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge
@@ -370,3 +372,72 @@ def test_agents_list_counts_are_each_seats_inbox(hub):
             found = client.call("inbox.check")
         assert counted[seat] == (found["unread"], len(found["owed"])), seat
     assert counted == {"ann": (1, 0), "bob": (2, 1), "cy": (2, 0)}
+
+
+# --- agents.list pages (domain/roster.py) ---------------------------------------------------------
+
+def pages(hub, **params) -> list[dict]:
+    """agents.list's pages, each asked after the last id the one before showed."""
+    found = [hub.call("agents.list", **params)]
+    while found[-1]["more"]:
+        found.append(hub.call("agents.list", **params, after=found[-1]["agents"][-1]["id"]))
+    return found
+
+
+def test_pages_by_limit_list_each_agent_once_in_id_order(hub):
+    """Registered seats, profile-only ones, a profile of a registered seat, a former id's profile and an
+    expired ephemeral seat, interleaved by id: pages of any size list what one page does, each once."""
+    for seat in ("b", "d", "f", "h"):
+        hub.add_agent(seat, liveness_mode="always-on")
+    hub.add_agent("gone")  # ephemeral: expires below
+    for owner in ("a", "c", "d", "e", "g", "zz"):
+        hub.call("kb.put", key=f"profile/{owner}", value=f"profile of {owner}")
+    hub.call("kb.put", key="profile/Not-An-Id", value="never listed")
+    hub.call("agents.rename", old="h", new="i", reason="test")
+    hub.call("kb.put", key="profile/h", value="a former id: not listed")
+    hub.advance(3600)
+    whole = hub.call("agents.list")
+    assert not whole["more"]
+    ids = [a["id"] for a in whole["agents"]]
+    assert ids == ["a", "b", "c", "d", "e", "f", "g", "i", "zz"]
+    assert next(a for a in whole["agents"] if a["id"] == "d")["profile"] == "profile of d"
+    for limit in (1, 2, 3, 8):
+        paged = pages(hub, limit=limit)
+        assert [a["id"] for page in paged for a in page["agents"]] == ids, limit
+        assert all(len(page["agents"]) <= limit for page in paged)
+        assert [page["more"] for page in paged] == [True] * (len(paged) - 1) + [False]
+    everyone = [a["id"] for page in pages(hub, limit=2, include_expired=True) for a in page["agents"]]
+    assert everyone == ["a", "b", "c", "d", "e", "f", "g", "gone", "i", "zz"]
+    last = hub.call("agents.list", after="zz")
+    assert (last["agents"], last["more"]) == ([], False)
+
+
+def test_a_page_stops_at_two_mib_of_profiles_and_meta_and_the_cli_lists_every_page(hub, cli):
+    """Seats described at length (64 KiB profiles, 4 KiB of meta) made one reply bigger than a client
+    reads; a page now stops once its texts pass 2 MiB, and `agora agents` and `agora status` ask for
+    every page."""
+    profile = "p" * 60_000
+    for n in range(40):
+        hub.call("kb.put", key=f"profile/seat-{n:02d}", value=profile)
+    hub.add_agent("metaful", liveness_mode="always-on", meta={"notes": "m" * 4000})
+    paged = pages(hub)
+    assert len(paged) == 2
+    texts = sum(len(a["profile"] or "") + sum(len(k) + len(v) for k, v in a["meta"].items()) for a in paged[0]["agents"])
+    assert texts <= 2 << 20 < texts + 60_000  # one more profile would pass the bound
+    ids = [f"seat-{n:02d}" for n in range(40)]
+    assert [a["id"] for page in paged for a in page["agents"]] == ["metaful", *ids]
+    listed = json.loads(cli("agents", "--json").stdout)
+    assert [a["id"] for a in listed] == ["metaful", *ids]
+    status = json.loads(cli("status", "--json").stdout)
+    assert [a["id"] for a in status["agents"]] == ["metaful", *ids]
+    assert status["agents"][-1]["unread"] == 0
+
+
+def test_a_page_refuses_a_bad_cursor_or_limit_and_says_which(hub):
+    hub.add_agent("seat")
+    for params, field in (({"after": "Not An Id"}, "after"), ({"after": 7}, "after"), ({"limit": 0}, "limit"),
+                          ({"limit": 5001}, "limit"), ({"limit": True}, "limit"), ({"limit": "3"}, "limit")):
+        with pytest.raises(InvalidParams) as refused:
+            hub.call("agents.list", **params)
+        assert refused.value.data["field"] == field, params
+    assert [a["id"] for a in hub.call("agents.list", limit=5000)["agents"]] == ["seat"]

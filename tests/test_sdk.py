@@ -171,6 +171,24 @@ def test_an_acked_ask_still_owed_is_drained_at_the_front(hub):
             assert [(m.ref, m.owed) for m in bot.inbox.drain()] == [(ask, True), (later, False)]
 
 
+def test_agents_every_lists_every_page_on_either_client(hub):
+    """agents.list stops a page at 2 MiB of profiles (domain/roster.py); every() asks for the rest."""
+    for n in range(40):
+        hub.call("kb.put", key=f"profile/seat-{n:02d}", value="p" * 60_000)
+    hub.add_agent("bot")
+    ids = ["bot", *(f"seat-{n:02d}" for n in range(40))]
+    with Client("bot", home=hub.home) as bot:
+        assert bot.agents.list()["more"]
+        assert [a["id"] for a in bot.agents.every()] == ids
+        assert [a["unread"] for a in bot.agents.every(counts=True)] == [0] * len(ids)
+
+    async def every_async():
+        async with AsyncClient("bot", home=hub.home) as abot:
+            return [a["id"] for a in await abot.agents.every()]
+
+    assert asyncio.run(every_async()) == ids
+
+
 def example(hub, name: str, agent: str) -> subprocess.Popen:
     return subprocess.Popen([sys.executable, str(ROOT / "examples" / name), agent], cwd=ROOT,
                             env={**hub.env, "AGORA_HOME": str(hub.home)},

@@ -127,7 +127,7 @@ def test_upgrade_to_lean_send_keeps_unread_and_delivery_ids(db):
 def test_upgrade_to_interval_source_takes_the_old_default_as_the_default(db):
     """0004: every agent gets an interval source. Before it, `agora agent add` sent 30m whenever
     --interval was not given, so 1800 s reads as the default and anything else as the operator's."""
-    from agorad.domain import registry
+    from agorad.domain import registry, roster
     from agorad.domain.policy import Actor
     from agorad.runtime.liveness import Liveness
 
@@ -137,7 +137,7 @@ def test_upgrade_to_interval_source_takes_the_old_default_as_the_default(db):
             db.execute("INSERT INTO agents (id, key_hash, liveness_mode, interval_s, created_at) "
                        "VALUES (?, 'h', 'async', ?, 0)", (agent, interval))
     migrate(db)
-    shown = {a["id"]: (a["interval"], a["interval_source"], a["declared_interval"]) for a in registry.list_agents(db, 0, 3600)}
+    shown = {a["id"]: (a["interval"], a["interval_source"], a["declared_interval"]) for a in roster.list_agents(db, 0, 3600)[0]}
     assert shown == {"plain": (1800, "default", None), "chosen": (600, "operator", None)}
     # The upgraded rows take declarations by the new rules: the default yields, the operator's choice holds.
     liveness = Liveness(0, open_transaction=lambda: None)
@@ -145,7 +145,7 @@ def test_upgrade_to_interval_source_takes_the_old_default_as_the_default(db):
         pk = db.execute("SELECT pk FROM agents WHERE id = ?", (agent,)).fetchone()[0]
         with write(db):
             registry.heartbeat(db, liveness, 1.0, Actor(pk, agent, "async"), None, None, 120.0)
-    shown = {a["id"]: (a["interval"], a["interval_source"], a["declared_interval"]) for a in registry.list_agents(db, 1, 3600)}
+    shown = {a["id"]: (a["interval"], a["interval_source"], a["declared_interval"]) for a in roster.list_agents(db, 1, 3600)[0]}
     assert shown == {"plain": (120, "agent", 120), "chosen": (600, "operator", 120)}
     with pytest.raises(apsw.ConstraintError):
         db.execute("UPDATE agents SET interval_source = 'guess' WHERE id = 'plain'")

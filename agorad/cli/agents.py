@@ -7,11 +7,12 @@ import json
 import click
 
 from agorad.cli.common import (
-    DURATION, Duration, ago, as_option, connect, handles_errors, home_option, json_option, print_json,
-    print_table, report_redirect,
+    DURATION, Duration, ago, as_option, connect, handles_errors, home_option, json_option,
+    print_json, print_table, report_redirect,
 )
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
+from agorad.surface.pages import every_agent
 from agorad.surface.vocab import DEFAULT_MODE, LIVENESS_MODES, REPORTED_STATUSES
 from agorad.surface.vocab import INTERVAL_UNSET
 
@@ -35,7 +36,7 @@ AGENT_HEADERS = ["ID", "MODE", "STATUS", "TASK", "LAST SEEN"]
 def agents(home, as_json, include_expired):
     """List every agent: registry rows merged with KB profiles."""
     with connect(home) as hub:
-        result = hub.call("agents.list", include_expired=include_expired)
+        result = every_agent(hub, include_expired=include_expired)
     if as_json:
         print_json(result["agents"])
     elif result["agents"]:

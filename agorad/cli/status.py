@@ -5,11 +5,12 @@ from __future__ import annotations
 import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
-from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option, hub_url,
-                               json_option, print_json, print_table)
+from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option,
+                               hub_url, json_option, print_json, print_table)
 from agorad.cli.shared import URL_META, SharedOption
 from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
+from agorad.surface.pages import every_agent
 from agorad.surface.paths import Home, drive_file, listen_file
 from pathlib import Path
 
@@ -41,7 +42,7 @@ def status(as_id, home, as_json):
     try:
         with connect(home, seat) as hub:
             info = hub.call("hub.status")
-            info["agents"] = hub.call("agents.list", counts=True)["agents"]
+            info["agents"] = every_agent(hub, counts=True)["agents"]
     except Unavailable as exc:
         if as_json:
             print_json({"running": False, "home": str(Home.resolve(home).root), "error": exc.message})

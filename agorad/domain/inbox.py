@@ -134,11 +134,11 @@ def _ack_target(db, actor: Actor, target, field: str) -> tuple[dict, int]:
 
 def add_counts(db: apsw.Connection, agents: list[dict]) -> None:
     """Give each listed agent its `unread` and `owed` counts (for `agora status`)."""
-    # Two statements over every seat, not one per seat: at 10,000 seats the per-seat unread
+    # Two statements over the listed seats, not one per seat: at 10,000 seats the per-seat unread
     # query made `agora status` take ~300 ms in the hub alone.
-    pks = agents_sql.pks_by_id(db)
+    pks = agents_sql.pks_by_id(db, [agent["id"] for agent in agents])  # a page's seats: a big hub lists in pages
     owed = debts_sql.open_counts_all(db)
-    unread = sql.unread_totals(db)
+    unread = sql.unread_totals(db, list(pks.values()))
     for agent in agents:
         pk = pks.get(agent["id"])
         agent["unread"] = unread.get(pk, 0)

@@ -30,7 +30,7 @@ from agorad.surface import settings
 from agorad.surface.errors import Conflict, InternalError, InvalidParams, NotFound, TooLarge
 from agorad.surface.paths import Home
 from agorad.surface.protocol import (
-    MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id, is_agent_id,
+    MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id,
 )
 from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES, TASK_STATUSES
 
@@ -158,14 +158,14 @@ def _checked_report(status: str | None, task) -> tuple[str | None, str | None]:
 
 def view(row: dict, now: float, ttl: float, profile: dict | None = None) -> dict:
     """The public shape of an agent at time `now`, with the state rules applied."""
-    return _view(row["id"], row["liveness_mode"], row["interval_s"], row["interval_source"], row["declared_interval_s"],
-                 row["status"], row["task"], row["meta"], row["created_at"], row["last_seen"], row["expired_at"],
-                 now, ttl, profile)
+    return view_of(row["id"], row["liveness_mode"], row["interval_s"], row["interval_source"], row["declared_interval_s"],
+                   row["status"], row["task"], row["meta"], row["created_at"], row["last_seen"], row["expired_at"],
+                   now, ttl, profile)
 
 
-def _view(agent_id, mode, interval, source, declared, status, task, meta, created, seen, expired_at,
-          now: float, ttl: float, profile: dict | None) -> dict:
-    """`view` from a row's values, in `store/agents.VIEW_COLUMNS` order: `list_agents` passes them straight
+def view_of(agent_id, mode, interval, source, declared, status, task, meta, created, seen, expired_at,
+            now: float, ttl: float, profile: dict | None) -> dict:
+    """`view` from a row's values, in `store/agents.VIEW_COLUMNS` order: roster.list_agents passes them straight
     from the cursor (a dict per row, then the view, was half of agents.list at 10,000 seats). The state
     rules are the sweep's (store/agents.py `_DUE_DORMANT`, `_DUE_EXPIRED`), applied at `now`."""
     silent = seen if seen is not None else created
@@ -186,47 +186,6 @@ def get(db: apsw.Connection, now: float, ttl: float, agent_id) -> tuple[dict, di
     result = view(row, now, ttl, kb_sql.get(db, PROFILE_PREFIX + row["id"]))
     result["aliases"] = sql.aliases_of(db, row["pk"])
     return result, redirect
-
-
-def list_agents(db: apsw.Connection, now: float, ttl: float, include_expired: bool = False) -> list[dict]:
-    """Registry rows merged with KB `profile/<id>` entries; expired ephemeral seats hidden by default."""
-    profiles = {p["key"][len(PROFILE_PREFIX):]: p for p in kb_sql.list_prefix(db, PROFILE_PREFIX, 100_000)}
-    listed = {}
-    for values in sql.view_values(db):
-        agent = _view(*values, now, ttl, profiles.pop(values[0], None))
-        if include_expired or not agent["expired"]:
-            listed[agent["id"]] = agent
-    for agent_id, profile in profiles.items():
-        if is_agent_id(agent_id) and not sql.alias(db, agent_id):
-            listed[agent_id] = _profile_only(agent_id, profile)
-    return [listed[k] for k in sorted(listed)]
-
-
-def census(db: apsw.Connection, now: float, ttl: float) -> tuple[int, dict[str, int]]:
-    """(how many agents `list_agents` lists, how many of them in each status), counted in SQL: `hub.status`
-    at 10,000 seats took 60 ms through list_agents, most of it building views it only counted."""
-    by_status = sql.census(db, now, ttl)
-    for profile in kb_sql.list_prefix(db, PROFILE_PREFIX, 100_000):
-        agent_id = profile["key"][len(PROFILE_PREFIX):]
-        if is_agent_id(agent_id) and sql.by_id(db, agent_id) is None and not sql.alias(db, agent_id):
-            by_status["dormant"] = by_status.get("dormant", 0) + 1  # listed from its profile alone (_profile_only)
-    return sum(by_status.values()), by_status
-
-
-def _profile_only(agent_id: str, profile: dict) -> dict:
-    mode = None
-    try:
-        declared = json.loads(profile["value"])
-        if isinstance(declared, dict) and declared.get("liveness_mode") in LIVENESS_MODES:
-            mode = declared["liveness_mode"]
-    except ValueError:
-        pass
-    return {
-        "id": agent_id, "liveness_mode": mode, "status": "dormant", "task": None,
-        "last_seen": None, "interval": None, "interval_source": None, "declared_interval": None,
-        "created_at": None, "expired": False,
-        "registered": False, "meta": {}, "profile": profile["value"],
-    }
 
 
 def rename(db: apsw.Connection, now: float, old_id, new_id, reason) -> tuple[dict, int]:

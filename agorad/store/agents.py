@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
+
 import apsw
 
 from agorad.store.connection import Database, one, rows
 
-# The dormant rule in SQL (registry._view is the same rule for rows already read).
+# The dormant rule in SQL (registry.view_of is the same rule for rows already read).
 _DUE_DORMANT = "(liveness_mode = 'async' AND COALESCE(last_seen, created_at) + 2 * interval_s < :now)"
 _DUE_EXPIRED = ("(liveness_mode = 'ephemeral' "
                 "AND (expired_at IS NOT NULL OR COALESCE(last_seen, created_at) + :ttl < :now))")
@@ -41,18 +43,20 @@ def all_agents(db: apsw.Connection) -> list[dict]:
     return rows(db.execute(f"SELECT {_COLUMNS} FROM agents ORDER BY id"))
 
 
-# What registry.view shows of a row, in the order of registry._view's parameters.
+# What registry.view shows of a row, in the order of registry.view_of's parameters.
 VIEW_COLUMNS = ("id, liveness_mode, interval_s, interval_source, declared_interval_s, status, task, meta, "
                 "created_at, last_seen, expired_at")
 
 
-def view_values(db: apsw.Connection) -> list[tuple]:
-    """Every agent's VIEW_COLUMNS as a tuple, by id: agents.list at 10,000 seats, no dict per row."""
-    return db.execute(f"SELECT {VIEW_COLUMNS} FROM agents ORDER BY id").fetchall()
+def view_values(db: apsw.Connection, after: str, limit: int) -> list[tuple]:
+    """Up to `limit` agents' VIEW_COLUMNS as tuples, by id, from after `after`: agents.list at 10,000
+    seats, no dict per row."""
+    return db.execute(f"SELECT {VIEW_COLUMNS} FROM agents WHERE id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()
 
 
-def pks_by_id(db: apsw.Connection) -> dict[str, int]:
-    return dict(db.execute("SELECT id, pk FROM agents"))
+def pks_by_id(db: apsw.Connection, ids: list[str]) -> dict[str, int]:
+    """{id: pk} of the agents among `ids` (one JSON array, not an IN list: SQLite caps parameters at 32,766)."""
+    return dict(db.execute("SELECT id, pk FROM agents WHERE id IN (SELECT value FROM json_each(?))", (json.dumps(ids),)))
 
 
 def census(db: apsw.Connection, now: float, ttl: float) -> dict[str, int]:

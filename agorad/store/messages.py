@@ -219,13 +219,16 @@ def unread_channels(db: apsw.Connection, agent_pk: int) -> list[dict]:
     ))
 
 
-def unread_totals(db: apsw.Connection) -> dict[int, int]:
-    """{agent pk: unread messages in all its channels} for every agent with any: unread_channels' count
-    (a channel's negative count as 0) summed, in one statement."""
+def unread_totals(db: apsw.Connection, agent_pks: list[int]) -> dict[int, int]:
+    """{agent pk: unread messages in all its channels} for each of `agent_pks` with any: unread_channels'
+    count (a channel's negative count as 0) summed, in one statement. The pks go in as one JSON array
+    (json_each), not an IN list of parameters, which SQLite caps at 32,766."""
     return dict(db.execute(
         "SELECT mb.agent_pk, SUM(MAX(c.head - mb.acked "
         "- (SELECT COUNT(*) FROM acks_above x WHERE x.agent_pk = mb.agent_pk AND x.channel_pk = c.pk), 0)) "
-        "FROM members mb JOIN channels c ON c.pk = mb.channel_pk WHERE c.head > mb.acked GROUP BY mb.agent_pk"))
+        "FROM members mb JOIN channels c ON c.pk = mb.channel_pk "
+        "WHERE mb.agent_pk IN (SELECT value FROM json_each(?)) AND c.head > mb.acked GROUP BY mb.agent_pk",
+        (json.dumps(agent_pks),)))
 
 
 def unread_in(db: apsw.Connection, agent_pk: int, channel_pk: int, acked: int, limit: int, newest_first: bool = False) -> list[dict]:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agorad.domain import inbox, intervals
+from agorad.domain import inbox, intervals, roster
 from agorad.domain import registry
 from agorad.domain.policy import require
 from agorad.runtime.handlers import Call
@@ -40,12 +40,14 @@ def resolve(call: Call) -> dict:
 def list_agents(call: Call) -> dict:
     include_expired = call.params.get("include_expired", bool, False)
     with_counts = call.params.get("counts", bool, False)
+    after = call.params.get("after", str, "")
+    limit = call.params.get("limit", int, roster.PAGE)
     call.finish()
     now = call.now
-    listed = registry.list_agents(call.hub.db, now, call.hub.ephemeral_ttl, include_expired)
+    listed, more = roster.list_agents(call.hub.db, now, call.hub.ephemeral_ttl, include_expired, after, limit)
     if with_counts:
         inbox.add_counts(call.hub.db, listed)
-    return {"agents": listed, "now": now}
+    return {"agents": listed, "more": more, "now": now}
 
 
 def heartbeat(call: Call) -> dict:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from agorad import __version__
-from agorad.domain import intervals, registry
+from agorad.domain import intervals, registry, roster
 from agorad.domain import pause as pausing
 from agorad.domain.policy import Actor, require
 from agorad.runtime.handlers import Call
@@ -45,7 +45,7 @@ def status(call: Call) -> dict:
     call.finish()
     hub = call.hub
     db_bytes = sum(_size(path) for path in hub.home.db_files)
-    listed, by_status = registry.census(hub.db, call.now, hub.ephemeral_ttl)
+    listed, by_status = roster.census(hub.db, call.now, hub.ephemeral_ttl)
     return {
         "pid": os.getpid(), "home": str(hub.home.root), "socket": str(hub.home.socket),
         "hub_version": __version__, "protocol": PROTOCOL_VERSION,

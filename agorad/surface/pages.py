@@ -1,0 +1,16 @@
+"""Every page of agents.list: the hub answers it a page at a time (domain/roster.py), a client that
+wants every agent asks again after the last id until no more follow."""
+
+from __future__ import annotations
+
+
+def every_agent(hub, **params) -> dict:
+    """agents.list's result (`hub` any client with `.call`) holding every page's agents, without `more`."""
+    result = hub.call("agents.list", **params)
+    agents = result["agents"]
+    while result.get("more") and result["agents"]:
+        result = hub.call("agents.list", **params, after=result["agents"][-1]["id"])
+        agents += result["agents"]
+    result["agents"] = agents
+    result.pop("more", None)
+    return result
