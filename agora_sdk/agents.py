@@ -20,7 +20,7 @@ class AsyncAgents(Noun):
     async def every(self, **params) -> list[dict]:
         page = await self._client.call("agents.list", **params)
         agents = page["agents"]
-        while page["more"] and page["agents"]:
+        while page.get("more") and page["agents"]:  # a hub before pages answers without `more`
             page = await self._client.call("agents.list", **params, after=page["agents"][-1]["id"])
             agents += page["agents"]
         return agents

@@ -60,11 +60,11 @@ def test_value_with_control_characters_is_stored_faithfully_and_shown_neutralise
 
 
 def test_a_listing_pages_by_count_and_by_size_and_after_takes_up_where_one_stopped(cli, hub):
-    """kb.list stops at `limit` entries or at LIST_BYTES of keys and values (always one entry): a reply of
-    many large values used to pass what an asyncio or remote client reads (protocol.MAX_REPLY, 16 MiB:
-    1,000 values of 64 KiB of control characters escape to about 390 MiB). `more` says so; `after` the last
-    key lists the rest, and `agora kb ls` says how."""
-    from agorad.domain.kb import LIST_BYTES
+    """kb.list stops at `limit` entries or with the entry that passes PAGE_BYTES of JSON as the frame carries
+    it: a reply of many large values used to pass what an asyncio or remote client reads (MAX_REPLY, 16 MiB:
+    a value of 64 KiB of UTF-8 outside the BMP escapes to 192 KiB). `more` says so; `after` the last key
+    lists the rest, and `agora kb ls` says how."""
+    from agorad.surface.protocol import MAX_REPLY, PAGE_BYTES, encode
 
     for n in range(5):
         hub.call("kb.put", key=f"small/{n}", value="v")
@@ -72,15 +72,15 @@ def test_a_listing_pages_by_count_and_by_size_and_after_takes_up_where_one_stopp
     assert [e["key"] for e in first["entries"]] == ["small/0", "small/1"] and first["more"] is True
     rest = hub.call("kb.list", prefix="small/", limit=10, after="small/1")
     assert [e["key"] for e in rest["entries"]] == ["small/2", "small/3", "small/4"] and rest["more"] is False
-    big = "\x01" * (64 * 1024)
-    count = LIST_BYTES // len(big) + 5
+    big = "\U0001F600" * 16_384  # 64 KiB of UTF-8, 192 KiB of JSON
+    count = 90  # 17.7 MB of JSON in all: one page would pass MAX_REPLY
     for n in range(count):
         hub.call("kb.put", key=f"big/{n:03d}", value=big)
     seen, after, pages = [], "", 0
     while True:
         page = hub.call("kb.list", prefix="big/", limit=1000, after=after)
-        sizes = sum(len(e["key"]) + len(e["value"]) for e in page["entries"])
-        assert sizes <= LIST_BYTES and page["entries"]
+        assert len(encode(page)) < MAX_REPLY and page["entries"]
+        assert not page["more"] or len(encode(page)) > PAGE_BYTES
         seen += [e["key"] for e in page["entries"]]
         pages, after = pages + 1, page["entries"][-1]["key"]
         if not page["more"]:

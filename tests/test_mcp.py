@@ -104,10 +104,10 @@ def test_send_check_read_ack_round_trip(seats):
 
 
 def test_get_agents_says_when_more_seats_follow_than_one_page_holds(seats):
-    """agents.list answers a page at a time (2 MiB of profiles and meta at most): the tool shows the first
-    page and says, outside the fence, that more seats follow."""
-    for n in range(40):
-        seats.call("kb.put", key=f"profile/seat-{n:02d}", value="p" * 60_000)
+    """agents.list answers a page at a time (ending past 12 MiB of JSON): the tool shows the first page and
+    says, outside the fence, that more seats follow."""
+    for n in range(70):
+        seats.call("kb.put", key=f"profile/seat-{n:02d}", value="\U0001F600" * 16_384)
     first_page = seats.call("agents.list")
     assert first_page["more"]
     last = first_page["agents"][-1]["id"]
@@ -116,7 +116,7 @@ def test_get_agents_says_when_more_seats_follow_than_one_page_holds(seats):
         async with mcp_session(seats.home, "--as", "alice") as alice:
             shown = await alice.ok("get_agents")
             listed = fence_ok(shown, "AGORA-DATA")
-            assert re.search(rf"^{last} ", listed, re.M) and "seat-39" not in listed
+            assert re.search(rf"^{last} ", listed, re.M) and "seat-69" not in listed
             assert shown.endswith(f"\nmore seats sort after {last}: not listed here")
     run(body())
 

@@ -7,6 +7,7 @@ import json
 import pytest
 
 from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound, TooLarge
+from agorad.surface.protocol import MAX_REPLY, PAGE_BYTES, encode
 
 MINUTE = 60
 
@@ -395,6 +396,7 @@ def test_pages_by_limit_list_each_agent_once_in_id_order(hub):
     hub.call("kb.put", key="profile/Not-An-Id", value="never listed")
     hub.call("agents.rename", old="h", new="i", reason="test")
     hub.call("kb.put", key="profile/h", value="a former id: not listed")
+    hub.call("kb.put", key="profile/gone", value="an expired seat's: listed with it, or not at all")
     hub.advance(3600)
     whole = hub.call("agents.list")
     assert not whole["more"]
@@ -412,25 +414,41 @@ def test_pages_by_limit_list_each_agent_once_in_id_order(hub):
     assert (last["agents"], last["more"]) == ([], False)
 
 
-def test_a_page_stops_at_two_mib_of_profiles_and_meta_and_the_cli_lists_every_page(hub, cli):
-    """Seats described at length (64 KiB profiles, 4 KiB of meta) made one reply bigger than a client
-    reads; a page now stops once its texts pass 2 MiB, and `agora agents` and `agora status` ask for
-    every page."""
-    profile = "p" * 60_000
-    for n in range(40):
-        hub.call("kb.put", key=f"profile/seat-{n:02d}", value=profile)
-    hub.add_agent("metaful", liveness_mode="always-on", meta={"notes": "m" * 4000})
+WIDE = "\U0001F600"  # twelve bytes of JSON in a frame (a surrogate pair, each escaped), four of UTF-8
+
+
+def test_a_page_ends_past_twelve_mib_of_json_and_the_cli_lists_every_page(hub, cli):
+    """Seats described at length made one reply bigger than a client reads (MAX_REPLY, 16 MiB): 90
+    profiles of 64 KiB of UTF-8 are 17.7 MB as JSON. A page ends with the agent that passes PAGE_BYTES
+    of JSON as the frame carries it (a character outside the BMP is twelve bytes, not one), and `agora
+    agents` and `agora status` ask for every page."""
+    for n in range(90):
+        hub.call("kb.put", key=f"profile/seat-{n:02d}", value=WIDE * 16_384)
+    hub.add_agent("metaful", liveness_mode="always-on", meta={"notes": WIDE * 339})  # 4 KiB as stored
     paged = pages(hub)
     assert len(paged) == 2
-    texts = sum(len(a["profile"] or "") + sum(len(k) + len(v) for k, v in a["meta"].items()) for a in paged[0]["agents"])
-    assert texts <= 2 << 20 < texts + 60_000  # one more profile would pass the bound
-    ids = [f"seat-{n:02d}" for n in range(40)]
-    assert [a["id"] for page in paged for a in page["agents"]] == ["metaful", *ids]
-    listed = json.loads(cli("agents", "--json").stdout)
-    assert [a["id"] for a in listed] == ["metaful", *ids]
+    assert len(encode(paged[0])) > PAGE_BYTES and all(len(encode(page)) < MAX_REPLY for page in paged)
+    ids = ["metaful", *(f"seat-{n:02d}" for n in range(90))]
+    assert [a["id"] for page in paged for a in page["agents"]] == ids
+    assert [a["id"] for a in json.loads(cli("agents", "--json").stdout)] == ids
     status = json.loads(cli("status", "--json").stdout)
-    assert [a["id"] for a in status["agents"]] == ["metaful", *ids]
-    assert status["agents"][-1]["unread"] == 0
+    assert [a["id"] for a in status["agents"]] == ids and status["agents"][-1]["unread"] == 0
+
+
+def test_an_agents_json_besides_its_texts_fits_the_row_bytes_the_page_counts(hub, cli):
+    """roster._ROW_BYTES is what a page counts for an agent besides its task, meta and profile: the
+    longest id, the longest mode and interval source, every number set, and agora status's counts."""
+    from agorad.domain.roster import _ROW_BYTES
+
+    longest = "a" * 64
+    hub.add_agent(longest, liveness_mode="always-on", interval="30d")
+    with hub.client(longest) as seat:
+        seat.call("agents.heartbeat", status="working", interval=86_400 * 29.123456789)
+        seat.call("messages.send", target="commons", title="x", body="y")
+    shown = next(a for a in hub.call("agents.list", counts=True)["agents"] if a["id"] == longest)
+    shown.update(task=None, meta={}, profile=None, unread=10**12, owed=10**12, expired=False,
+                 last_seen=1e15 + 0.123456, created_at=1e15 + 0.123456)
+    assert len(encode(shown)) + 1 <= _ROW_BYTES, len(encode(shown))  # and its comma in the list
 
 
 def test_a_page_refuses_a_bad_cursor_or_limit_and_says_which(hub):

@@ -302,9 +302,9 @@ def test_a_binary_message_is_refused_and_closes(remote):
 
 
 def test_one_reply_larger_than_the_send_queue_reaches_a_peer_that_reads(remote):
-    """A page of kb.list (at most 2 MiB of values) of control characters is one frame of about 12 MiB once
-    escaped, past REMOTE_SEND_QUEUE (4 MiB): queued while the peer kept up, it is sent, not taken for a peer
-    too far behind (which cut the seat with 1008)."""
+    """A page of kb.list of control characters is one frame of about 12 MiB once escaped (PAGE_BYTES), past
+    REMOTE_SEND_QUEUE (4 MiB): queued while the peer kept up, it is sent, not taken for a peer too far
+    behind (which cut the seat with 1008)."""
     value = "\x01" * (60 << 10)
     for n in range(40):
         remote.call("kb.put", key=f"notes/{n:03d}", value=value)

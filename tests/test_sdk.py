@@ -172,11 +172,12 @@ def test_an_acked_ask_still_owed_is_drained_at_the_front(hub):
 
 
 def test_agents_every_lists_every_page_on_either_client(hub):
-    """agents.list stops a page at 2 MiB of profiles (domain/roster.py); every() asks for the rest."""
-    for n in range(40):
-        hub.call("kb.put", key=f"profile/seat-{n:02d}", value="p" * 60_000)
+    """agents.list ends a page past 12 MiB of JSON (domain/roster.py), and every() asks for the rest: 90
+    profiles of 64 KiB of UTF-8 outside the BMP are 17.7 MB of JSON, more than the async client reads."""
+    for n in range(90):
+        hub.call("kb.put", key=f"profile/seat-{n:02d}", value="\U0001F600" * 16_384)
     hub.add_agent("bot")
-    ids = ["bot", *(f"seat-{n:02d}" for n in range(40))]
+    ids = ["bot", *(f"seat-{n:02d}" for n in range(90))]
     with Client("bot", home=hub.home) as bot:
         assert bot.agents.list()["more"]
         assert [a["id"] for a in bot.agents.every()] == ids

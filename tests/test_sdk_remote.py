@@ -118,7 +118,7 @@ def test_a_runner_over_the_url_answers_and_survives_a_hub_restart(remote):
 def test_a_reply_over_the_reply_cap_ends_the_connection_on_either_client():
     """A hub on another host is trusted less: a reply past protocol.MAX_REPLY (16 MiB) is refused by the
     asyncio and the blocking client alike, not buffered whole. A scripted peer stands in for such a hub
-    (no real one answers that much: kb.list, the largest, pages at 2 MiB of keys and values)."""
+    (no real one answers that much: a listing's page, the largest, ends past 12 MiB of JSON)."""
     import json
 
     from websockets.asyncio.server import serve

@@ -61,7 +61,7 @@ def kb_put(key, value, home, as_id, as_json):
 def kb_ls(prefix, limit, after, home, as_id, as_json):
     """List entries whose key starts with PREFIX, by key.
 
-    A listing stops at --limit entries or at about 2 MiB of keys and values; when more follow, it says
+    A listing stops at --limit entries or at about 12 MiB of entries as JSON; when more follow, it says
     how to list them (--after the last key shown).
     """
     with connect(home, as_id) as hub:

@@ -9,12 +9,10 @@ from agorad.domain.text import check_line, check_sized
 from agorad.store import kb as sql
 from agorad.store import write
 from agorad.surface.errors import InvalidParams, NotFound
-from agorad.surface.protocol import MAX_KB_KEY, MAX_KB_VALUE
+from agorad.surface.protocol import MAX_KB_KEY, MAX_KB_VALUE, PAGE_BYTES, encode_text
 
 MAX_LIST = 1000
-# Keys and values one kb.list answers with, at most (and always one entry): escaped as JSON a reply then
-# stays within protocol.MAX_REPLY (six bytes a character at worst), and a remote peer's send queue.
-LIST_BYTES = 2 << 20
+_ENTRY_BYTES = 120  # an entry's JSON besides its key and value: names, author (an agent id), updated_at
 
 
 def _key(key) -> str:
@@ -42,8 +40,8 @@ def put(db: apsw.Connection, actor: Actor, now: float, key, value) -> dict:
 
 
 def list_entries(db: apsw.Connection, actor: Actor, prefix, limit, after="") -> tuple[list[dict], bool]:
-    """Entries by key, from after `after`: at most `limit`, and at most LIST_BYTES of keys and values; and
-    whether more follow (ask again with `after` the last key)."""
+    """Entries by key, from after `after`: at most `limit`, ending with the one whose JSON passes
+    protocol.PAGE_BYTES; and whether more follow (ask again with `after` the last key)."""
     require(actor, "kb.read")
     if not isinstance(prefix, str):
         raise InvalidParams("prefix must be a string", field="prefix")
@@ -54,9 +52,9 @@ def list_entries(db: apsw.Connection, actor: Actor, prefix, limit, after="") -> 
     found = sql.list_prefix(db, prefix, limit + 1, after)
     taken, size = [], 0
     for entry in found[:limit]:
-        size += len(entry["key"]) + len(entry["value"])
-        if taken and size > LIST_BYTES:
+        if size > PAGE_BYTES:
             break
+        size += _ENTRY_BYTES + len(encode_text(entry["key"])) + len(encode_text(entry["value"]))
         taken.append(entry)
     return taken, len(found) > len(taken)
 

@@ -1,13 +1,14 @@
 """The roster: every agent as agents.list shows it (registry rows merged with the KB's `profile/<id>`
 entries, by id, a page at a time), and how many are in each status (hub.status).
 
-A page stops at `limit` agents, or once their tasks, meta and profiles pass `LIST_BYTES`, whichever
-comes first, and says whether more follow (ask again with `after` the last id shown). Why pages: a
-seat's meta may hold 4 KiB and its profile 64 KiB, so a few hundred well-described seats answered
-with more than a client reads (protocol.MAX_REPLY), and a listing of every one of 10,000 seats held
-the hub's one loop thread for over 100 ms. The two bounds keep a page under MAX_REPLY however its
-texts escape (at most six bytes of JSON a character): `PAGE` rows of about 350 bytes besides those
-texts, plus six times `LIST_BYTES`, is under 16 MiB.
+A page holds at most `limit` agents, and ends with the agent whose JSON passes protocol.PAGE_BYTES,
+whichever comes first; it says whether more follow (ask again with `after` the last id shown). Why
+pages: a seat's meta may hold 4 KiB and its profile 64 KiB, so a few hundred well-described seats
+answered with more than a client reads (protocol.MAX_REPLY), and a listing of every one of 10,000
+seats held the hub's one loop thread for over 100 ms. An agent's size is counted as the frame will
+carry it: its meta as stored (compact ASCII JSON, as the wire encodes it), its task and profile
+escaped (a character outside the Basic Multilingual Plane takes twelve bytes), and `_ROW_BYTES` for
+the rest. Pages are not a snapshot: an agent renamed between two pages may be listed twice, or not.
 """
 
 from __future__ import annotations
@@ -21,12 +22,13 @@ from agorad.domain.registry import view_of
 from agorad.store import agents as sql
 from agorad.store import kb as kb_sql
 from agorad.surface.errors import InvalidParams
-from agorad.surface.protocol import is_agent_id
+from agorad.surface.protocol import PAGE_BYTES, encode_text, is_agent_id
 from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX
 
-PAGE = 5_000            # agents a page holds at most (and by default)
-LIST_BYTES = 2 << 20    # ... and characters of task, meta and profile, past the first agent
-_CHUNK = 1_000          # rows read per statement while a page fills
+PAGE = 5_000        # agents a page holds at most (and by default)
+_ROW_BYTES = 512    # an agent's JSON besides its task, meta and profile (names, numbers, an id of up to 64
+                    # characters, agora status's counts); tests/test_registry.py holds a full row to it
+_CHUNK = 1_000      # rows read per statement while a page fills
 
 
 def list_agents(db: apsw.Connection, now: float, ttl: float, include_expired: bool = False,
@@ -39,12 +41,10 @@ def list_agents(db: apsw.Connection, now: float, ttl: float, include_expired: bo
     if type(limit) is not int or not 1 <= limit <= PAGE:
         raise InvalidParams(f"limit must be an integer from 1 to {PAGE}", field="limit")
     listed, size = [], 0
-    for agent in _agents_after(db, now, ttl, after):
-        if agent["expired"] and not include_expired:
-            continue
-        size += _text_size(agent)
-        if len(listed) == limit or (listed and size > LIST_BYTES):
+    for agent, agent_bytes in _agents_after(db, now, ttl, after, include_expired):
+        if len(listed) == limit or size > PAGE_BYTES:
             return listed, True
+        size += agent_bytes
         listed.append(agent)
     return listed, False
 
@@ -54,29 +54,40 @@ def census(db: apsw.Connection, now: float, ttl: float) -> tuple[int, dict[str, 
     at 10,000 seats took 60 ms through list_agents, most of it building views it only counted."""
     by_status = sql.census(db, now, ttl)
     for agent_id, _ in _profiles_after(db, ""):
-        if is_agent_id(agent_id) and sql.by_id(db, agent_id) is None and not sql.alias(db, agent_id):
+        if _stands_alone(db, agent_id):
             by_status["dormant"] = by_status.get("dormant", 0) + 1  # listed from its profile alone (_profile_only)
     return sum(by_status.values()), by_status
 
 
-def _agents_after(db: apsw.Connection, now: float, ttl: float, after: str) -> Iterator[dict]:
-    """Every agent with an id above `after`, in id order: each registry row with its profile, if any,
-    and each profile of a valid id that names neither an agent nor a former id (an alias) on its own."""
-    rows = _chunked(lambda last: sql.view_values(db, last, _CHUNK), after, lambda values: values[0])
+def _agents_after(db: apsw.Connection, now: float, ttl: float, after: str,
+                  include_expired: bool) -> Iterator[tuple[dict, int]]:
+    """(agent, its size as JSON) for every agent with an id above `after`, in id order: each registry
+    row with its profile, if any (expired ephemeral seats only if asked for), and each profile of a
+    valid id that names neither an agent nor a former id (an alias) on its own."""
+    rows = _chunked(lambda last: sql.view_values(db, last, _CHUNK, None if include_expired else (now, ttl)),
+                    after, lambda values: values[0])
     profiles = _profiles_after(db, after)
     row, profile = next(rows, None), next(profiles, None)
     while row is not None or profile is not None:
         if row is not None and (profile is None or row[0] <= profile[0]):
-            own = profile if profile is not None and profile[0] == row[0] else None
-            yield view_of(*row, now, ttl, own and own[1])
+            own = profile[1] if profile is not None and profile[0] == row[0] else None
+            agent = view_of(*row, now, ttl, own)
+            if include_expired or not agent["expired"]:  # the query's rule, as the clock read it
+                yield agent, _size(row[_TASK], row[_META], own and own["value"])
             row = next(rows, None)
             if own is not None:
                 profile = next(profiles, None)
             continue
         agent_id, entry = profile
-        if is_agent_id(agent_id) and not sql.alias(db, agent_id):
-            yield _profile_only(agent_id, entry)
+        if _stands_alone(db, agent_id):
+            yield _profile_only(agent_id, entry), _size(None, "{}", entry["value"])
         profile = next(profiles, None)
+
+
+def _stands_alone(db: apsw.Connection, agent_id: str) -> bool:
+    """Whether a profile's id is listed on its own: a valid id, neither an agent's (one the listing
+    skipped as expired, say) nor a former one (an alias)."""
+    return is_agent_id(agent_id) and sql.by_id(db, agent_id) is None and not sql.alias(db, agent_id)
 
 
 def _profiles_after(db: apsw.Connection, after: str) -> Iterator[tuple[str, dict]]:
@@ -100,11 +111,13 @@ def _chunked(read: Callable[[str], list], after: str, key: Callable) -> Iterator
         after = key(items[-1])
 
 
-def _text_size(agent: dict) -> int:
-    """Characters of the agent's free texts: what can make one agent's entry large."""
-    meta = agent["meta"]
-    return (len(agent["task"] or "") + len(agent["profile"] or "")
-            + (sum(len(k) + len(v) for k, v in meta.items()) if meta else 0))
+_TASK, _META = 6, 7  # where the task and the stored meta text are in a row of store/agents.VIEW_COLUMNS
+
+
+def _size(task: str | None, meta_text: str, profile: str | None) -> int:
+    """Bytes of an agent's JSON in a frame, at most (see the module docstring)."""
+    return (_ROW_BYTES + len(meta_text) + (len(encode_text(task)) if task else 0)
+            + (len(encode_text(profile)) if profile else 0))
 
 
 def _profile_only(agent_id: str, profile: dict) -> dict:

@@ -48,10 +48,16 @@ VIEW_COLUMNS = ("id, liveness_mode, interval_s, interval_source, declared_interv
                 "created_at, last_seen, expired_at")
 
 
-def view_values(db: apsw.Connection, after: str, limit: int) -> list[tuple]:
+def view_values(db: apsw.Connection, after: str, limit: int, unexpired_at: tuple[float, float] | None) -> list[tuple]:
     """Up to `limit` agents' VIEW_COLUMNS as tuples, by id, from after `after`: agents.list at 10,000
-    seats, no dict per row."""
-    return db.execute(f"SELECT {VIEW_COLUMNS} FROM agents WHERE id > ? ORDER BY id LIMIT ?", (after, limit)).fetchall()
+    seats, no dict per row. With `unexpired_at` (now, ttl), none that has expired by then: a hub's
+    expired ephemeral seats stay in the table, and a listing skips them here, not one by one."""
+    if unexpired_at is None:
+        return db.execute(f"SELECT {VIEW_COLUMNS} FROM agents WHERE id > :after ORDER BY id LIMIT :limit",
+                          {"after": after, "limit": limit}).fetchall()
+    now, ttl = unexpired_at
+    return db.execute(f"SELECT {VIEW_COLUMNS} FROM agents WHERE id > :after AND NOT {_DUE_EXPIRED} "
+                      "ORDER BY id LIMIT :limit", {"after": after, "limit": limit, "now": now, "ttl": ttl}).fetchall()
 
 
 def pks_by_id(db: apsw.Connection, ids: list[str]) -> dict[str, int]:

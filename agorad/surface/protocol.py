@@ -14,10 +14,14 @@ from agorad.surface.errors import InvalidParams, InvalidRequest, ParseError
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (agora-rpc(7) "Framing")
 # What the asyncio clients and every remote-port client let one reply be. A reply may exceed a request's
-# 1 MiB: a read message carries its body twice, and each character the JSON escapes takes six bytes (a
-# body of 128 KiB of control characters answers with about 1.5 MiB), and kb.list pages at 2 MiB of keys
-# and values (about 12 MiB escaped at worst). The cap bounds a client's memory against a hub gone wrong.
+# 1 MiB: a read message carries its body twice, and each character the JSON escapes takes six bytes, or
+# twelve outside the Basic Multilingual Plane (a body of 128 KiB of control characters answers with about
+# 1.5 MiB); and a listing page holds up to PAGE_BYTES. The cap bounds a client's memory against a hub gone wrong.
 MAX_REPLY = 16 << 20
+# A listing (agents.list, kb.list) ends its page once its entries pass this many bytes of JSON, escaped as
+# in a frame: the entry that passes it is the page's last (a KB value, at most 64 KiB of UTF-8, escapes to
+# under 400 KB), so a page stays under MAX_REPLY.
+PAGE_BYTES = 12 << 20
 REPLY_TOO_LARGE = f"a reply over {MAX_REPLY} bytes, this client's limit (ask for less: a smaller limit, the next page)"
 
 AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
