@@ -20,10 +20,11 @@ from agora_sdk.guard import LoopGuardTripped
 from agora_sdk.message import Message
 from agora_sdk.runner import AgentRunner, run_agent
 from agorad.surface.errors import (
-    AgoraError, Conflict, Forbidden, InvalidParams, NotFound, Paused, TooLarge, Unauthorized, Unavailable,
+    AgoraError, Conflict, Forbidden, InvalidParams, MethodNotFound, NotFound, Paused, TooLarge, Unauthorized,
+    Unavailable,
 )
 
 __all__ = [
     "AgentRunner", "AgoraError", "AsyncClient", "Client", "Conflict", "Forbidden", "InvalidParams",
-    "LoopGuardTripped", "Message", "NotFound", "Paused", "TooLarge", "Unauthorized", "Unavailable", "run_agent",
+    "LoopGuardTripped", "Message", "MethodNotFound", "NotFound", "Paused", "TooLarge", "Unauthorized", "Unavailable", "run_agent",
 ]

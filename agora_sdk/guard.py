@@ -3,8 +3,8 @@
 Two runners that answer each other, or a handler that answers its own replies, would otherwise
 send without end. The guard sees every send a handler makes through its message's hub:
 
-- a send that answers the agent's own message (`reply_to` one of the refs it sent) is refused
-  with LoopGuardTripped;
+- a send that answers the agent's own message (`reply_to` one of the last 1,024 refs this runner
+  sent), or a DM to the agent itself, is refused with LoopGuardTripped;
 - a send beyond `sends` within `window` seconds waits until the window lets it through
   (throttled, never dropped).
 
@@ -44,8 +44,8 @@ class LoopGuard:
 
     async def admit(self, params: dict) -> None:
         """Return when the send may go; raise LoopGuardTripped when it must not."""
-        if params.get("reply_to") in self._own or params.get("target") == f"@{self.agent}":
-            reason = f"loop guard: a reply to {self.agent}'s own message {params.get('reply_to')} was refused"
+        reason = self._refusal(params)
+        if reason is not None:
             await self.report(reason)
             raise LoopGuardTripped(reason)
         now = self.clock.monotonic()
@@ -58,6 +58,14 @@ class LoopGuard:
                 now = self.clock.monotonic()
                 self._forget_before(now - self.window)
         self._times.append(now)
+
+    def _refusal(self, params: dict) -> str | None:
+        """Why the send would answer the agent itself, or None."""
+        if params.get("reply_to") in self._own:
+            return f"loop guard: a reply to {self.agent}'s own message {params['reply_to']} was refused"
+        if params.get("target") == f"@{self.agent}":
+            return f"loop guard: a DM from {self.agent} to itself was refused"
+        return None
 
     def sent(self, result: dict) -> None:
         self._own.append(result["ref"])

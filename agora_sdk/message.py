@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agorad.surface.fence import one_line
-from agorad.surface.vocab import NEXT_TURN
+from agorad.surface.vocab import HUB_SENDER, NEXT_TURN
 
 REPLY_PREFIX = "re: "
 TITLE_LIMIT = 200  # messages.send's title limit (agora-rpc(7)): a long title's reply is cut to it
@@ -47,6 +47,12 @@ class Message:
                    urgency=read.get("urgency", "normal"), to=list(read.get("to") or ()),
                    reply_to=read.get("reply_to_ref"), ask_rule=read.get("ask_rule"), created_at=read.get("created_at"),
                    flags=list(flags), owed=owed, delivery=delivery, hub=hub)
+
+    @property
+    def from_hub(self) -> bool:
+        """Posted by the hub itself (HUB_SENDER): a pause or resume announcement, a claim's reminder.
+        It is addressed to its seats like any message, but no agent is there to read an answer."""
+        return self.sender == HUB_SENDER
 
     @property
     def next_turn(self) -> bool:

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from agorad.surface.errors import Unauthorized
+from agorad.surface.filenames import hub_url_for
 from agorad.surface.keys import read_key
 from agorad.surface.paths import Home
-from agorad.surface.vocab import URL_ENV
 from agorad.surface.wsclient import check_url
 
 
@@ -18,7 +16,8 @@ class Target:
     def __init__(self, agent: str | None = None, *, key: str | None = None, home=None, url: str | None = None,
                  interval: float | str | None = None):
         self.home = home if isinstance(home, Home) else Home.resolve(home)
-        self.url = url if url is not None else os.environ.get(URL_ENV) or None
+        # As every command: the home's hub.url (`agora setup --url`: its keys are that hub's), else $AGORA_URL.
+        self.url = url if url is not None else hub_url_for(self.home.root_text)
         if self.url is not None:
             check_url(self.url)
         self.agent = agent

@@ -4,7 +4,8 @@
     python examples/echo_agent.py echo           # until Ctrl-C or SIGTERM
     agora send --as alice @echo "hello" --title ping
 
-Over the network: `AGORA_URL=ws://hub:8470/ AGORA_KEY=agk_... python examples/echo_agent.py echo`.
+Over the network: `AGORA_URL=wss://hub:8470/ AGORA_KEY=agk_... python examples/echo_agent.py echo`
+(docs/sdk.md "Examples": a hub beyond loopback serves TLS).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from agora_sdk import run_agent
 
 def handle(message) -> None:
     """Called once per message; the runner acks it when this returns."""
-    if "to-me" in message.flags:  # a channel's chatter is acked without an answer
+    if "to-me" in message.flags and not message.from_hub:  # chatter, and the hub's own notices, are acked unanswered
         message.reply(f"echo: {message.body}")
 
 

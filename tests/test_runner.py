@@ -349,19 +349,21 @@ def test_a_handler_that_replies_to_itself_is_refused_and_reported(hub):
 
         def answer_self(message):
             mine = message.reply("first answer")
-            try:
-                message.hub.messages.send(target=message.channel, title="again", reply_to=mine["ref"])
-            except LoopGuardTripped as exc:
-                refused.append(str(exc))
+            for params in ({"target": message.channel, "reply_to": mine["ref"]}, {"target": "@bot"}):
+                try:
+                    message.hub.messages.send(title="again", **params)
+                except LoopGuardTripped as exc:
+                    refused.append(str(exc))
 
         running = Running(hub, "bot", answer_self)
         send(s["alice"], "@bot", "hello")
-        wait_for(lambda: refused, what="the refusal")
+        wait_for(lambda: len(refused) == 2, what="the refusals")
         wait_for(lambda: unread_refs(s["bot"]) == [], what="the ack")
         status, task = status_of(hub, "bot")  # the report stays in view after the handler returned
-        assert status == "error" and task.startswith("loop guard: a reply to bot's own message")
+        assert status == "error" and task == "loop guard: a DM from bot to itself was refused"
         running.stop()
-        assert "own message" in refused[0]
+        assert refused[0].startswith("loop guard: a reply to bot's own message dm:alice--bot#2 was refused")
+        assert refused[1] == "loop guard: a DM from bot to itself was refused"
         assert [m["title"] for c in s["alice"].call("inbox.check")["channels"] for m in c["messages"]] == ["re: hello"]
 
 

@@ -203,18 +203,26 @@ def stop_example(proc: subprocess.Popen) -> None:
 
 
 def test_the_echo_example_answers_what_is_addressed_to_it(hub):
+    """...and not the hub's own notices, which are addressed to every seat (a pause, a resume)."""
     with seats(hub, "alice", "echo") as s:
+        hub.call("hub.pause", reason="maintenance")
+        hub.call("hub.resume")
+        s["alice"].call("inbox.ack", all=True)
         send(s["alice"], "commons", "channel chatter")
         ping = send(s["alice"], "@echo", "ping", body="hello there")["ref"]
         proc = example(hub, "echo_agent.py", "echo")
         try:
             wait_for(lambda: s["alice"].call("inbox.check")["unread"] == 1, what="the echo")
-            wait_for(lambda: unread_refs(s["echo"]) == [], what="both messages acked")
+            wait_for(lambda: unread_refs(s["echo"]) == [], what="all four messages acked")
         finally:
             stop_example(proc)
         answer = s["alice"].call("inbox.check")["channels"][0]["messages"][0]
         read = s["alice"].call("messages.read", ref=answer["ref"])
         assert (read["title"], read["body"], read["reply_to_ref"]) == ("re: ping", "echo: hello there", ping)
+        senders = [s["alice"].call("messages.read", ref=f"commons#{seq}")["sender"] for seq in (1, 2, 3)]
+        assert senders == ["agora-hub", "agora-hub", "alice"]
+        with pytest.raises(NotFound):
+            s["alice"].call("messages.read", ref="commons#4")  # the echo answered neither notice
 
 
 def test_the_reviewer_example_answers_asks_and_discharges_the_debt(hub):

@@ -47,6 +47,31 @@ def test_a_client_calls_by_name_and_reads_pushes_over_the_url(remote, monkeypatc
         assert caught.value.reason == "invalid-params"
 
 
+def test_a_client_on_a_home_set_up_for_a_remote_hub_reaches_it_there(remote, tmp_path, monkeypatch):
+    """A home that `agora setup --url` made for a seat on another host holds the hub's URL (hub.url) and
+    the seat's key: the SDK, as every command, speaks to that hub, not to a socket the home has none of."""
+    from agorad.surface.keys import save_key_file
+    from agorad.surface.paths import Home
+
+    keys = add(remote, "alice")
+    monkeypatch.delenv("AGORA_URL", raising=False)
+    seat_home = Home.resolve(tmp_path / "seat-home")
+    (seat_home.root / "keys").mkdir(mode=0o700, parents=True)
+    seat_home.hub_url_file.write_text(remote.url + "\n")
+    save_key_file(seat_home, "alice", keys["alice"])
+    with Client("alice", home=seat_home.root) as alice:
+        assert alice.target.url == remote.url
+        assert alice.agents.get(agent="alice")["agent"]["id"] == "alice"
+
+    async def over_async():
+        async with AsyncClient("alice", home=seat_home.root) as aalice:
+            return (await aalice.hub.status())["remote"]
+
+    assert asyncio.run(over_async()) == remote.url
+    with pytest.raises(Unauthorized, match="acts only as an agent"):
+        Client(home=seat_home.root)  # the operator is only ever on the hub's own socket
+
+
 def test_wrong_keys_and_operator_calls_are_refused_remotely(remote):
     keys = add(remote, "bot")
     with pytest.raises(Unauthorized) as caught:
