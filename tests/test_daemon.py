@@ -210,3 +210,51 @@ def test_agora_down_signals_nothing_it_cannot_tie_to_the_homes_hub(hub, tmp_path
     namespace = ("unshare", "--pid", "--fork", "--mount-proc")
     if subprocess.run([*namespace, "true"], capture_output=True).returncode == 0:
         assert "another PID namespace" in down("down", prefix=namespace)
+
+
+def test_agora_up_detach_returns_once_the_hub_answers_and_down_stops_it(tmp_path):
+    """`agora up --detach`: the hub in a session of its own, its log in the home (0600); the command returns
+    once that hub answers, and refuses (exit 1, saying why) when a hub runs there already."""
+    from tests.hubproc import AGORA
+
+    home = tmp_path / "home"
+    env = {**os.environ, "AGORA_HOME": str(home)}
+
+    def agora(*args):
+        return subprocess.run([AGORA, *args], env=env, capture_output=True, text=True, timeout=60)
+
+    started = agora("up", "--detach")
+    pid = json.loads(agora("status", "--json").stdout).get("pid")
+    try:
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.startswith(f"the hub runs on {home} (pid {pid}); its log: {home}/agorad.log")
+        assert "ready" in started.stderr  # what the hub logged while starting
+        assert os.getsid(pid) == pid  # a session of its own: no terminal's hangup reaches it
+        assert mode(home / "agorad.log") == 0o600
+        again = agora("up", "--detach")
+        assert again.returncode == 1 and f"another hub is already running on {home} (pid {pid})" in again.stderr
+        assert json.loads(agora("status", "--json").stdout)["pid"] == pid  # the first serves on
+        assert "another hub is already running" in (home / "agorad.log").read_text()
+    finally:
+        stopped = agora("down")
+    assert stopped.returncode == 0, stopped.stderr
+    assert not (home / "agorad.sock").exists()
+
+
+def test_agora_up_detach_says_why_a_hub_did_not_start_and_shows_its_warnings(tmp_path):
+    """A refusal made while starting reaches whoever ran `--detach` (exit 1), as would a warning the hub logs."""
+    from tests.hubproc import AGORA
+
+    home = tmp_path / "home"
+    env = {**os.environ, "AGORA_HOME": str(home)}
+    refused = subprocess.run([AGORA, "up", "--detach", "--listen", "0.0.0.0:0"], env=env, capture_output=True,
+                             text=True, timeout=60)
+    assert refused.returncode == 1 and "beyond loopback without TLS" in refused.stderr
+    assert not (home / "agorad.sock").exists()
+    warned = subprocess.run([AGORA, "up", "--detach", "--listen", "0.0.0.0:0", "--insecure"], env=env,
+                            capture_output=True, text=True, timeout=60)
+    try:
+        assert warned.returncode == 0, warned.stderr
+        assert "WARNING: the remote port ws://0.0.0.0:" in warned.stderr
+    finally:
+        subprocess.run([AGORA, "down"], env=env, capture_output=True, timeout=60)

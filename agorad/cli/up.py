@@ -41,13 +41,15 @@ from agorad.surface.vocab import SYNCHRONOUS_LEVELS
               help="With --listen beyond loopback: allow plain ws:// (keys cross the network in clear); warns loudly.")
 @click.option("--listen-idle", type=DURATION, default=format_duration(settings.REMOTE_IDLE), show_default=True,
               help="With --listen: close a remote connection silent this long (a subscriber is kept alive by pings).")
+@click.option("--detach", is_flag=True,
+              help="Run in the background: return once the hub answers, its log appended to <home>/agorad.log.")
 def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb, max_body_kib, escalation,
-       liveness_flush, listen, tls_cert, tls_key, insecure, listen_idle):
-    """Run the hub in the foreground on the home directory.
+       liveness_flush, listen, tls_cert, tls_key, insecure, listen_idle, detach):
+    """Run the hub in the foreground on the home directory (--detach: in the background).
 
     Creates the home (0700), the database and the socket (0600). Stops
-    cleanly on SIGTERM or SIGINT; SIGUSR2 reopens the notify files. Logs one
-    line per event on stderr.
+    cleanly on SIGTERM or SIGINT (or `agora down`); SIGUSR2 reopens the notify
+    files. Logs one line per event on stderr.
     """
     from agorad.runtime.daemon import StartupError, run
     from agorad.runtime.hub import Settings
@@ -65,8 +67,14 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
         liveness_flush=liveness_flush, listen=listen, tls_cert=tls_cert, tls_key=tls_key, insecure=insecure,
         listen_idle=listen_idle,
     )
+    where = Home.resolve(home)
+    if detach:
+        from agorad.cli.detach import detach as in_background
+
+        in_background(where, lambda: run(where, settings), StartupError)
+        return
     try:
-        raise SystemExit(run(Home.resolve(home), settings))
+        raise SystemExit(run(where, settings))
     except StartupError as exc:
         fail(str(exc))
     except OSError as exc:

@@ -1,0 +1,134 @@
+"""`agora up --detach`: the hub in the background, returned from once it answers.
+
+The hub is this process, forked once the options are parsed (nothing to parse again, the same code).
+The child starts a session of its own, so no terminal's hangup reaches it, reads /dev/null and
+appends its log to `<home>/agorad.log` (0600), then runs the hub. The parent waits until the hub
+answers `hub.status` with the child's pid and prints what the hub logged while starting (a
+`--insecure` warning among it); or, when the child exits first, why it did not start: a refusal
+comes back through a pipe, anything else is in the log. Either way the parent never kills the child.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import sys
+import time
+from collections.abc import Callable
+
+import click
+
+from agorad.cli.common import fail
+from agorad.surface.paths import Home
+
+LOG_NAME = "agorad.log"
+READY_WAIT = 30.0  # seconds for the hub to answer: a home of 10,000 seats starts in about half a second
+_POLL = 0.02
+
+
+def detach(home: Home, run_hub: Callable[[], int], startup_error: type[Exception]) -> None:
+    """Run `run_hub()` in a detached child; return once it answers, or fail (exit 1) saying why not."""
+    home.ensure()
+    log_path = home.root / LOG_NAME
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    started_at = os.fstat(log_fd).st_size
+    refusal_read, refusal_write = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(refusal_read)
+        _run_child(log_fd, refusal_write, run_hub, startup_error)
+    os.close(log_fd)
+    os.close(refusal_write)
+    try:
+        _await_hub(home, pid, refusal_read, log_path, started_at)
+    finally:
+        os.close(refusal_read)
+
+
+def _run_child(log_fd: int, refusal_write: int, run_hub: Callable[[], int], startup_error: type[Exception]):
+    """The hub's side of the fork: never returns into the command (os._exit), whatever happens."""
+    status = 1
+    try:
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.close(null)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(log_fd)
+        status = run_hub()
+    except startup_error as exc:
+        _tell(refusal_write, str(exc))
+    except OSError as exc:
+        _tell(refusal_write, f"cannot start the hub: {exc}")
+    except BaseException as exc:  # anything else: said in the log, as a foreground hub would say it
+        import traceback
+
+        traceback.print_exc()
+        _tell(refusal_write, f"the hub failed: {type(exc).__name__}: {exc}")
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(status)
+
+
+def _tell(fd: int, message: str) -> None:
+    try:
+        os.write(fd, message.encode("utf-8", "replace")[:4096])
+    except OSError:
+        pass  # the parent is gone: the message is in the log all the same
+    print(f"agora: {message}", file=sys.stderr)
+
+
+def _await_hub(home: Home, pid: int, refusal_read: int, log_path, started_at: int) -> None:
+    deadline = time.monotonic() + READY_WAIT
+    while True:
+        exited, status = os.waitpid(pid, os.WNOHANG)
+        if exited:
+            said = _drain(refusal_read)
+            code = os.waitstatus_to_exitcode(status)
+            fail(said or f"the hub exited with status {code} while starting; see {log_path}")
+        if _answers(home, pid):
+            _echo_log(log_path, started_at)
+            click.echo(f"the hub runs on {home.root} (pid {pid}); its log: {log_path}; stop it with `agora down`")
+            return
+        if time.monotonic() >= deadline:
+            fail(f"the hub (pid {pid}) has not answered within {READY_WAIT:g} s; it may still be starting: see "
+                 f"{log_path}, and `agora status`")
+        select.select([refusal_read], [], [], _POLL)  # a refusal wakes this at once
+
+
+def _answers(home: Home, pid: int) -> bool:
+    """Whether the hub answering on the home's socket is the child (not another hub that got there first)."""
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError
+
+    try:
+        with Client(home, timeout=2) as client:
+            return client.call("hub.status")["pid"] == pid
+    except (AgoraError, OSError):
+        return False
+
+
+def _drain(fd: int) -> str:
+    chunks = []
+    while select.select([fd], [], [], 0)[0]:
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace").strip()
+
+
+def _echo_log(log_path, start: int) -> None:
+    """The log lines the hub wrote while starting, on stderr: a warning must reach whoever started it."""
+    try:
+        with open(log_path, "rb") as log:
+            log.seek(start)
+            text = log.read(64 << 10).decode("utf-8", "replace")
+    except OSError:
+        return
+    if text:
+        click.echo(text.rstrip("\n"), err=True)
