@@ -58,6 +58,9 @@ class AsyncClient(Methods):
         if self.target.agent is not None:
             try:
                 await self.call("hub.hello", **self.target.hello_params())
+            except AgoraError as exc:
+                await self.close()
+                raise self.target.refused(exc) from None
             except BaseException:
                 await self.close()
                 raise

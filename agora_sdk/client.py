@@ -11,7 +11,7 @@ from agora_sdk.inbox import Inbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
 from agorad.surface import client as unix
-from agorad.surface.errors import Unavailable
+from agorad.surface.errors import AgoraError, Unavailable
 
 
 class Client(Methods):
@@ -49,6 +49,9 @@ class Client(Methods):
         if self.target.agent is not None:
             try:
                 self._conn.call("hub.hello", **self.target.hello_params())
+            except AgoraError as exc:
+                self.close()
+                raise self.target.refused(exc) from None
             except BaseException:
                 self.close()
                 raise

@@ -44,7 +44,7 @@ HANDLED_REMEMBERED = 10_000  # refs handled this session: a push after the catch
 class AgentRunner:
     """Run `handler(message)` for each message delivered to `agent_id`; see the module.
 
-    `key`, `home`, `url`: as for Client. `heartbeat`: seconds between heartbeats while idle
+    `key`, `home`, `url`: as for Client. `heartbeat`: seconds between heartbeats, a handler running or not
     (declared to the hub as the agent's interval). `max_sends`/`window`: the loop guard's budget
     (guard.py). `clock`: real time unless a test gives its own.
     """

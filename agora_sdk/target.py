@@ -2,11 +2,26 @@
 
 from __future__ import annotations
 
-from agorad.surface.errors import Unauthorized
-from agorad.surface.filenames import hub_url_for
+import os
+
+from agorad.surface.errors import AgoraError, Unauthorized
+from agorad.surface.filenames import read_hub_url
 from agorad.surface.keys import read_key
 from agorad.surface.paths import Home
+from agorad.surface.vocab import URL_ENV
 from agorad.surface.wsclient import check_url
+
+
+def _url(given: str | None, home: Home) -> tuple[str | None, str | None]:
+    """(the URL to reach, where it came from): `url=`, else the home's hub.url (`agora setup --url`: its
+    keys are that hub's), else $AGORA_URL, as for every command; (None, None) for the home's socket."""
+    if given is not None:
+        return given, "url="
+    recorded = read_hub_url(home.root_text)
+    if recorded:
+        return recorded, str(home.hub_url_file)
+    from_env = os.environ.get(URL_ENV) or None
+    return from_env, ("$" + URL_ENV if from_env else None)
 
 
 
@@ -16,8 +31,7 @@ class Target:
     def __init__(self, agent: str | None = None, *, key: str | None = None, home=None, url: str | None = None,
                  interval: float | str | None = None):
         self.home = home if isinstance(home, Home) else Home.resolve(home)
-        # As every command: the home's hub.url (`agora setup --url`: its keys are that hub's), else $AGORA_URL.
-        self.url = url if url is not None else hub_url_for(self.home.root_text)
+        self.url, self.url_from = _url(url, self.home)
         if self.url is not None:
             check_url(self.url)
         self.agent = agent
@@ -34,6 +48,12 @@ class Target:
     @property
     def where(self) -> str:
         return self.url or self.home.root_text
+
+    def refused(self, exc: AgoraError) -> AgoraError:
+        """The hub's refusal of hub.hello, saying which hub refused and where its URL came from: a home's
+        hub.url wins over $AGORA_URL, which a user may not expect."""
+        where = self.where if self.url is None else f"{self.url}, from {self.url_from}"
+        return type(exc)(f"{exc.message} (the hub at {where})", **exc.data)
 
     def hello_params(self) -> dict:
         params = {"agent": self.agent, "key": self.key}

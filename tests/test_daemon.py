@@ -7,10 +7,11 @@ import os
 import signal
 import stat
 import subprocess
+import sys
 
 import apsw
 
-from tests.hubproc import AGORAD, Hub
+from tests.hubproc import AGORAD, Hub, short_home
 
 
 def mode(path) -> int:
@@ -212,49 +213,119 @@ def test_agora_down_signals_nothing_it_cannot_tie_to_the_homes_hub(hub, tmp_path
         assert "another PID namespace" in down("down", prefix=namespace)
 
 
-def test_agora_up_detach_returns_once_the_hub_answers_and_down_stops_it(tmp_path):
-    """`agora up --detach`: the hub in a session of its own, its log in the home (0600); the command returns
-    once that hub answers, and refuses (exit 1, saying why) when a hub runs there already."""
+def detached(home, *args, env=None, **run):
+    """`agora up --detach` on `home`; the finished process. Tests stop what it started with `agora down`."""
     from tests.hubproc import AGORA
 
-    home = tmp_path / "home"
-    env = {**os.environ, "AGORA_HOME": str(home)}
+    return subprocess.run([AGORA, "up", "--detach", *args], env={**os.environ, "AGORA_HOME": str(home), **(env or {})},
+                          capture_output=True, text=True, timeout=60, **run)
 
-    def agora(*args):
-        return subprocess.run([AGORA, *args], env=env, capture_output=True, text=True, timeout=60)
 
-    started = agora("up", "--detach")
-    pid = json.loads(agora("status", "--json").stdout).get("pid")
+def stop_detached(home) -> subprocess.CompletedProcess:
+    from tests.hubproc import AGORA
+
+    return subprocess.run([AGORA, "down"], env={**os.environ, "AGORA_HOME": str(home)}, capture_output=True,
+                          text=True, timeout=60)
+
+
+def test_agora_up_detach_returns_once_the_hub_answers_and_down_stops_it():
+    """`agora up --detach`: the hub in a session of its own, working from /, holding none of its caller's
+    descriptors, its log in the home (0600); the command returns once that hub answers, and refuses (exit
+    1, saying why) when a hub runs there already."""
+    home = short_home()
+    started = detached(home, stdin=subprocess.DEVNULL)
     try:
         assert started.returncode == 0, started.stderr
-        assert started.stdout.startswith(f"the hub runs on {home} (pid {pid}); its log: {home}/agorad.log")
+        pid = Hub(home).call("hub.status")["pid"]
+        assert started.stdout == (f"the hub runs on {home} (pid {pid}); its log: {home}/agorad.log; "
+                                  "stop it with `agora down`\n")
         assert "ready" in started.stderr  # what the hub logged while starting
         assert os.getsid(pid) == pid  # a session of its own: no terminal's hangup reaches it
+        assert os.readlink(f"/proc/{pid}/cwd") == "/"  # it pins no directory
+        held = {os.readlink(f"/proc/{pid}/fd/{fd}") for fd in os.listdir(f"/proc/{pid}/fd")}
+        assert not [target for target in held if target.startswith("pipe:")][1:]  # the refusal pipe at most
         assert mode(home / "agorad.log") == 0o600
-        again = agora("up", "--detach")
+        again = detached(home)
         assert again.returncode == 1 and f"another hub is already running on {home} (pid {pid})" in again.stderr
-        assert json.loads(agora("status", "--json").stdout)["pid"] == pid  # the first serves on
-        assert "another hub is already running" in (home / "agorad.log").read_text()
+        assert Hub(home).call("hub.status")["pid"] == pid  # the first serves on
+        assert "not-started reason=" in (home / "agorad.log").read_text()  # the refusal, in the log's own form
     finally:
-        stopped = agora("down")
+        stopped = stop_detached(home)
     assert stopped.returncode == 0, stopped.stderr
     assert not (home / "agorad.sock").exists()
 
 
-def test_agora_up_detach_says_why_a_hub_did_not_start_and_shows_its_warnings(tmp_path):
-    """A refusal made while starting reaches whoever ran `--detach` (exit 1), as would a warning the hub logs."""
+def test_agora_up_detach_holds_no_pipe_of_its_caller_open():
+    """A caller reading the command's output through a pipe gets its end-of-file when the command exits,
+    not when the hub does: the hub keeps no descriptor of its caller's, however it was started (here with
+    stdin closed, stdout a pipe and a stray descriptor 5 on the same pipe)."""
     from tests.hubproc import AGORA
 
-    home = tmp_path / "home"
-    env = {**os.environ, "AGORA_HOME": str(home)}
-    refused = subprocess.run([AGORA, "up", "--detach", "--listen", "0.0.0.0:0"], env=env, capture_output=True,
-                             text=True, timeout=60)
+    home = short_home()
+
+    reader = subprocess.Popen(["sh", "-c", f"exec <&- 5>&1; {AGORA} up --detach 2>&1"], stdout=subprocess.PIPE,
+                              env={**os.environ, "AGORA_HOME": str(home)})
+    try:
+        output, _ = reader.communicate(timeout=30)  # hangs while the hub holds the pipe
+        assert reader.returncode == 0 and b"the hub runs on" in output, output
+    finally:
+        stop_detached(home)
+
+
+def test_agora_up_detach_refuses_before_touching_the_home_and_shows_its_warnings():
+    """The refusals a foreground hub makes before anything is touched come before the fork, so a refused
+    --detach creates nothing; a warning the starting hub logs reaches whoever ran it."""
+    home = short_home()
+    refused = detached(home, "--listen", "0.0.0.0:0")
     assert refused.returncode == 1 and "beyond loopback without TLS" in refused.stderr
-    assert not (home / "agorad.sock").exists()
-    warned = subprocess.run([AGORA, "up", "--detach", "--listen", "0.0.0.0:0", "--insecure"], env=env,
-                            capture_output=True, text=True, timeout=60)
+    assert not home.exists()
+    warned = detached(home, "--listen", "0.0.0.0:0", "--insecure")
     try:
         assert warned.returncode == 0, warned.stderr
         assert "WARNING: the remote port ws://0.0.0.0:" in warned.stderr
     finally:
-        subprocess.run([AGORA, "down"], env=env, capture_output=True, timeout=60)
+        stop_detached(home)
+
+
+def test_agora_up_detach_keeps_its_log_private_and_refuses_a_log_that_is_not_a_file(tmp_path):
+    """A log left 0644 is made 0600; a FIFO or a symbolic link where the log goes is refused at once (the
+    open could wait forever on a FIFO, and would write through a link), with one line and no traceback."""
+    home = short_home()
+    home.mkdir(mode=0o700)
+    log = home / "agorad.log"
+    log.write_text("")
+    log.chmod(0o644)
+    started = detached(home, "--home", str(home), env={"AGORA_HOME": str(tmp_path / "another")})
+    try:
+        assert started.returncode == 0, started.stderr
+        assert started.stdout.endswith(f"stop it with `agora down --home {home}`\n")  # not the default home
+        assert mode(log) == 0o600
+    finally:
+        stop_detached(home)
+    log.unlink()
+    os.mkfifo(log)
+    fifo = detached(home)
+    assert fifo.returncode == 1 and "is not a regular file" in fifo.stderr and "Traceback" not in fifo.stderr
+    log.unlink()
+    log.symlink_to(tmp_path / "elsewhere")
+    linked = detached(home)
+    assert linked.returncode == 1 and "is not a regular file" in linked.stderr and "Traceback" not in linked.stderr
+    assert not (tmp_path / "elsewhere").exists() and not (home / "agorad.sock").exists()
+
+
+def test_agora_up_detach_finds_a_refusal_under_a_parent_that_ignores_sigchld():
+    """A parent that ignores SIGCHLD passes that on: the child would be reaped unseen, and the command
+    would not learn why its hub did not start."""
+    home = short_home()
+    started = detached(home)
+    try:
+        from tests.hubproc import AGORA
+
+        ignoring = ("import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); "
+                    "os.execv(sys.argv[1], sys.argv[1:])")
+        again = subprocess.run([sys.executable, "-c", ignoring, AGORA, "up", "--detach"], capture_output=True,
+                               text=True, timeout=60, env={**os.environ, "AGORA_HOME": str(home)})
+        assert again.returncode == 1 and "another hub is already running" in again.stderr, again.stderr
+    finally:
+        stop_detached(home)
+    assert started.returncode == 0

@@ -70,6 +70,11 @@ def test_a_client_on_a_home_set_up_for_a_remote_hub_reaches_it_there(remote, tmp
     assert asyncio.run(over_async()) == remote.url
     with pytest.raises(Unauthorized, match="acts only as an agent"):
         Client(home=seat_home.root)  # the operator is only ever on the hub's own socket
+    monkeypatch.setenv("AGORA_URL", "ws://127.0.0.1:9/")  # the home's hub.url wins, and a refusal says so
+    with pytest.raises(Unauthorized) as refused:
+        Client("alice", key="agk_wrong", home=seat_home.root).connect()
+    assert refused.value.message.endswith(f"(the hub at {remote.url}, from {seat_home.hub_url_file})")
+    assert refused.value.reason == "unauthorized"
 
 
 def test_wrong_keys_and_operator_calls_are_refused_remotely(remote):

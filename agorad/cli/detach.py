@@ -1,17 +1,22 @@
 """`agora up --detach`: the hub in the background, returned from once it answers.
 
-The hub is this process, forked once the options are parsed (nothing to parse again, the same code).
-The child starts a session of its own, so no terminal's hangup reaches it, reads /dev/null and
-appends its log to `<home>/agorad.log` (0600), then runs the hub. The parent waits until the hub
-answers `hub.status` with the child's pid and prints what the hub logged while starting (a
+The hub is this process, forked once the options are parsed and the refusals that need nothing
+touched are made (nothing to parse again, the same code). The child starts a session of its own, so
+no terminal's hangup reaches it; it works from `/`, so it pins no directory; it reads /dev/null,
+appends its log to `<home>/agorad.log` (0600) and keeps no other descriptor of its caller's (a
+pipe held open would keep the caller's reader waiting), then runs the hub. The parent waits until
+the hub answers `hub.status` with the child's pid and prints what the hub logged while starting (a
 `--insecure` warning among it); or, when the child exits first, why it did not start: a refusal
 comes back through a pipe, anything else is in the log. Either way the parent never kills the child.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import select
+import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -24,17 +29,24 @@ from agorad.surface.paths import Home
 LOG_NAME = "agorad.log"
 READY_WAIT = 30.0  # seconds for the hub to answer: a home of 10,000 seats starts in about half a second
 _POLL = 0.02
+_REFUSAL_FD = 3  # the child's end of the refusal pipe, below every descriptor it closes
 
 
 def detach(home: Home, run_hub: Callable[[], int], startup_error: type[Exception]) -> None:
     """Run `run_hub()` in a detached child; return once it answers, or fail (exit 1) saying why not."""
-    home.ensure()
+    _standard_streams_open()
     log_path = home.root / LOG_NAME
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        home.ensure()
+        log_fd = _open_log(log_path)
+    except OSError as exc:
+        fail(f"cannot start the hub: {exc}")
     started_at = os.fstat(log_fd).st_size
     refusal_read, refusal_write = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
+    signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an inherited SIG_IGN would reap the child before waitpid
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
     pid = os.fork()
     if pid == 0:
         os.close(refusal_read)
@@ -47,39 +59,81 @@ def detach(home: Home, run_hub: Callable[[], int], startup_error: type[Exception
         os.close(refusal_read)
 
 
+def _standard_streams_open() -> None:
+    """Put /dev/null on a closed descriptor 0, 1 or 2: a file opened next would take its number, and the
+    child's dup2 onto 0-2 would then close it (the log, opened as 0, overwritten with /dev/null)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
+
+
+def _open_log(path) -> int:
+    """The log, opened to append: a regular file, made 0600 (O_NONBLOCK: a FIFO there cannot hang the open)."""
+    try:
+        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
+    except OSError as exc:
+        if exc.errno in (errno.ENXIO, errno.ELOOP):  # a FIFO nobody reads; a symbolic link
+            raise OSError(f"{path} is not a regular file; move it away") from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path} is not a regular file; move it away")
+        os.fchmod(fd, 0o600)
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def _run_child(log_fd: int, refusal_write: int, run_hub: Callable[[], int], startup_error: type[Exception]):
     """The hub's side of the fork: never returns into the command (os._exit), whatever happens."""
     status = 1
     try:
         os.setsid()
+        os.chdir("/")
         null = os.open(os.devnull, os.O_RDONLY)
         os.dup2(null, 0)
-        os.close(null)
         os.dup2(log_fd, 1)
         os.dup2(log_fd, 2)
-        os.close(log_fd)
+        os.dup2(refusal_write, _REFUSAL_FD, inheritable=False)
+        os.closerange(_REFUSAL_FD + 1, _max_fd())
         status = run_hub()
     except startup_error as exc:
-        _tell(refusal_write, str(exc))
+        _tell(str(exc))
     except OSError as exc:
-        _tell(refusal_write, f"cannot start the hub: {exc}")
-    except BaseException as exc:  # anything else: said in the log, as a foreground hub would say it
+        _tell(f"cannot start the hub: {exc}")
+    except BaseException as exc:  # anything else: its traceback in the log, as a foreground hub would show it
         import traceback
 
         traceback.print_exc()
-        _tell(refusal_write, f"the hub failed: {type(exc).__name__}: {exc}")
+        _tell(f"the hub failed: {type(exc).__name__}: {exc}")
     finally:
-        sys.stdout.flush()
-        sys.stderr.flush()
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except (AttributeError, OSError, ValueError):
+                pass
         os._exit(status)
 
 
-def _tell(fd: int, message: str) -> None:
+def _max_fd() -> int:
     try:
-        os.write(fd, message.encode("utf-8", "replace")[:4096])
+        return os.sysconf("SC_OPEN_MAX")
+    except (OSError, ValueError):
+        return 65_536
+
+
+def _tell(message: str) -> None:
+    """The reason the hub did not start: to the waiting parent, and in the log's own form."""
+    from agorad.runtime.log import log
+
+    try:
+        os.write(_REFUSAL_FD, message.encode("utf-8", "replace")[:4096])
     except OSError:
-        pass  # the parent is gone: the message is in the log all the same
-    print(f"agora: {message}", file=sys.stderr)
+        pass  # the parent is gone: the log says it all the same
+    log("not-started", reason=message)
 
 
 def _await_hub(home: Home, pid: int, refusal_read: int, log_path, started_at: int) -> None:
@@ -92,7 +146,8 @@ def _await_hub(home: Home, pid: int, refusal_read: int, log_path, started_at: in
             fail(said or f"the hub exited with status {code} while starting; see {log_path}")
         if _answers(home, pid):
             _echo_log(log_path, started_at)
-            click.echo(f"the hub runs on {home.root} (pid {pid}); its log: {log_path}; stop it with `agora down`")
+            stop = "agora down" if home == Home.resolve() else f"agora down --home {home.root_text}"
+            click.echo(f"the hub runs on {home.root} (pid {pid}); its log: {log_path}; stop it with `{stop}`")
             return
         if time.monotonic() >= deadline:
             fail(f"the hub (pid {pid}) has not answered within {READY_WAIT:g} s; it may still be starting: see "

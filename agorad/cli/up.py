@@ -51,7 +51,7 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
     cleanly on SIGTERM or SIGINT (or `agora down`); SIGUSR2 reopens the notify
     files. Logs one line per event on stderr.
     """
-    from agorad.runtime.daemon import StartupError, run
+    from agorad.runtime.daemon import StartupError, preflight, run
     from agorad.runtime.hub import Settings
 
     from agorad.domain.obligations import parse_schedule
@@ -62,15 +62,19 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
         raise click.BadParameter(str(exc), param_hint="--escalate") from None
     settings = Settings(
         sweep_interval=sweep_interval, ephemeral_ttl=ephemeral_ttl, synchronous=synchronous.upper(),
-        test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1", notify_dir=notify_dir,
+        test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1", notify_dir=_absolute(notify_dir),
         notify_rotate_mb=notify_rotate_mb, max_body=max_body_kib * 1024, escalation=schedule,
-        liveness_flush=liveness_flush, listen=listen, tls_cert=tls_cert, tls_key=tls_key, insecure=insecure,
-        listen_idle=listen_idle,
+        liveness_flush=liveness_flush, listen=listen, tls_cert=_absolute(tls_cert), tls_key=_absolute(tls_key),
+        insecure=insecure, listen_idle=listen_idle,
     )
     where = Home.resolve(home)
     if detach:
         from agorad.cli.detach import detach as in_background
 
+        try:
+            preflight(where, settings)  # refused before the home is touched, as in the foreground
+        except StartupError as exc:
+            fail(str(exc))
         in_background(where, lambda: run(where, settings), StartupError)
         return
     try:
@@ -79,6 +83,13 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
         fail(str(exc))
     except OSError as exc:
         fail(f"cannot start the hub: {exc}")
+
+
+def _absolute(path: str | None) -> str | None:
+    """A path option made absolute, spelled as a home is (a detached hub works from `/`); None and '' as given."""
+    from agorad.surface.filenames import home_root
+
+    return home_root(path) if path else path
 
 
 def agorad_main():

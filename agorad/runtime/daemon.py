@@ -41,14 +41,20 @@ class StartupError(Exception):
     """The hub cannot start; the message says why and what to do."""
 
 
-def run(home: Home, settings: Settings | None = None) -> int:
-    """Run the hub in the foreground until SIGTERM or SIGINT; return the exit status."""
-    settings = settings or Settings()
-    check_listen(settings)  # before anything is touched
+def preflight(home: Home, settings: Settings) -> None:
+    """The refusals made before anything is touched (StartupError): a --listen it would not bind, and a
+    home that holds the seats of a hub elsewhere. `agora up --detach` makes them before it forks."""
+    check_listen(settings)
     if home.hub_url is not None:
         raise StartupError(f"the home {home.root} holds seats of the hub at {home.hub_url} (its "
                            f"{home.hub_url_file.name}, written by `agora setup --url`): every command there speaks "
                            "to that hub. Run this hub on a home of its own (--home DIR)")
+
+
+def run(home: Home, settings: Settings | None = None) -> int:
+    """Run the hub in the foreground until SIGTERM or SIGINT; return the exit status."""
+    settings = settings or Settings()
+    preflight(home, settings)
     home.ensure()
     lock_fd = _take_lock(home)
     try:
