@@ -4,8 +4,10 @@ Position is (inode, byte offset, last delivery id). Every line read past the
 saved position rings, whatever its id: ids never make the listener deaf (a
 restored database can restart them lower). Ids are used only where bytes
 cannot say what was already read (a file rotated twice since the last run,
-whose `.1` is re-read from its start), and to count deliveries whose lines
-were rotated away unread (gaps in the per-agent sequence), which still ring.
+whose `.1` is re-read from its start), to confirm that a file under the saved
+inode number still holds the saved place (a number can be reused: `_place`),
+and to count deliveries whose lines were rotated away unread (gaps in the
+per-agent sequence), which still ring.
 """
 
 from __future__ import annotations
@@ -62,13 +64,16 @@ class Follower:
             return
         if _inode(self.path) == offset["inode"]:
             self._open(self.path)
-            self.pos = offset["pos"] if offset["pos"] <= os.fstat(self.fd).st_size else 0
-            return
+            place = _place(self.fd, offset)
+            if place is not None:
+                self.pos = place
+                return
         # Rotated since: finish the old file (now .1) from where we were; if it was rotated
         # twice, re-read .1 from its start, skipping only ids already rung.
         if self._open(self.rotated):
-            if self.inode == offset["inode"] and offset["pos"] <= os.fstat(self.fd).st_size:
-                self.pos = offset["pos"]
+            place = _place(self.fd, offset) if self.inode == offset["inode"] else None
+            if place is not None:
+                self.pos = place
             else:
                 self.skip_upto = offset["id"]
             self.pending = self._read_lines()
@@ -183,6 +188,32 @@ def _parse(raw: bytes) -> dict | None:
         return None
     line["flags"] = [f for f in line.get("flags", []) if isinstance(f, str)] if isinstance(line.get("flags"), list) else []
     return line
+
+
+def _place(fd: int, offset: dict) -> int | None:
+    """Where to resume in the open file, whose inode number the offset names: just past the line of the
+    saved id, found at the saved byte offset or near it; None when the file does not hold that line.
+
+    An inode number alone does not name the file. One rotated out of both generations frees its number,
+    and a later file under the name may get it (it holds only newer lines); a power cut's reconciliation
+    rewrites a file as a new one (runtime/notify_reconcile.py), which may get the number of one it
+    replaced, without the lines the database lost. Resuming at the byte offset in such a file would pass
+    lines the listener never rang; without the saved line there, the caller reads the file from its
+    start instead (wakes again, never fewer). The line is near, not at, the offset after a replay that
+    ended a torn line: the lines after it are the same, shifted later by the torn bytes."""
+    pos, last = offset["pos"], offset["id"]
+    if pos <= 0 or last <= 0:
+        return None
+    if pos <= os.fstat(fd).st_size and os.pread(fd, 1, pos - 1) == b"\n" and _last_id_before(fd, pos) == last:
+        return pos  # the usual case: one small read
+    start = max(0, pos - _TAIL)
+    at = start
+    for raw in os.pread(fd, 2 * _TAIL, start).split(b"\n")[:-1]:  # whole lines only
+        at += len(raw) + 1
+        line = _parse(raw)
+        if line is not None and line["id"] == last:
+            return at
+    return None
 
 
 def _last_id_before(fd: int, pos: int) -> int:

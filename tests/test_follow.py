@@ -72,3 +72,54 @@ def test_a_first_file_that_rotates_at_any_point_of_the_first_read_rings_whole(tm
         assert ([line["id"] for line in got], follower.missed) == (list(range(1, 9)), 0), f"hub after look {k}"
         if hub.looks < k:
             break
+
+
+def _saved(path, inode: int, after_id: int) -> dict:
+    """An offset saved in a file whose inode number was `inode`, just past the line of `after_id` as the
+    file under `path` lays its lines out (the byte offset is all a saved place keeps)."""
+    pos = 0
+    with open(path, "rb") as notify:
+        for raw in notify:
+            pos += len(raw)
+            if json.loads(raw)["id"] == after_id:
+                break
+    return {"inode": inode, "pos": pos, "id": after_id}
+
+
+def test_an_inode_number_reused_by_a_later_file_does_not_pass_for_the_saved_one(tmp_path):
+    """The saved file (ids 1-10) was rotated out of both generations; the file under the name two
+    rotations later got its inode number back (ext4 reuses them: the power-loss soak saw it). A follower
+    that took the number for the file resumed at the saved byte offset in the new file and never read
+    the `.1` (ids 11-20) nor the new file's first lines: it only counted them as missed."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, range(1, 11))
+    place = _saved(path, 0, 6)  # the byte offset past id 6 in that file
+    path.unlink()
+    _append(rotated(path), range(11, 21))
+    _append(path, range(21, 26))
+    reused = {**place, "inode": os.stat(path).st_ino}
+    follower = Follower(path)
+    follower.arm(reused)
+    assert [line["id"] for line in follower.read_new()] == list(range(11, 26))
+    assert follower.missed == 4  # 7-10, past the saved place and rotated away unread: they ring as missed
+
+
+def test_a_file_rewritten_with_the_saved_place_kept_resumes_there_and_one_without_it_reads_again(tmp_path):
+    """A power cut's reconciliation rewrites a file as a new one, which may take the old inode number: with
+    every line up to the saved one kept, the place holds byte for byte (nothing read twice); with the
+    saved line dropped (a delivery the database lost), the bytes before the offset are other lines, and
+    the follower reads the file from its start (wakes again, never fewer)."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, range(1, 9))
+    inode = os.stat(path).st_ino
+    place = _saved(path, inode, 5)
+    path.unlink()
+    _append(path, range(1, 9))  # rewritten whole: lines 1-5 where they were
+    kept = Follower(path)
+    kept.arm({**place, "inode": os.stat(path).st_ino})
+    assert [line["id"] for line in kept.read_new()] == [6, 7, 8]
+    path.unlink()
+    _append(path, [1, 2, 3, 4, 9, 10])  # 5-8 were lost and dropped; 9 and 10 came after, above the floor
+    dropped = Follower(path)
+    dropped.arm({**place, "inode": os.stat(path).st_ino})
+    assert [line["id"] for line in dropped.read_new()] == [1, 2, 3, 4, 9, 10]

@@ -150,24 +150,34 @@ def check_files(db, home: Home) -> None:
 
 
 class Power:
-    """Notify files as a disk may hold them: what was appended during a cycle may be lost, in part."""
+    """Notify files as a disk may hold them: of each file, what was on disk at power-on or at its last
+    fsync survives a cut; what was appended since may be lost, in part. Notify writes go through the
+    file system, not the VFS, so the hub's fsyncs are recorded by inode while the power is on."""
 
     def __init__(self, home: Home):
         self.paths = [p for a in AGENTS for p in (notify_file(home.root, a), rotated(notify_file(home.root, a)))]
-        self.flushed: dict = {}
+        self.durable: dict[int, int] = {}  # inode -> bytes that survive a cut
+        self._fsync = os.fsync
 
     def on(self) -> None:
-        self.flushed = {p: (os.stat(p).st_ino, os.stat(p).st_size) for p in self.paths if p.exists()}
+        self.durable = {os.stat(p).st_ino: os.stat(p).st_size for p in self.paths if p.exists()}
+        os.fsync = self._synced
+
+    def _synced(self, fd) -> None:
+        self._fsync(fd)
+        facts = os.fstat(fd)
+        self.durable[facts.st_ino] = facts.st_size
+
+    def off(self) -> None:
+        os.fsync = self._fsync
 
     def cut(self, rng: random.Random) -> None:
         for path in self.paths:
             if not path.exists():
                 continue
-            inode, size = os.stat(path).st_ino, os.stat(path).st_size
-            if path.name.endswith(".1") and inode != self.flushed.get(path, (None,))[0]:
-                continue  # rotated during this cycle: the hub fsyncs a file before it rotates it away
-            floor = self.flushed[path][1] if self.flushed.get(path, (None,))[0] == inode else 0
-            os.truncate(path, rng.randint(min(floor, size), size))
+            facts = os.stat(path)
+            floor = min(self.durable.get(facts.st_ino, 0), facts.st_size)
+            os.truncate(path, rng.randint(floor, facts.st_size))
 
 
 def power_session(home: Home, level: str, rng: random.Random, counter, listener: dict, stats: dict, cut: bool):
@@ -181,8 +191,30 @@ def power_session(home: Home, level: str, rng: random.Random, counter, listener:
     check_files(db, home)
     follower = Follower(notify_file(home.root, LISTENER))
     follower.arm(listener["offset"])
+    if listener["offset"] is None:  # as agora listen does: a first arm remembers its place at once
+        save_place(follower, listener)
     power = Power(home)
     power.on()
+    try:
+        acknowledged = run_batches(db, home, rng, counter, vfs, notifier, follower, listener, cut)
+    finally:
+        power.off()
+    notifier.close()
+    follower.close()
+    try:
+        db.close()
+    except Exception:
+        pass  # a dead process closes nothing; the cut below decides what the disk holds
+    if cut:
+        stats["changes_lost"] += vfs.cut(rng, keep_some=rng.random() < 0.3, tear=rng.random() < 0.5)["changes_lost"]
+        power.cut(rng)
+    else:
+        vfs.unregister()
+    return acknowledged
+
+
+def run_batches(db, home: Home, rng: random.Random, counter, vfs, notifier, follower, listener: dict, cut: bool):
+    """The workload's batches until the power fails (or a few, with no cut); the facts it acknowledged."""
     work, acknowledged = Workload(db, home, rng, counter), []
     vfs.fail_after(rng.randrange(1, 400) if cut else 10**9)
     for _ in range(rng.randrange(5, 60) if not cut else 10**6):
@@ -206,23 +238,16 @@ def power_session(home: Home, level: str, rng: random.Random, counter, listener:
             read(follower, listener)
     else:
         read(follower, listener)
-    notifier.close()
-    follower.close()
-    try:
-        db.close()
-    except Exception:
-        pass  # a dead process closes nothing; the cut below decides what the disk holds
-    if cut:
-        stats["changes_lost"] += vfs.cut(rng, keep_some=rng.random() < 0.3, tear=rng.random() < 0.5)["changes_lost"]
-        power.cut(rng)
-    else:
-        vfs.unregister()
     return acknowledged
 
 
 def read(follower: Follower, listener: dict) -> None:
     """What the listener rings, and its saved place (fsynced by a `--once` listener: it survives the cut)."""
     listener["rung"].update((line["id"], line["channel"], line["seq"], line["title"]) for line in follower.read_new())
+    save_place(follower, listener)
+
+
+def save_place(follower: Follower, listener: dict) -> None:
     listener["offset"] = follower.offset()
     listen_file(listener["home"].root, LISTENER, "offset").write_text(json.dumps(listener["offset"]))
 
