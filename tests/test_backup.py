@@ -40,6 +40,18 @@ def test_backup_refuses_to_overwrite_unless_forced(hub, cli, tmp_path):
     assert mode_of(target) == 0o600 and target.read_bytes().startswith(b"SQLite format 3\0")
 
 
+def test_a_backup_whose_copy_fails_leaves_no_temp_file_and_no_target(hub, cli, tmp_path):
+    """Whole or absent: the copy is made under a temp name and moved into place last; when the copy fails
+    (here the home's database is not one any more), the temp file goes and nothing takes the name."""
+    hub.stop()
+    for companion in ("agora.db-wal", "agora.db-shm"):
+        (hub.home / companion).unlink(missing_ok=True)
+    (hub.home / "agora.db").write_bytes(b"not a database\n" * 512)
+    result = cli("backup", str(tmp_path / "b.db"), code=1)
+    assert "copying the database" in result.stderr and "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_backup_refuses_the_hubs_own_database(hub, cli):
     assert "hub's own database" in cli("backup", str(hub.home / "agora.db"), code=1).stderr
 
@@ -168,6 +180,29 @@ def test_restore_removes_notify_files_of_seats_the_backup_does_not_have(hub, cli
     (hub.home / "unrelated.txt").write_text("kept")
     cli("restore", str(target))
     assert not (hub.home / "later-inbox.log").exists() and (hub.home / "unrelated.txt").read_text() == "kept"
+
+
+def test_a_restore_after_a_kill_9_serves_the_backup_not_the_wal_the_dead_hub_left(hub, cli, tmp_path):
+    """A hub killed with -9 leaves its -wal (and -shm) beside the database. Restore removes them before
+    it installs the copy: SQLite would otherwise replay the dead hub's WAL into the restored file, its
+    pages over the backup's (the sends after the backup back, or a corrupt database)."""
+    import signal
+
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "before")
+        cli("backup", str(target))
+        for n in range(20):
+            send(s["a"], "@b", f"after {n}")
+    hub.stop(signal.SIGKILL)
+    assert os.path.getsize(hub.home / "agora.db-wal") > 0  # the dead hub's frames, not checkpointed
+    cli("restore", str(target))
+    hub.start()
+    assert hub.call("hub.status")["counts"]["messages"] == 1
+    with hub.client("b") as b:
+        assert b.call("messages.read", ref="dm:a--b#1")["title"] == "before"
+        assert [m["title"] for c in b.call("inbox.check")["channels"] for m in c["messages"]] == ["before"]
+    assert cli("check").exit_code == 0
 
 
 # --- check --------------------------------------------------------------------------------------
