@@ -123,3 +123,43 @@ def test_a_file_rewritten_with_the_saved_place_kept_resumes_there_and_one_withou
     dropped = Follower(path)
     dropped.arm({**place, "inode": os.stat(path).st_ino})
     assert [line["id"] for line in dropped.read_new()] == [1, 2, 3, 4, 9, 10]
+
+
+class _HubActsAtTheEnd:
+    """Stands in for `os` in follow.py: the hub acts once, right after the follower's first read that
+    found nothing more (its last look at the bytes before it stats the name)."""
+
+    def __init__(self, act):
+        self.act, self.done = act, False
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def pread(self, *args):
+        data = os.pread(*args)
+        if not data and not self.done:
+            self.done = True
+            self.act()
+        return data
+
+
+def test_lines_appended_just_before_a_rotation_are_read_from_the_old_file(tmp_path, monkeypatch):
+    """Between the follower's last read of a file and its look at the name, the hub appends two lines and
+    rotates the file: the follower finishes the old file (its descriptor still holds it) before it moves
+    to the new one. Without that it skipped the two, counting them as missed."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, range(1, 4))
+    follower = Follower(path)
+    follower.arm(None)  # at the end: 1-3 are old news
+    _append(path, [4, 5])
+
+    def append_and_rotate():
+        _append(path, [6, 7])
+        os.replace(path, rotated(path))
+        _append(path, [8, 9])
+
+    with monkeypatch.context() as patched:
+        patched.setattr(follow, "os", _HubActsAtTheEnd(append_and_rotate))
+        got = follower.read_new()
+    follower.close()
+    assert ([line["id"] for line in got], follower.missed) == ([4, 5, 6, 7, 8, 9], 0)
