@@ -51,6 +51,20 @@ def arena():
     hub.stop()
 
 
+def untouched_outside_the_home(arena) -> None:
+    hub, _, _, canary = arena
+    assert (canary / "file").read_text() == "before" and os.listdir(canary) == ["file"]
+    outside = sorted(os.listdir(hub.home.parent))
+    assert set(outside) <= {"home", "canary", "agorad.log"}, outside
+
+
+@pytest.fixture(autouse=True)
+def nothing_outside_the_home(arena):
+    """After each test here, whatever it sent: the canary beside the home is as it was."""
+    yield
+    untouched_outside_the_home(arena)
+
+
 def well_formed(reply: dict) -> bool:
     if reply.get("jsonrpc") != "2.0" or "id" not in reply:
         return False
@@ -134,8 +148,26 @@ def test_oversized_half_closed_and_never_reading_clients(arena):
     assert hub.call("hub.hello")["protocol"] == 1
 
 
-def test_nothing_outside_the_home_was_touched(arena):
-    hub, _, _, canary = arena
-    assert (canary / "file").read_text() == "before" and os.listdir(canary) == ["file"]
-    outside = sorted(os.listdir(hub.home.parent))
-    assert set(outside) <= {"home", "canary", "agorad.log"}, outside
+def test_names_that_walk_out_of_the_home_name_no_file_there(arena):
+    """Every name the hub may turn into a file name (an agent id: its key, notify and seat files), given as
+    a path out of the home, is refused or kept a name; the canary beside the home is untouched (checked
+    after every test here, and by this one on its own)."""
+    hub, keys, _, _ = arena
+    walks = ["../canary/file", "../../canary/file", "..", "../canary", "/tmp/x", "a/../../canary", ".", "canary/../../x"]
+    with hub.client("memory", keys["memory"]) as memory:
+        for walk in walks:
+            for method, params in (("agents.add", {"agent": walk}), ("agents.get", {"agent": walk}),
+                                   ("agents.rename", {"old": "runtime", "new": walk, "reason": "x"}),
+                                   ("kb.put", {"key": walk, "value": "x"}), ("kb.put", {"key": f"profile/{walk}",
+                                                                                         "value": "x"})):
+                try:
+                    hub.call(method, **params)
+                except Exception:
+                    pass
+            for target in (f"@{walk}", walk, f"#{walk}"):
+                try:
+                    memory.call("messages.send", target=target, title="walk", body="")
+                except Exception:
+                    pass
+    assert [a["id"] for a in hub.call("agents.list")["agents"] if a["registered"]] == ["memory", "runtime"]
+    untouched_outside_the_home(arena)
