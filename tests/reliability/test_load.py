@@ -101,7 +101,8 @@ def test_load_is_held_without_errors_or_missed_wakes(home):
 
     fds_after = process.num_fds()
     assert fds_after <= fds_before + 5, f"descriptors grew from {fds_before} to {fds_after}"
-    assert peak_rss < rss_before + 200 * 2**20, f"RSS grew from {rss_before >> 20} MiB to {peak_rss >> 20} MiB"
+    # The page cache (settings.DB_CACHE_MIB, 32 MiB) fills as the load reads; growth past twice that is a leak.
+    assert peak_rss < rss_before + 64 * 2**20, f"RSS grew from {rss_before >> 20} MiB to {peak_rss >> 20} MiB"
     report("load", seconds=seconds, sends=sum(counts), sends_per_s=round(sum(counts) / seconds),
            persistent_listeners=PERSISTENT, once_loops=LOOPS, loop_wakes=sum(map(len, loop_wakes.values())),
            rss_mib_before=rss_before >> 20, rss_mib_peak=peak_rss >> 20, fds_before=fds_before,
