@@ -43,6 +43,11 @@ AGENTS = ("a", "b", "c", "d")
 LISTENER = "b"
 ROTATE = 6 << 10  # small, so cuts land around rotations too
 
+# The cuts follow a seeded random sequence: one seed in `make test`, five in `make soak` (one seed alone
+# passed while 9 of 30 failed: tests/test_follow.py's inode-reuse tests); AGORA_POWER_SEED=N runs that one.
+SEEDS = ([int(os.environ["AGORA_POWER_SEED"])] if os.environ.get("AGORA_POWER_SEED")
+         else scaled([0], [0, 1, 2, 3, 4]))
+
 
 class Workload:
     """Batches of operations through the domain code; what each acknowledged batch promised."""
@@ -263,9 +268,10 @@ def setup_home(home: Home) -> None:
 
 @pytest.mark.timeout(1800)
 @pytest.mark.parametrize("level", ["FULL", "NORMAL"])
-def test_power_cuts(home, level):
+@pytest.mark.parametrize("seed", SEEDS)
+def test_power_cuts(home, level, seed):
     cuts = scaled(30, 300)
-    rng = random.Random(f"{level}-{os.environ.get('AGORA_POWER_SEED', 0)}")
+    rng = random.Random(f"{level}-{seed}")
     home = Home(home)
     setup_home(home)
     counter = iter(range(1, 10**9))
@@ -290,5 +296,5 @@ def test_power_cuts(home, level):
     db = connect(home.db, level)
     missed = deliveries(db, LISTENER) - listener["rung"]
     db.close()
-    report(f"power cuts at {level}", cuts=cuts, **stats, listener_rang=len(listener["rung"]))
+    report(f"power cuts at {level}", seed=seed, cuts=cuts, **stats, listener_rang=len(listener["rung"]))
     assert not missed, f"the listener never rang {len(missed)} deliveries the database holds: {sorted(missed)[:5]}"
