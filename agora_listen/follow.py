@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 _CHUNK = 1 << 16
 _TAIL = 1 << 16
+_LINE_MAX = 16 << 10  # bytes a notify line takes at most (title 200, preview 120 characters, escaped): under 6 KiB
 
 
 class Follower:
@@ -50,8 +51,10 @@ class Follower:
         """
         if offset is None:
             if self._open(self.path):
-                self.pos = os.fstat(self.fd).st_size
+                self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
                 self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
+                if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` is old news too
+                    self.last_id = _last_id_in(self.rotated)
             else:
                 self.fileless = True
             return
@@ -76,6 +79,8 @@ class Follower:
                 self.pos = place
             else:
                 self.skip_upto = offset["id"]
+                if _last_id_before(self.fd, os.fstat(self.fd).st_size) <= self.skip_upto:
+                    self.pos = _end_of_last_line(self.fd)  # ids ascend in a file: all of it rang, none to parse
             self.pending = self._read_lines()
             self.skip_upto = 0
             self._close()
@@ -192,28 +197,50 @@ def _parse(raw: bytes) -> dict | None:
 
 def _place(fd: int, offset: dict) -> int | None:
     """Where to resume in the open file, whose inode number the offset names: just past the line of the
-    saved id, found at the saved byte offset or near it; None when the file does not hold that line.
+    saved id, at the saved byte offset or a little after it; None when the file does not hold that line.
 
     An inode number alone does not name the file. One rotated out of both generations frees its number,
     and a later file under the name may get it (it holds only newer lines); a power cut's reconciliation
     rewrites a file as a new one (runtime/notify_reconcile.py), which may get the number of one it
     replaced, without the lines the database lost. Resuming at the byte offset in such a file would pass
-    lines the listener never rang; without the saved line there, the caller reads the file from its
-    start instead (wakes again, never fewer). The line is near, not at, the offset after a replay that
-    ended a torn line: the lines after it are the same, shifted later by the torn bytes."""
+    lines the listener never rang; without the saved line there, the caller reads `.1` skipping what it
+    rang and the file from its start instead (wakes again, never fewer). The line ends after the offset,
+    by less than a line, only after a replay ended a torn line: the lines from there on are the same,
+    shifted later by the torn bytes. A place saved at 0 (an empty file) holds no line to check: the
+    caller's re-read of `.1` skips by id what the listener had as old news."""
     pos, last = offset["pos"], offset["id"]
     if pos <= 0 or last <= 0:
         return None
     if pos <= os.fstat(fd).st_size and os.pread(fd, 1, pos - 1) == b"\n" and _last_id_before(fd, pos) == last:
-        return pos  # the usual case: one small read
-    start = max(0, pos - _TAIL)
+        return pos  # the usual case: two small reads
+    start = max(0, pos - _LINE_MAX)
     at = start
-    for raw in os.pread(fd, 2 * _TAIL, start).split(b"\n")[:-1]:  # whole lines only
+    for raw in os.pread(fd, 2 * _LINE_MAX, start).split(b"\n")[:-1]:  # whole lines only
         at += len(raw) + 1
-        line = _parse(raw)
-        if line is not None and line["id"] == last:
-            return at
+        if pos < at <= pos + _LINE_MAX:
+            line = _parse(raw)
+            if line is not None and line["id"] == last:
+                return at
     return None
+
+
+def _end_of_last_line(fd: int) -> int:
+    """The offset just past the file's last newline: where a half-written line would start."""
+    size = os.fstat(fd).st_size
+    tail = os.pread(fd, min(size, _TAIL), max(0, size - _TAIL))
+    return size - len(tail.rsplit(b"\n", 1)[-1]) if b"\n" in tail else (0 if size <= _TAIL else size)
+
+
+def _last_id_in(path) -> int:
+    """The id of the last line of the file at `path`; 0 when it has none or is not there."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return 0
+    try:
+        return _last_id_before(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 def _last_id_before(fd: int, pos: int) -> int:

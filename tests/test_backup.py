@@ -169,6 +169,30 @@ def test_restore_installs_the_backup_0600_and_notify_files_that_ring_nothing_twi
         restored.stop()
 
 
+def test_a_first_listener_after_a_restore_takes_the_restored_history_as_old_news(hub, cli, tmp_path):
+    """A restore leaves each seat an empty file under the name and its history in `.1`. A first listener
+    arms at the end, so all of it is old news; its next run, with nothing new, rings nothing (it rang the
+    whole `.1` while a place saved at 0 was re-read from `.1` with nothing to skip by)."""
+    from tests.listenproc import listen_once
+
+    target = tmp_path / "b.db"
+    with seats(hub, "a", "d") as s:
+        for n in range(3):
+            send(s["a"], "@d", f"old {n}")
+        cli("backup", str(target))
+    hub.stop()
+    cli("restore", str(target))
+    assert (hub.home / "d-inbox.log").read_bytes() == b"" and (hub.home / "d-inbox.log.1").stat().st_size > 0
+    hub.start()
+    first, _, _ = listen_once(hub, "--as", "d", "--debounce", "0", "--max-wait", "1")
+    again, lines, _ = listen_once(hub, "--as", "d", "--debounce", "0", "--max-wait", "1")
+    assert (first, again) == (0, 0), lines
+    with hub.client("a") as a:
+        send(a, "@d", "new")
+    rang, lines, _ = listen_once(hub, "--as", "d", "--debounce", "0", "--max-wait", "5")
+    assert rang == 2 and "n=1" in lines[1] and "missed" not in lines[1], lines
+
+
 def test_restore_removes_notify_files_of_seats_the_backup_does_not_have(hub, cli, tmp_path):
     target = tmp_path / "b.db"
     with seats(hub, "a", "b") as s:

@@ -163,3 +163,22 @@ def test_lines_appended_just_before_a_rotation_are_read_from_the_old_file(tmp_pa
         got = follower.read_new()
     follower.close()
     assert ([line["id"] for line in got], follower.missed) == ([4, 5, 6, 7, 8, 9], 0)
+
+
+def test_a_first_arm_on_a_half_written_line_reads_that_line_once_it_is_whole(tmp_path):
+    """Armed at the end while a line was half there (a torn file's last line, say): the place is the start
+    of that line, so it is read whole once complete; it was read from its middle, a fragment skipped and
+    the delivery only counted as missed."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, range(1, 4))
+    whole = path.read_bytes()
+    _append(path, [4])
+    line = path.read_bytes()[len(whole):]
+    path.write_bytes(whole + line[:20])
+    follower = Follower(path)
+    follower.arm(None)
+    assert follower.offset()["pos"] == len(whole) and follower.offset()["id"] == 3
+    with open(path, "ab") as notify:
+        notify.write(line[20:])
+    _append(path, [5])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([4, 5], 0)

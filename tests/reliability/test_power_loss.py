@@ -157,24 +157,33 @@ def check_files(db, home: Home) -> None:
 class Power:
     """Notify files as a disk may hold them: of each file, what was on disk at power-on or at its last
     fsync survives a cut; what was appended since may be lost, in part. Notify writes go through the
-    file system, not the VFS, so the hub's fsyncs are recorded by inode while the power is on."""
+    file system, not the VFS, so the hub's fsyncs are recorded by inode while the power is on, and a
+    file replaced by a rename gives its inode number up (ext4 hands it to the next new file, which
+    must not inherit what survived of the old one). Renames themselves are taken as durable."""
 
     def __init__(self, home: Home):
         self.paths = [p for a in AGENTS for p in (notify_file(home.root, a), rotated(notify_file(home.root, a)))]
         self.durable: dict[int, int] = {}  # inode -> bytes that survive a cut
-        self._fsync = os.fsync
+        self._fsync, self._replace = os.fsync, os.replace
 
     def on(self) -> None:
         self.durable = {os.stat(p).st_ino: os.stat(p).st_size for p in self.paths if p.exists()}
-        os.fsync = self._synced
+        os.fsync, os.replace = self._synced, self._replaced
 
     def _synced(self, fd) -> None:
         self._fsync(fd)
         facts = os.fstat(fd)
         self.durable[facts.st_ino] = facts.st_size
 
+    def _replaced(self, source, target, *args, **kwargs) -> None:
+        try:
+            self.durable.pop(os.stat(target).st_ino, None)
+        except FileNotFoundError:
+            pass
+        self._replace(source, target, *args, **kwargs)
+
     def off(self) -> None:
-        os.fsync = self._fsync
+        os.fsync, os.replace = self._fsync, self._replace
 
     def cut(self, rng: random.Random) -> None:
         for path in self.paths:
@@ -191,16 +200,16 @@ def power_session(home: Home, level: str, rng: random.Random, counter, listener:
     db = connect(home.db, level, vfs=vfs.name)
     db.execute("PRAGMA wal_autocheckpoint=0")
     notifier = Notifier(home.root, ROTATE, seats=home.root)
-    stats["files_ahead"] += sum(1 for a in AGENTS if set(file_lines(home, a)) - deliveries(db, a))
-    stats["lines_replayed"] += notifier.start(db)
-    check_files(db, home)
-    follower = Follower(notify_file(home.root, LISTENER))
-    follower.arm(listener["offset"])
-    if listener["offset"] is None:  # as agora listen does: a first arm remembers its place at once
-        save_place(follower, listener)
     power = Power(home)
-    power.on()
+    power.on()  # before the start-up replay: what it appends is not on disk until something syncs it
     try:
+        stats["files_ahead"] += sum(1 for a in AGENTS if set(file_lines(home, a)) - deliveries(db, a))
+        stats["lines_replayed"] += notifier.start(db)
+        check_files(db, home)
+        follower = Follower(notify_file(home.root, LISTENER))
+        follower.arm(listener["offset"])
+        if listener["offset"] is None:  # as agora listen does: a first arm remembers its place at once
+            save_place(follower, listener)
         acknowledged = run_batches(db, home, rng, counter, vfs, notifier, follower, listener, cut)
     finally:
         power.off()
