@@ -54,7 +54,9 @@ class Follower:
                 self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
                 self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
                 if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` is old news too
-                    self.last_id = _last_id_in(self.rotated)
+                    from agorad.surface.notifyfile import last_id_in  # only here: not on every arm's import path
+
+                    self.last_id = last_id_in(self.rotated) or 0
             else:
                 self.fileless = True
             return
@@ -229,18 +231,6 @@ def _end_of_last_line(fd: int) -> int:
     size = os.fstat(fd).st_size
     tail = os.pread(fd, min(size, _TAIL), max(0, size - _TAIL))
     return size - len(tail.rsplit(b"\n", 1)[-1]) if b"\n" in tail else (0 if size <= _TAIL else size)
-
-
-def _last_id_in(path) -> int:
-    """The id of the last line of the file at `path`; 0 when it has none or is not there."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except FileNotFoundError:
-        return 0
-    try:
-        return _last_id_before(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
 
 
 def _last_id_before(fd: int, pos: int) -> int:

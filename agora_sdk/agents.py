@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from agora_sdk.methods import Noun
-from agorad.surface.pages import every_agent
+from agorad.surface.pages import every_agent, next_after
 
 
 class Agents(Noun):
@@ -20,7 +20,7 @@ class AsyncAgents(Noun):
     async def every(self, **params) -> list[dict]:
         page = await self._client.call("agents.list", **params)
         agents = page["agents"]
-        while page.get("more") and page["agents"]:  # a hub before pages answers without `more`
-            page = await self._client.call("agents.list", **params, after=page["agents"][-1]["id"])
+        while (after := next_after(page)) is not None:
+            page = await self._client.call("agents.list", **params, after=after)
             agents += page["agents"]
         return agents

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import json
 import os
-from pathlib import Path
+
+TYPE_CHECKING = False  # typing's, without importing typing: `agora listen` imports this
+if TYPE_CHECKING:
+    from pathlib import Path
 
 _TAIL_BYTES = 64 * 1024
 

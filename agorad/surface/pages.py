@@ -9,9 +9,15 @@ def every_agent(hub, after: str = "", **params) -> dict:
     `after`, if given), without `more`. A hub before pages answers without `more`: one page, the list."""
     result = hub.call("agents.list", **params, **({"after": after} if after else {}))
     agents = result["agents"]
-    while result.get("more") and result["agents"]:
-        result = hub.call("agents.list", **params, after=result["agents"][-1]["id"])
+    while (after := next_after(result)) is not None:
+        result = hub.call("agents.list", **params, after=after)
         agents += result["agents"]
     result["agents"] = agents
     result.pop("more", None)
     return result
+
+
+def next_after(page: dict) -> str | None:
+    """The `after` that asks for the page following `page`, or None when no more follow (a hub before
+    pages answers without `more`: its one page is the list)."""
+    return page["agents"][-1]["id"] if page.get("more") and page["agents"] else None
