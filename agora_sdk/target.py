@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import os
-
 from agorad.surface.errors import AgoraError, Unauthorized
-from agorad.surface.filenames import read_hub_url
+from agorad.surface.filenames import hub_url_and_source
 from agorad.surface.keys import read_key
 from agorad.surface.paths import Home
-from agorad.surface.vocab import URL_ENV
 from agorad.surface.wsclient import check_url
 
 
@@ -17,12 +14,7 @@ def _url(given: str | None, home: Home) -> tuple[str | None, str | None]:
     keys are that hub's), else $AGORA_URL, as for every command; (None, None) for the home's socket."""
     if given is not None:
         return given, "url="
-    recorded = read_hub_url(home.root_text)
-    if recorded:
-        return recorded, str(home.hub_url_file)
-    from_env = os.environ.get(URL_ENV) or None
-    return from_env, ("$" + URL_ENV if from_env else None)
-
+    return hub_url_and_source(home.root_text)
 
 
 class Target:

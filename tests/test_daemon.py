@@ -181,6 +181,37 @@ def test_agora_down_stops_the_hub_as_sigterm_does_and_waits_for_it(hub):
     assert [a["id"] for a in hub.call("agents.list")["agents"]] == ["runtime"]
 
 
+def test_agora_down_says_so_when_the_signalled_hub_has_not_exited_within_the_timeout(hub, monkeypatch):
+    """The hub answered and was signalled, but is still there at --timeout (stopped here just before its
+    SIGTERM, as a hub stuck in a long write would be): exit 1, naming the pid and what to do, and the
+    hub is not killed. Once it runs again it takes the pending SIGTERM and stops as usual."""
+    from click.testing import CliRunner
+
+    from agorad.cli import down as down_cli
+
+    signals = []
+    real_signal = down_cli._pidfd_signal
+
+    def stopped_first(handle, pid):
+        os.kill(pid, signal.SIGSTOP)
+        signals.append(pid)
+        real_signal(handle, pid)
+
+    monkeypatch.setattr(down_cli, "_pidfd_signal", stopped_first)
+    try:
+        done = CliRunner().invoke(down_cli.down, ["--home", str(hub.home), "--timeout", "1", "--json"])
+        assert signals == [hub.proc.pid], "the pidfd path was not taken on this kernel"
+        assert done.exit_code == 1, done.output
+        assert f"the hub (pid {hub.proc.pid}) has not exited after 1s" in done.output
+        assert f"kill -9 {hub.proc.pid}" in done.output
+        reported = json.loads(done.output[:done.output.index("agora: ")])  # the JSON, then the error on stderr
+        assert reported["stopped"] is False and "has not exited" in reported["error"]
+        assert hub.proc.poll() is None  # waited for, never killed
+    finally:
+        os.kill(hub.proc.pid, signal.SIGCONT)
+    assert hub.proc.wait(timeout=30) == 0  # the pending SIGTERM: a clean stop
+    hub.start()
+
 def test_agora_down_signals_nothing_it_cannot_tie_to_the_homes_hub(hub, tmp_path):
     """Each refusal exits 1 and leaves the hub running: a URL in effect (a remote hub is not this host's to
     stop); a socket path that is a symbolic link (into another home); a process that does not answer

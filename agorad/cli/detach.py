@@ -26,7 +26,6 @@ import click
 from agorad.cli.common import fail
 from agorad.surface.paths import Home
 
-LOG_NAME = "agorad.log"
 READY_WAIT = 30.0  # seconds for the hub to answer: a home of 10,000 seats starts in about half a second
 _POLL = 0.02
 _REFUSAL_FD = 3  # the child's end of the refusal pipe, below every descriptor it closes
@@ -35,7 +34,7 @@ _REFUSAL_FD = 3  # the child's end of the refusal pipe, below every descriptor i
 def detach(home: Home, run_hub: Callable[[], int], startup_error: type[Exception]) -> None:
     """Run `run_hub()` in a detached child; return once it answers, or fail (exit 1) saying why not."""
     _standard_streams_open()
-    log_path = home.root / LOG_NAME
+    log_path = home.log
     try:
         home.ensure()
         log_fd = _open_log(log_path)

@@ -21,6 +21,7 @@ DB_NAME = "agora.db"
 SOCKET_NAME = "agorad.sock"
 PIDFILE_NAME = "agorad.pid"
 LOCKFILE_NAME = "agorad.lock"
+LOG_NAME = "agorad.log"  # the hub's log when `agora up --detach` runs it in the background
 KEYS_DIR_NAME = "keys"
 KEY_SUFFIX = ".key"  # a seat's key file is keys/<id>.key
 SETUP_LOCK_NAME = "setup.lock"  # serialises `agora setup` runs on this host
@@ -102,7 +103,17 @@ def read_hub_url(root: str | os.PathLike) -> str | None:
 def hub_url_for(root: str | os.PathLike) -> str | None:
     """The remote port a command naming this home speaks to when no --url is given: the home's hub.url
     (its keys are that hub's), else $AGORA_URL; None: the hub's own socket under the home."""
-    return read_hub_url(root) or os.environ.get(URL_ENV) or None
+    return hub_url_and_source(root)[0]
+
+
+def hub_url_and_source(root: str | os.PathLike) -> tuple[str | None, str | None]:
+    """`hub_url_for(root)` and where it came from (the hub.url file's path, or "$AGORA_URL"), for an
+    error to name; (None, None) for the hub's own socket."""
+    recorded = read_hub_url(root)
+    if recorded:
+        return recorded, hub_url_file(root)
+    from_env = os.environ.get(URL_ENV) or None
+    return from_env, ("$" + URL_ENV if from_env else None)
 
 
 def home_root(home: str | os.PathLike | None = None) -> str:

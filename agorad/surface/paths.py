@@ -13,7 +13,7 @@ import os
 from agorad.surface import filenames
 from agorad.surface.filenames import (  # re-exported: the rest of the code names them as paths.X
     DB_NAME, DEFAULT_HOME, DRIVE_FILES, DRIVE_STATE, FILE_MODE, HOME_MODE, KEYS_DIR_NAME, LISTEN_FILES, LISTEN_STATE,
-    LOCKFILE_NAME, PIDFILE_NAME, ROTATED_SUFFIX, SEAT_DIR_NAME, SETUP_LOCK_NAME,
+    LOCKFILE_NAME, LOG_NAME, PIDFILE_NAME, ROTATED_SUFFIX, SEAT_DIR_NAME, SETUP_LOCK_NAME,
     SOCKET_NAME, write_private,
 )
 from agorad.surface.vocab import HOOKS
@@ -133,6 +133,10 @@ class Home:
     @property
     def lockfile(self) -> Path:
         return self.root / LOCKFILE_NAME
+
+    @property
+    def log(self) -> Path:
+        return self.root / LOG_NAME
 
     @property
     def setup_lock(self) -> Path:
