@@ -229,6 +229,15 @@ def test_commands_in_the_workspace_act_as_its_seat(hub, ws):
     assert json.loads(agora("inbox", "--json", cwd=ws / "deep/er").stdout)["unread"] == 0
     # --as wins over the record.
     assert json.loads(agora("inbox", "--json", "--as", "peer", cwd=ws, env={"AGORA_KEY": peer_key}).stdout)["unread"] == 0
+    # `--as -` is the local operator where a command takes one, before or after the command's name.
+    authors = {}
+    for key, args in (("notes/seat", ()), ("notes/op", ("--as", "-")), ("notes/op2", ())):
+        before = ("--as", "-") if key == "notes/op2" else ()
+        agora(*before, "kb", "put", key, "v", *args, cwd=ws)
+        authors[key] = json.loads(agora("kb", "get", key, "--json", cwd=ws).stdout)["author"]
+    assert authors == {"notes/seat": "runtime", "notes/op": "operator", "notes/op2": "operator"}
+    refused = agora("inbox", "--as", "-", cwd=ws, code=2)
+    assert "acts as a seat: give its id" in refused.stderr
 
 
 def test_a_corrupt_record_is_a_clear_error_unless_as_is_given(hub, ws):

@@ -34,7 +34,7 @@ def as_option(required: bool = True):
     return click.option(
         "--as", "as_id", cls=SharedOption, metavar="ID", required=required,
         help="Act as this agent (default: the workspace's seat record, .agora/seat.toml"
-             + ("; needed where there is none" if required else "")
+             + ("; needed where there is none" if required else ", else the local operator; `-`: the operator")
              + "); the key comes from $AGORA_KEY or <home>/keys/ID.key.",
     )
 

@@ -18,6 +18,7 @@ SHARED = {"--home": "home", "--as": "as_id", "--json": "as_json"}
 _GIVEN = "agora.shared"  # ctx.meta key: what the group was given, by parameter name
 URL_META = "agora.url"  # ctx.meta key: `agora --url URL`, the hub's remote port for this invocation
 RECORD_META = "agora.record"  # ctx.meta key: the seat record, once an option read it (None: there is none)
+OPERATOR = "-"  # `--as -`: the local operator, for a command that takes it, even in a wired workspace
 
 
 class SharedOption(click.Option):
@@ -39,6 +40,15 @@ class SharedOption(click.Option):
         return name, text.replace("  [required]", "").replace("; required]", "]")
 
     def consume_value(self, ctx, opts):
+        value, source = self._given_value(ctx, opts)
+        if self.name == "as_id" and value == OPERATOR:
+            if self.required:
+                raise click.BadParameter("this command acts as a seat: give its id (`-`, the local operator, "
+                                         "is for commands that take the operator too)", ctx, self)
+            return None, ParameterSource.COMMANDLINE  # given, so no seat record stands in for it
+        return value, source
+
+    def _given_value(self, ctx, opts):
         value, source = super().consume_value(ctx, opts)
         if source is not ParameterSource.COMMANDLINE:
             given = ctx.meta.get(_GIVEN, {})  # meta is shared by every context of one invocation
