@@ -6,6 +6,7 @@ import time
 from pathlib import Path
 
 from agora_setup import harnesses
+from agora_setup.plan import read_target
 from agora_setup.targets import MISSING, STALE, SetupError
 from agorad.surface.paths import Home, drive_file, listen_file
 
@@ -65,7 +66,7 @@ def _harness(name: str, seat, combined: dict, problems: list[str]) -> dict:
     for own in harnesses.targets([name], seat):
         target = combined[own.path]
         try:
-            text = target.path.read_text() if target.path.exists() else None
+            text = read_target(target.path)
             state = target.state(text)
         except (SetupError, OSError, UnicodeDecodeError) as exc:
             state = f"broken: {exc}"

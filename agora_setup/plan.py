@@ -2,13 +2,15 @@
 
 Every target is read and merged before any is written, so a corrupt file, a
 broken marker or an unwritable directory stops setup with nothing changed.
-Runs on one host are serialised by a lock in the home, so two setups never
-interleave their read-merge-write of one file.
+Runs are serialised by a lock on the workspace and one in the home, so two
+setups never interleave their read-merge-write of one file. A write that fails
+halfway puts back the files written before it.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,26 +37,30 @@ class Change:
 def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list[Change]]:
     """Wire `wanted` harnesses (and keep those an earlier run wired); returns the harnesses now wired
     and every target's change."""
-    with _lock(seat.home):
+    with _lock(seat.home, seat.workspace):
         record_path = seat_record(seat.workspace)
         earlier = _recorded(record_path)
         names = [h for h in harnesses.supported() if h in wanted or (earlier and h in earlier.harnesses)]
         changes = [_change(t, seat.workspace, lambda t, text: t.wire(text)) for t in harnesses.targets(names, seat)]
         created = set(earlier.created if earlier else ())
-        created |= {c.relative for c in changes if c.before is None and c.after is not None}
+        for change in changes:
+            if change.before is None and change.after is not None:
+                created.add(change.relative)
+                created.update(directory + "/" for directory in _new_dirs(change.target.path, seat.workspace))
+        created.update(directory + "/" for directory in _new_dirs(record_path, seat.workspace))  # `.agora/`
         text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created))
         changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
         for change in changes:
             if change.changed and change.before is not None and change.relative not in created:
-                pristine.keep(seat.workspace, change.relative, change.before)
-        _write(seat.workspace, changes)
+                _keep(seat.workspace, change)
+        _write(seat.workspace, changes, _made_dirs(created))
         return names, changes
 
 
 def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
     """Take out what setup wrote for `names` (None: every harness, and the seat record)."""
-    with _lock(seat.home):
+    with _lock(seat.home, seat.workspace):
         record_path = seat_record(seat.workspace)
         earlier = _recorded(record_path)
         removing = list(harnesses.supported()) if names is None else names
@@ -73,37 +79,83 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
             text = None
         changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
-        _write(seat.workspace, changes)
+        _write(seat.workspace, changes, _made_dirs(earlier.created if earlier else ()))
         for change in changes:
-            if change.after is None or not change.target.has_ours(change.after):
+            if change.target.path not in kept:  # a file kept harnesses still use keeps its first copy
                 pristine.forget(seat.workspace, change.relative)
         if text is None:
-            _prune(seat.workspace / SEAT_DIR_NAME, stop=seat.workspace)
+            _prune(seat.workspace / SEAT_DIR_NAME, seat.workspace, None)
         return changes
 
 
+def _made_dirs(created) -> set[str] | None:
+    """The directories setup made, from the record's `created` (entries ending in "/", `.agora/` among them
+    once setup made it); None for a record written before setup noted them: any directory left empty goes,
+    as it did then."""
+    made = {entry[:-1] for entry in created if entry.endswith("/")}
+    return made if made else None
+
+
+def _keep(workspace: Path, change: Change) -> None:
+    try:
+        pristine.keep(workspace, change.relative, change.before)
+    except OSError as exc:
+        raise SetupError(f"cannot keep a copy of {change.target.path} in {pristine.directory(workspace)} "
+                         f"({exc.strerror or exc}); nothing was changed") from None
+
+
 def _unwired(target: Target, text: str | None, workspace: Path) -> str | None:
+    """The file without our part: the user's saved bytes when their part is as setup found it."""
     if not target.has_ours(text):
         return text
-    return pristine.restored(workspace, _relative(target.path, workspace), target.unwire(text))
+    after = target.unwire(text)
+    before = pristine.saved(workspace, _relative(target.path, workspace))
+    return before if before is not None and _left_as_found(target, before, after) else after
+
+
+def _left_as_found(target: Target, before: str, after: str | None) -> bool:
+    """Whether `after` is what taking our part out of setup's own wiring of `before` leaves. A removal
+    prunes containers it empties, the user's too (an empty `permissions.allow`), so comparing `after`
+    with `before` itself would take an unchanged file for one with nothing of the user's in it."""
+    try:
+        return target.unwire(target.wire(before)) == after
+    except SetupError:
+        return False
 
 
 def _change(target: Target, workspace: Path, compute) -> Change:
-    before = _read(target.path)
+    before = read_target(target.path)
     return Change(target, _relative(target.path, workspace), before, compute(target, before))
 
 
-def _read(path: Path) -> str | None:
+def read_target(path: Path) -> str | None:
+    """The file's text as its bytes spell it (\r\n kept); None when there is none. Only a regular file is
+    setup's to edit: a symbolic link would be replaced by a copy (and the file it names left as it was),
+    and a FIFO would hang the read."""
     try:
-        return path.read_text()
+        found = os.lstat(path)
     except FileNotFoundError:
         return None
+    except NotADirectoryError:
+        raise SetupError(f"cannot write {path}: a file stands where a directory of its path belongs; move it "
+                         "away; nothing was changed") from None
+    except OSError as exc:
+        raise SetupError(f"cannot read {path}: {exc.strerror}; nothing was changed") from None
+    if stat.S_ISLNK(found.st_mode):
+        raise SetupError(f"{path} is a symbolic link (to {os.readlink(path)}); setup edits only regular files: "
+                         "replace the link with a copy of its file, or wire without the harness that uses it; "
+                         "nothing was changed")
+    if stat.S_ISDIR(found.st_mode):
+        raise SetupError(f"{path} is a directory where setup writes a file; move it away")
+    if not stat.S_ISREG(found.st_mode):
+        raise SetupError(f"{path} is not a regular file; move it away and run setup again")
+    try:
+        with open(path, newline="") as file:
+            return file.read()
     except UnicodeDecodeError:
         raise SetupError(f"{path} is not UTF-8 text; fix it by hand, setup will not overwrite it") from None
-    except IsADirectoryError:
-        raise SetupError(f"{path} is a directory where setup writes a file; move it away") from None
     except OSError as exc:
-        raise SetupError(f"cannot write {path}: {exc.strerror}; nothing was changed") from None
+        raise SetupError(f"cannot read {path}: {exc.strerror}; nothing was changed") from None
 
 
 def _relative(path: Path, workspace: Path) -> str:
@@ -114,47 +166,87 @@ def _check_writable(changes: list[Change]) -> None:
     for change in changes:
         if not change.changed:
             continue
-        directory = change.target.path.parent
+        path = change.target.path
+        if path.exists() and change.after is not None and not os.access(path, os.W_OK):
+            raise SetupError(f"cannot write {path}: it is read-only; nothing was changed")
+        directory = path.parent
         while not directory.exists():
             directory = directory.parent
-        if not os.access(directory, os.W_OK | os.X_OK) or (
-                change.target.path.exists() and not os.access(change.target.path, os.W_OK)):
-            raise SetupError(f"cannot write {change.target.path}: permission denied in {directory}; "
-                             "nothing was changed")
+        if not os.access(directory, os.W_OK | os.X_OK):
+            raise SetupError(f"cannot write {path}: permission denied in {directory}; nothing was changed")
 
 
-def _write(workspace: Path, changes: list[Change]) -> None:
-    for change in changes:
-        if not change.changed:
-            continue
-        path = change.target.path
-        if change.after is None:
-            path.unlink(missing_ok=True)
-            _prune(path.parent, stop=workspace)
-        else:
-            _replace(path, change.after)
+def _write(workspace: Path, changes: list[Change], made_dirs: set[str]) -> None:
+    """Write every change; if one fails (a full disk, a file size limit), put back the files already
+    written, so no run leaves half a wiring behind. `made_dirs`: the directories (relative) setup made,
+    the only ones a removal may take away once empty."""
+    done: list[Change] = []
+    try:
+        for change in changes:
+            if change.changed:
+                _apply(workspace, change.target.path, change.after, made_dirs)
+                done.append(change)
+    except OSError as exc:
+        failed = change.target.path
+        if made_dirs is not None:
+            _prune(failed.parent, workspace, made_dirs)  # made for the file that failed
+        for written in reversed(done):
+            try:
+                _apply(workspace, written.target.path, written.before, made_dirs)
+            except OSError:
+                pass  # a best effort: the error below names the file that failed
+        raise SetupError(f"cannot write {failed}: {exc.strerror or exc}; the files written before it were "
+                         "put back") from None
+
+
+def _apply(workspace: Path, path: Path, text: str | None, made_dirs: set[str]) -> None:
+    if text is None:
+        path.unlink(missing_ok=True)
+        _prune(path.parent, workspace, made_dirs)
+    else:
+        _replace(path, text)
 
 
 def _replace(path: Path, text: str) -> None:
-    """Write atomically, keeping an existing file's mode (a new one gets the umask's)."""
+    """Write atomically, keeping an existing file's mode (a new one gets the umask's). The temporary file
+    is private until it is whole: a merged config may hold the user's tokens from a 0600 file."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.agora-setup")
     mode = path.stat().st_mode & 0o777 if path.exists() else None
-    with open(tmp, "w") as out:
-        out.write(text)
-    if mode is not None:
-        os.chmod(tmp, mode)
-    os.replace(tmp, path)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600 if mode is not None else 0o666)
+    try:
+        with open(fd, "w", newline="") as out:  # newline="": the text's own line ends, \r\n kept
+            out.write(text)
+        if mode is not None:
+            os.chmod(tmp, mode)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
-def _prune(directory: Path, stop: Path) -> None:
-    """Remove directories setup left empty, up to (not including) the workspace."""
-    while directory != stop and stop in directory.parents:
+def _prune(directory: Path, workspace: Path, made_dirs: set[str] | None) -> None:
+    """Remove directories setup made that are now empty, up to (not including) the workspace; a directory
+    the user made (an empty `.claude/`, which also tells setup the workspace uses Claude Code) stays.
+    `made_dirs` None: every empty one (the seat record's own `.agora/`)."""
+    while directory != workspace and workspace in directory.parents:
+        if made_dirs is not None and _relative(directory, workspace) not in made_dirs:
+            return
         try:
             directory.rmdir()
-        except OSError:  # not empty, or not ours to remove
+        except OSError:  # not empty
             return
         directory = directory.parent
+
+
+def _new_dirs(path: Path, workspace: Path) -> list[str]:
+    """The directories (relative) between the workspace and `path` that do not exist yet."""
+    missing = []
+    directory = path.parent
+    while directory != workspace and workspace in directory.parents and not directory.exists():
+        missing.append(_relative(directory, workspace))
+        directory = directory.parent
+    return missing
 
 
 def _recorded(path: Path):
@@ -169,26 +261,53 @@ def _recorded(path: Path):
 
 
 def _record_change(path: Path, workspace: Path, text: str | None) -> Change:
-    return Change(OwnedFile(path, marker=record.HEADER), _relative(path, workspace), _read(path), text)
+    return Change(OwnedFile(path, marker=record.HEADER), _relative(path, workspace), read_target(path), text)
 
 
 class _lock:
-    """The host's setup lock (a file lock in the home)."""
+    """The workspace's setup lock (flock on its directory: two runs naming different homes still edit the
+    same files) and the host's (a file lock in the home), taken in that order."""
 
-    def __init__(self, home: Path):
+    def __init__(self, home: Path, workspace: Path):
         self.home = Home(home)
+        self.workspace = workspace
 
     def __enter__(self):
         from filelock import FileLock, Timeout
 
-        self.home.ensure()
-        self._lock = FileLock(str(self.home.setup_lock), mode=FILE_MODE)
+        self._workspace = _flock_directory(self.workspace, LOCK_WAIT)
         try:
+            self.home.ensure()
+            self._lock = FileLock(str(self.home.setup_lock), mode=FILE_MODE)
             self._lock.acquire(timeout=LOCK_WAIT)
         except Timeout:
+            os.close(self._workspace)
             raise SetupError(f"another `agora setup` has held {self.home.setup_lock} for {LOCK_WAIT:.0f} s; "
                              "let it finish and run setup again") from None
+        except BaseException:
+            os.close(self._workspace)
+            raise
         return self
 
     def __exit__(self, *exc):
         self._lock.release()
+        os.close(self._workspace)
+
+
+def _flock_directory(directory: Path, wait: float) -> int:
+    """An exclusive flock on the directory itself (no lock file to leave behind); its descriptor."""
+    import fcntl
+    import time
+
+    fd = os.open(directory, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise SetupError(f"another `agora setup` has been editing {directory} for {wait:.0f} s; let it "
+                                 "finish and run setup again") from None
+            time.sleep(0.05)

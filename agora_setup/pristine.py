@@ -1,17 +1,19 @@
 """The user's own bytes of each file setup edits, kept so `--remove` gives them back exactly.
 
-Merging re-serialises a JSON file. When, after our entries come out, the data is
-what it was before setup touched it, the saved bytes are restored, so the
-user's formatting and key order survive too. Copies live in
-`<workspace>/.agora/pristine/<path in the workspace>` and go with the removal.
+Merging re-serialises a JSON file. When, after our entries come out, what is left
+is what setup's own wiring of the saved bytes would leave (the user changed
+nothing since), the saved bytes are restored, so the user's formatting, key order
+and empty sections survive too. Copies live in
+`<workspace>/.agora/pristine/<path in the workspace>`, private (0600 in 0700
+directories: a config can hold the user's tokens), and go with the removal.
 """
 
 from __future__ import annotations
 
-import json
+import os
 from pathlib import Path
 
-from agorad.surface.paths import SEAT_DIR_NAME
+from agorad.surface.paths import FILE_MODE, HOME_MODE, SEAT_DIR_NAME
 
 PRISTINE_DIR = "pristine"
 
@@ -23,25 +25,21 @@ def _copy(workspace: Path, relative: str) -> Path:
 def keep(workspace: Path, relative: str, text: str) -> None:
     """Save the file's text before setup's first edit (a later edit keeps the first copy)."""
     copy = _copy(workspace, relative)
-    if not copy.exists():
-        copy.parent.mkdir(parents=True, exist_ok=True)
-        copy.write_text(text)
+    if copy.exists():
+        return
+    copy.parent.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
+    fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
+    with open(fd, "w", newline="") as out:  # newline="": the bytes as read, \r\n kept
+        out.write(text)
 
 
-def restored(workspace: Path, relative: str, text: str | None) -> str | None:
-    """`text`, or the saved bytes when they mean the same (JSON) or are the same (anything else)."""
-    copy = _copy(workspace, relative)
+def saved(workspace: Path, relative: str) -> str | None:
+    """The file's text before setup first edited it; None when setup created it (or the copy is gone)."""
     try:
-        saved = copy.read_text()
+        with open(_copy(workspace, relative), newline="") as copy:
+            return copy.read()
     except (OSError, UnicodeDecodeError):
-        return text
-    same = {".json": _same_json, ".toml": _same_toml}.get(Path(relative).suffix)
-    if text is None:  # nothing of the user's left: their file held nothing (e.g. `{}`) before setup
-        text = {".json": "{}", ".toml": ""}.get(Path(relative).suffix, "")
-        return saved if not saved.strip() or saved == text or (same is not None and same(saved, text)) else None
-    if saved == text or (same is not None and same(saved, text)):
-        return saved
-    return text
+        return None
 
 
 def forget(workspace: Path, relative: str) -> None:
@@ -60,19 +58,3 @@ def forget(workspace: Path, relative: str) -> None:
 
 def directory(workspace: Path) -> Path:
     return workspace / SEAT_DIR_NAME / PRISTINE_DIR
-
-
-def _same_toml(a: str, b: str) -> bool:
-    import tomllib
-
-    try:
-        return tomllib.loads(a) == tomllib.loads(b)
-    except tomllib.TOMLDecodeError:
-        return False
-
-
-def _same_json(a: str, b: str) -> bool:
-    try:
-        return json.loads(a) == json.loads(b)
-    except ValueError:
-        return False

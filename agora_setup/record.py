@@ -10,7 +10,8 @@ HEADER = "# The Agora seat this workspace acts as. Written by `agora setup`; re-
 
 
 def render(agent: str, hub: Path, key_file: Path, harnesses: list[str], created: list[str]) -> str:
-    """The record's text. `created`: workspace files setup made, so `--remove` deletes them and no others."""
+    """The record's text. `created`: workspace files setup made (so a re-run keeps no copy of them) and the
+    directories it made (ending in "/"; `--remove` takes away no other directory)."""
     import tomli_w
 
     data = {"format": RECORD_FORMAT, "id": agent, "hub": str(hub), "key_file": str(key_file),

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 import subprocess
 import tomllib
 from pathlib import Path
@@ -77,7 +78,7 @@ def test_claude_wiring_keeps_the_users_hooks_and_registers_the_seat(hub, ws):
     record = tomllib.loads(seat_record(ws).read_text())
     assert record == {"format": 1, "id": "runtime", "hub": str(hub.home / "agorad.sock"),
                       "key_file": str(hub.home / "keys/runtime.key"), "harnesses": ["claude"],
-                      "created": [".mcp.json"]}
+                      "created": [".agora/", ".mcp.json"]}  # .claude/ was the user's
     mcp = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["agora"]
     assert [mcp["command"], *mcp["args"]] == wiring.mcp_server(AGORA, "runtime", hub.home)
     assert wired["enabledMcpjsonServers"] == ["agora"] and wired["permissions"]["allow"] == ["mcp__agora"]
@@ -588,3 +589,129 @@ def test_a_remote_seats_former_id_is_not_wired(remote, ws, tmp_path):
     assert "alice was renamed to alicia (new name)" in done.stderr
     assert f"`agora setup alicia --url {remote.url} --key-stdin --home {seat_home}`" in done.stderr
     assert snapshot(ws) == before and not seat_home.exists()
+
+
+def tree(root: Path) -> dict[str, tuple[int, bytes | None]]:
+    """Every file and directory under `root`: its mode, and a file's bytes (snapshot() sees no directory)."""
+    return {str(p.relative_to(root)): (p.lstat().st_mode, p.read_bytes() if stat.S_ISREG(p.lstat().st_mode) else None)
+            for p in sorted(root.rglob("*"))}
+
+
+@pytest.mark.parametrize("relative, users", [
+    (".claude/settings.json", '{"permissions": {"allow": []}}\n'),
+    (".claude/settings.json", '{"hooks": {}}'),
+    (".claude/settings.json", '{"hooks": {"Stop": []}, "enabledMcpjsonServers": []}\n'),
+    (".claude/settings.json", '{"permissions": {"allow": ["mcp__agora"]}}\n'),
+    (".mcp.json", '{"mcpServers": {}}'),
+    ("CLAUDE.md", "line one\r\nline two\r\n"),
+])
+def test_remove_gives_back_a_users_file_that_held_only_what_setup_also_writes(hub, ws, relative, users):
+    """The user's part was only empty sections, or an entry setup writes too: taking setup's part out
+    empties them, and the file must still come back byte for byte, not be deleted (nor its directory);
+    \\r\\n line ends included."""
+    (ws / ".claude").mkdir()
+    (ws / relative).write_bytes(users.encode())
+    before = tree(ws)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert (ws / relative).read_bytes() != users.encode()
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert tree(ws) == before
+
+
+def test_an_empty_harness_directory_the_user_made_survives_remove_and_setups_own_go(hub, ws):
+    (ws / ".claude").mkdir()
+    (ws / ".opencode").mkdir()
+    before = tree(ws)
+    agora("setup", "runtime", "--harness", "claude", "--harness", "opencode", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".opencode/plugins").is_dir()  # made by setup
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert tree(ws) == before  # .claude/ and .opencode/ kept, .opencode/plugins/ and .agora/ gone
+
+
+def test_a_private_config_stays_private_and_so_does_setups_copy_of_it(hub, ws):
+    """A 0600 .mcp.json holding a token: the merged file keeps 0600, and the copy setup keeps for --remove is
+    0600 in 0700 directories (it was 0644, token and all)."""
+    (ws / ".claude").mkdir()
+    secret = '{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_secret"}}}}\n'
+    (ws / ".mcp.json").write_text(secret)
+    os.chmod(ws / ".mcp.json", 0o600)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".mcp.json").stat().st_mode & 0o777 == 0o600
+    copies = [p for p in (ws / ".agora/pristine").rglob("*")]
+    assert copies and all(p.stat().st_mode & 0o777 == (0o700 if p.is_dir() else 0o600) for p in copies)
+    assert (ws / ".agora/pristine").stat().st_mode & 0o777 == 0o700
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".mcp.json").read_text() == secret and (ws / ".mcp.json").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_symbolic_link_or_a_fifo_where_setup_writes_is_refused_and_nothing_changes(hub, ws):
+    """A link would have been replaced by a copy (the file it names left unwired, and never given back);
+    a FIFO hung the read while the host's setup lock was held."""
+    (ws / "AGENTS.md").write_text("# shared\n")
+    (ws / "CLAUDE.md").symlink_to("AGENTS.md")
+    (ws / ".claude").mkdir()
+    before = tree(ws)
+    done = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert "CLAUDE.md is a symbolic link (to AGENTS.md)" in done.stderr and tree(ws) == before
+    (ws / "CLAUDE.md").unlink()
+    os.mkfifo(ws / "CLAUDE.md")
+    before = tree(ws)
+    done = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert "CLAUDE.md is not a regular file" in done.stderr and tree(ws) == before
+
+
+def test_a_comment_added_to_codex_config_after_setup_survives_remove(hub, ws):
+    (ws / ".codex").mkdir()
+    (ws / ".codex/config.toml").write_text(USERS_CODEX_CONFIG)
+    agora("setup", "runtime", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    text = (ws / ".codex/config.toml").read_text()
+    (ws / ".codex/config.toml").write_text("# added later\n" + text)
+    agora("setup", "--remove", cwd=ws)
+    assert (ws / ".codex/config.toml").read_text() == "# added later\n" + USERS_CODEX_CONFIG
+
+
+def test_a_write_that_fails_halfway_puts_back_the_files_written_before_it(hub, ws):
+    """A file size limit lets the small files through and stops a big one: the files already written go
+    back to what they were, no temporary file is left, and the error names the file (a traceback before)."""
+    import resource
+
+    claude_ws(ws)
+    (ws / ".claude/settings.json").write_text('{"model": "opus"}\n')
+    (ws / ".opencode").mkdir()
+    before = tree(ws)
+
+    def small_files_only():
+        resource.setrlimit(resource.RLIMIT_FSIZE, (3000, 3000))
+
+    full = {k: v for k, v in os.environ.items() if k not in ("AGORA_HOME", "AGORA_KEY")}
+    done = subprocess.run([AGORA, "setup", "runtime", "--harness", "claude", "--harness", "opencode", "--home",
+                           str(hub.home)], cwd=ws, capture_output=True, text=True, env=full, timeout=30,
+                          preexec_fn=small_files_only)
+    assert done.returncode == 1, done.stderr
+    assert "File too large; the files written before it were put back" in done.stderr
+    assert "Traceback" not in done.stderr
+    assert {k: v for k, v in tree(ws).items() if not k.startswith(".agora")} == before
+    assert not [p for p in ws.rglob("*.agora-setup")]
+
+
+def test_a_setup_in_a_workspace_another_run_is_editing_waits_whatever_home_it_names(hub, ws, monkeypatch):
+    """The lock in the home serialises runs naming one home; two naming different homes edited the same
+    workspace files at once (one run's wiring was lost). The workspace is locked too."""
+    import fcntl
+
+    from agora_setup import harnesses, plan
+    from agora_setup.targets import SetupError
+
+    monkeypatch.setattr(plan, "LOCK_WAIT", 0.2)
+    (ws / ".claude").mkdir()
+    holder = os.open(ws, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        fcntl.flock(holder, fcntl.LOCK_EX)  # as another run would hold it
+        seat = harnesses.Seat("runtime", hub.home, AGORA, ws)
+        with pytest.raises(SetupError, match=f"another `agora setup` has been editing {ws}"):
+            plan.wire(seat, ["claude"], hub.home / "keys/runtime.key")
+        assert not (ws / ".agora").exists()
+    finally:
+        os.close(holder)
+    plan.wire(harnesses.Seat("runtime", hub.home, AGORA, ws), ["claude"], hub.home / "keys/runtime.key")
+    assert seat_record(ws).exists()

@@ -6,6 +6,7 @@ hub (or says the hub is down and wires anyway) and prints what changed.
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 
 import click
@@ -82,7 +83,7 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
     if agent_id is None:
         fail("name the seat: `agora setup ID` (no seat record here to take it from)", 2)
     if not is_agent_id(agent_id):
-        fail(f"{agent_id!r} is not a valid agent id (letters, digits, '.', '_', '-'; see agora-agent(1))", 2)
+        fail(f"{agent_id!r} is not a valid agent id (lowercase letters, digits, '.', '_', '-'; see agora-agent(1))", 2)
     where = _home(home, record)
     names = names or sorted(set((record.harnesses if record else ())) | set(harnesses.detected(workspace)))
     if not names:
@@ -309,7 +310,7 @@ def _forget_wired(root: Path, agent: str) -> None:
 def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool,
             mcp: bool) -> None:
     files = [{"path": c.relative, "action": _action(c)} for c in changes]
-    notes = _notes(agent, where, hub, names, workspace)
+    notes = _notes(agent, where, hub, names if any(c.changed for c in changes) else [], workspace)
     if not mcp:
         notes.append("no MCP entries: the `mcp` package is not installed (pip install 'agora-hub[mcp]'); "
                      "run `agora setup` again after installing it")
@@ -331,12 +332,14 @@ def _action(change) -> str:
 
 
 def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> list[str]:
+    """What the user should know or do now: the hub's side, then each harness in `names` (those whose
+    wiring just changed; a run that changed nothing has nothing new to say about them)."""
     notes = []
     if hub["registered"] == "remote":
         notes.append(_remote_note(agent, where, hub))
     elif not hub["up"]:
         notes.append(f"the hub is down ({hub['error']}): {agent} is not registered yet; start it (`agora up --home "
-                     f"{where.root}`) and run `agora setup {agent}` again here to register it")
+                     f"{shlex.quote(str(where.root))}`) and run `agora setup {agent}` again here to register it")
     elif hub["registered"] == "registered":
         notes.append(f"registered {agent}; its key is in {where.key_file(agent)} (0600), never in the workspace")
     elif not hub["key_file_exists"]:

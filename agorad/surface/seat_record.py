@@ -31,7 +31,7 @@ class SeatRecord:
     key_file: str
     harnesses: tuple[str, ...] = field(default_factory=tuple)
     format: int = RECORD_FORMAT
-    created: tuple[str, ...] = ()  # the workspace files setup made, which `agora setup --remove` deletes
+    created: tuple[str, ...] = ()  # the workspace files setup made, and its directories (ending in "/")
     url: str | None = None  # the hub's remote port (ws:// or wss://) when it runs on another host
 
     @property
