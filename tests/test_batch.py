@@ -382,3 +382,23 @@ def test_with_no_helper_thread_a_commit_still_runs_and_answers(db, monkeypatch):
     asyncio.run(turn())
     assert outcomes == [True] and worked == [] and not db.in_transaction
     assert [r[0] for r in db.execute("SELECT x FROM t")] == [8]
+
+
+def test_a_result_json_cannot_carry_is_an_internal_error_and_the_connection_serves_on(inproc, monkeypatch):
+    """The reply was encoded outside the handler's error net: a result holding an infinite float (a
+    test hub's clock advanced past any float did it) dropped the connection with a traceback, and every
+    later call returning `now` did the same."""
+    from agorad.runtime import methods
+
+    real_handler, rule = methods.METHODS["hub.status"]
+
+    def broken(call):
+        real_handler(call)
+        return {"now": float("inf")}
+
+    alice = inproc.as_["alice"]
+    monkeypatch.setitem(methods.METHODS, "hub.status", (broken, rule))
+    replies = inproc.turn([(alice, "hub.status", {}), (alice, *send("@bob"))])
+    assert replies[0]["error"]["data"]["reason"] == "internal" and "result" in replies[1], replies
+    monkeypatch.setitem(methods.METHODS, "hub.status", (real_handler, rule))
+    assert "result" in inproc.turn([(alice, "hub.status", {})])[0]

@@ -8,7 +8,7 @@ import stat
 
 import pytest
 
-from agorad.surface.errors import InternalError, InvalidParams, Unavailable, Unauthorized
+from agorad.surface.errors import Conflict, InternalError, InvalidParams, Paused, Unavailable, Unauthorized
 from tests.hubproc import Hub
 from tests.seats import seats, send
 from tests.wire import Raw
@@ -142,3 +142,76 @@ def test_a_key_file_that_cannot_be_written_names_the_path(hub):
     with pytest.raises(InternalError, match="keys/runtime.key"):
         hub.add_agent("runtime")
     assert hub.call("agents.list")["agents"] == []
+
+
+def test_an_integer_too_big_for_a_float_is_invalid_params_wherever_an_interval_goes(hub):
+    """2**1100 overflowed float() into an internal error (and, on the remote port, before the key was
+    checked, an attempt the throttle did not count)."""
+    big = 2 ** 1100
+    key = hub.add_agent("memory", liveness_mode="async")
+    for method, params in (("agents.add", {"agent": "x"}), ("agents.update", {"agent": "memory"})):
+        with pytest.raises(InvalidParams, match="not a finite duration"):
+            hub.call(method, interval=big, **params)
+    with pytest.raises(InvalidParams, match="not a finite duration"):
+        hub.client().hello("memory", key, interval=big)
+    with hub.client("memory", key) as memory:
+        with pytest.raises(InvalidParams, match="not a finite duration"):
+            memory.call("agents.heartbeat", interval=big)
+    assert "error method=" not in hub.log() and [a["id"] for a in hub.call("agents.list")["agents"]] == ["memory"]
+
+
+def test_a_lone_surrogate_sent_while_paused_is_refused_as_paused_not_an_internal_error(hub):
+    hub.add_agent("carol", liveness_mode="always-on")
+    hub.call("hub.pause", reason="maintenance", operator_seats=["carol"])
+    with seats(hub, "memory") as s:
+        for params in ({"target": "\ud800"}, {"target": "dm:\ud800"}, {"target": "@carol", "reply_to": "\ud800#1"}):
+            with pytest.raises(Paused):
+                s["memory"].call("messages.send", title="x", **params)
+    assert "error method=" not in hub.log()
+
+
+def test_clock_advance_refuses_a_jump_no_float_can_follow_and_the_clock_stays_usable(hub):
+    """1e308 twice made the clock infinite: every reply carrying `now` then failed to encode, the
+    connection was dropped with a traceback, until the hub restarted."""
+    for seconds in (1e308, 2 ** 1100, -1):
+        with pytest.raises(InvalidParams, match="seconds"):
+            hub.call("clock.advance", seconds=seconds)
+    assert hub.call("hub.status")["pid"] == hub.proc.pid and "Traceback" not in hub.log()
+
+
+def test_clock_advance_is_no_method_on_a_hub_without_the_test_clock_whatever_its_params(tmp_path):
+    plain = Hub(tmp_path / "home", test_clock=False).start()
+    try:
+        with Raw(plain.home) as raw:
+            for params in ({}, {"seconds": "x"}, {"seconds": 5}):
+                raw.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "clock.advance", "params": params}).encode()
+                         + b"\n")
+                error = raw.reply()["error"]
+                assert (error["code"], error["data"]["method"]) == (-32601, "clock.advance"), params
+    finally:
+        plain.stop()
+
+
+def test_agents_add_refuses_meta_holding_a_lone_surrogate_as_update_does(hub):
+    for meta in ({"k": "\ud800"}, {"\udfff": "v"}, {"deep": ["\ud800"]}):
+        with pytest.raises(InvalidParams, match="valid Unicode"):
+            hub.call("agents.add", agent="dave", meta=meta)
+    hub.call("agents.add", agent="dave", meta={"emoji": "\U0001F600", "path": "C:\\ud800"})  # a pair, a backslash
+    assert hub.call("agents.get", agent="dave")["agent"]["meta"] == {"emoji": "\U0001F600", "path": "C:\\ud800"}
+
+
+def test_no_agent_may_take_the_name_the_operators_writes_carry(hub):
+    """An agent called `operator` wrote KB entries, channels and phases whose author read exactly as the
+    operator's own."""
+    with pytest.raises(Conflict, match="names the local operator"):
+        hub.call("agents.add", agent="operator")
+    hub.add_agent("memory")
+    with pytest.raises(Conflict, match="names the local operator"):
+        hub.call("agents.rename", old="memory", new="operator", reason="r")
+    assert hub.call("kb.put", key="notes/x", value="v")["entry"]["author"] == "operator"
+
+
+def test_a_kb_key_of_only_spaces_is_refused(hub):
+    with pytest.raises(InvalidParams, match="only spaces"):
+        hub.call("kb.put", key="   ", value="v")
+    assert hub.call("kb.list")["entries"] == []

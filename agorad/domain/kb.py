@@ -32,6 +32,8 @@ def get(db: apsw.Connection, actor: Actor, key) -> dict:
 
 def put(db: apsw.Connection, actor: Actor, now: float, key, value) -> dict:
     key = _key(key)
+    if not key.strip():  # refused when written only: one stored earlier can still be read and deleted
+        raise InvalidParams("key must not be only spaces", field="key")
     check_sized(value, "value", MAX_KB_VALUE)
     require_kb_write(actor, key)
     with write(db):

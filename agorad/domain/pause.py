@@ -125,7 +125,7 @@ def allows_send(db: apsw.Connection, paused: Pause, params: dict) -> bool:
 
 def _with_operator(db: apsw.Connection, paused: Pause, target) -> bool:
     """`target` (@id or a channel's name) is a DM with one of the operator's seats."""
-    if not isinstance(target, str):
+    if not isinstance(target, str) or not _encodable(target):  # a lone surrogate: the send itself says why
         return False
     if target.startswith("@"):
         try:
@@ -161,3 +161,13 @@ def _why(reason: str, lead: str = ": ") -> str:
 
 def _clock(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
+
+
+def _encodable(text: str) -> bool:
+    """Whether `text` is valid Unicode (JSON's \\ud800 escapes can carry a lone surrogate, which no
+    query can bind): checked here because a pause is checked before the send's own parameters are."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

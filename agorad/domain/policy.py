@@ -8,7 +8,7 @@ do everything. An agent may do what its liveness mode allows; a refusal is a
 from __future__ import annotations
 
 from agorad.surface.errors import Forbidden
-from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX
+from agorad.surface.vocab import LIVENESS_MODES, OPERATOR_NAME, PROFILE_PREFIX
 
 
 # capability -> (modes allowed, the rule quoted in a refusal)
@@ -49,7 +49,7 @@ class Actor:
 
     @property
     def name(self) -> str:
-        return self.agent_id or "operator"
+        return self.agent_id or OPERATOR_NAME
 
 
 def require(actor: Actor, capability: str) -> None:

@@ -32,7 +32,7 @@ from agorad.surface.paths import Home
 from agorad.surface.protocol import (
     MAX_META, MAX_META_KEY, MAX_REASON, MAX_TASK, check_agent_id,
 )
-from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, PROFILE_PREFIX, REPORTED_STATUSES, TASK_STATUSES
+from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, OPERATOR_NAME, PROFILE_PREFIX, REPORTED_STATUSES, TASK_STATUSES
 
 if TYPE_CHECKING:
     from agorad.runtime.liveness import Liveness
@@ -67,6 +67,9 @@ def _check_new_id(agent_id, field: str) -> None:
     if agent_id == HUB_SENDER:
         raise Conflict(f"the id {HUB_SENDER!r} is the hub's own (it signs the reminders and announcements the hub posts); "
                        "choose another", field=field)
+    if agent_id == OPERATOR_NAME:
+        raise Conflict(f"the id {OPERATOR_NAME!r} names the local operator (the author of the operator's own "
+                       "writes); choose another", field=field)
 
 
 def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interval: float | None, meta: dict,
@@ -304,7 +307,8 @@ def _meta_text(meta) -> str:
         raise InvalidParams("meta must be a JSON object", field="meta")
     try:
         text = json.dumps(meta, separators=(",", ":"), allow_nan=False)
-        text.encode("utf-8")
+        if "\\ud" in text:  # a surrogate, escaped: a lone one (from a \\ud800 escape) does not encode
+            json.dumps(meta, ensure_ascii=False).encode("utf-8")
     except (ValueError, UnicodeEncodeError):
         raise InvalidParams("meta must be plain JSON (no NaN or Infinity, valid Unicode)", field="meta") from None
     if len(text) > MAX_META:

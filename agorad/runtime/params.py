@@ -6,7 +6,8 @@ from agorad.surface.errors import InvalidParams
 
 _MISSING = object()
 
-_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", int: "an integer", float: "a number"}
+_TYPE_NAMES = {str: "a string", bool: "true or false", dict: "an object", int: "an integer", float: "a number",
+               list: "a list"}
 
 
 class Params:

@@ -119,7 +119,12 @@ class Session:
                 self._reply_error(request_id, InternalError())
             return
         if wants_reply:
-            reply = encode_result(request_id, result)
+            try:
+                reply = encode_result(request_id, result)
+            except (ValueError, TypeError) as exc:  # a bug: a result JSON cannot carry (an infinite float)
+                log("error", method=request["method"], error=type(exc).__name__, detail=str(exc)[:200])
+                self._reply_error(request_id, InternalError())
+                return
             self.hub.batch.after_commit(lambda stored: self._send_result(request_id, reply, stored))
 
     def _send_result(self, request_id, reply: bytes, stored: bool) -> None:

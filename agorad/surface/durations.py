@@ -11,7 +11,10 @@ _PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
 def parse_duration(text: str | int | float, minimum: float = 1.0, maximum: float = float("inf")) -> float:
     """Seconds in `text`, between `minimum` and `maximum`; raise ValueError with the accepted forms otherwise."""
     if isinstance(text, (int, float)) and not isinstance(text, bool):
-        seconds = float(text)
+        try:
+            seconds = float(text)
+        except OverflowError:  # an int beyond any float: not a duration either
+            raise ValueError(f"{str(text)[:20]}... is not a finite duration") from None
     else:
         match = _PATTERN.fullmatch(str(text).lower())
         if not match:

@@ -57,6 +57,9 @@ IMPORTANT_FLAGS = frozenset(WAKE_FLAGS)
 # announcements): stored with no sender agent (sender_pk NULL), and an id no agent may be
 # registered or renamed to.
 HUB_SENDER = "agora-hub"
+# What the local operator's writes carry as their author (a KB entry's `author`, a channel's `created_by`,
+# a phase's `set_by`): another id no agent may take, so an agent cannot pass for the operator.
+OPERATOR_NAME = "operator"
 
 # A claim's state (agora-claim(1)): worked on, set aside, finished. Only an open claim's cadence rings.
 CLAIM_OPEN, CLAIM_PARKED, CLAIM_DONE = "open", "parked", "done"
