@@ -52,6 +52,16 @@ def test_a_backup_whose_copy_fails_leaves_no_temp_file_and_no_target(hub, cli, t
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_backup_into_a_directory_that_does_not_exist_names_it_and_says_to_create_it(hub, cli, tmp_path):
+    missing = tmp_path / "not" / "made"
+    result = cli("backup", str(missing / "b.db"), code=1)
+    assert f"its directory {missing} does not exist; create it (`mkdir -p {missing}`)" in result.stderr
+    assert ".tmp" not in result.stderr and not (tmp_path / "not").exists()
+    (tmp_path / "plain").write_text("a file\n")
+    result = cli("backup", str(tmp_path / "plain" / "b.db"), code=1)
+    assert f"{tmp_path / 'plain'} is not a directory" in result.stderr and ".tmp" not in result.stderr
+
+
 def test_backup_refuses_the_hubs_own_database(hub, cli):
     assert "hub's own database" in cli("backup", str(hub.home / "agora.db"), code=1).stderr
 
