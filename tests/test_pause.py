@@ -236,7 +236,9 @@ def test_agora_pause_status_and_resume_on_the_command_line(hub, cli):
     assert "PAUSED" not in cli("status").stdout
     assert json.loads(cli("status", "--json").stdout)["paused"] is None
     assert "not paused" in cli("resume", code=1).stderr
-    assert json.loads(cli("pause", "--json").stdout)["announced"] == 2  # human and runtime
+    unexplained = json.loads(cli("pause", "--json").stdout)
+    assert unexplained["announced"] == 2  # human and runtime
+    assert unexplained["paused"]["reason"] == ""  # no --reason: empty, as agora-pause(1) and agora-rpc(7) say
 
 
 def test_the_pause_holds_at_once_in_its_batch_and_a_lost_batch_takes_it_back(tmp_path, monkeypatch):
