@@ -259,6 +259,24 @@ def test_cli_bad_inputs_say_what_happened(hub, cli):
     assert [c["title"] for c in hub.call("claims.list")["claims"]] == ["y"]
 
 
+def test_a_cadence_refusal_offers_only_cadences_its_command_takes(hub, cli):
+    """Cadences are whole minutes, 30m at least: never 90 or 90s; and only update takes `none`."""
+    hub.add_agent("alice")
+    unknown = cli("claim", "open", "commons", "x", "--cadence", "1w", "--as", "alice", code=2).stderr
+    assert "'1w' is not a cadence: give whole minutes, 30m at least, like 45m, 2h or 1d" in unknown
+    assert "90" not in unknown and "none" not in unknown
+    short = cli("claim", "open", "commons", "x", "--cadence", "10m", "--as", "alice", code=1).stderr
+    assert "a cadence is at least 30 minutes" in short and "none" not in short
+    assert "no cadence to remove" in cli("claim", "open", "commons", "x", "--cadence", "none", "--as", "alice",
+                                         code=2).stderr
+    cli("claim", "open", "commons", "x", "--cadence", "45m", "--as", "alice")
+    update = ("claim", "update", "claim:1", "--version", "1", "--as", "alice", "--cadence")
+    unknown = cli(*update, "1w", code=2).stderr
+    assert "like 45m, 2h or 1d; or none to remove the cadence" in unknown and "90" not in unknown
+    assert "(or `none` to remove it)" in cli(*update, "10m", code=1).stderr
+    assert cli(*update, "none").stdout.startswith("changed ")
+
+
 def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):
     with seats(hub, "alice") as s:
         s["alice"].call("channels.create", channel="dev")
