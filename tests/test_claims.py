@@ -277,6 +277,22 @@ def test_a_cadence_refusal_offers_only_cadences_its_command_takes(hub, cli):
     assert cli(*update, "none").stdout.startswith("changed ")
 
 
+def test_a_join_hint_names_the_seat_that_must_join(hub, cli):
+    for agent in ("alice", "carol"):
+        hub.add_agent(agent)
+    cli("channel", "create", "ops", "--as", "alice")
+    cli("claim", "open", "ops", "deploy", "--as", "alice")
+    hint = "join it with `agora channel join ops --as carol`"
+    for command in (("claim", "open", "ops", "x"), ("phase", "set", "ops", "release", "work", "--version", "0"),
+                    ("claim", "ls", "--channel", "ops"), ("claim", "show", "claim:1")):
+        refused = cli(*command, "--as", "carol", code=1).stderr
+        assert "carol is not a member of ops" in refused and hint in refused, command
+    assert hint in cli("channel", "create", "ops", "--as", "carol", code=1).stderr
+    assert "join" not in cli("channel", "create", "ops", code=1).stderr  # the operator joins no channel
+    cli("channel", "join", "ops", "--as", "carol")  # the hint, followed, is all it takes
+    assert "claim:1" in cli("claim", "ls", "--channel", "ops", "--as", "carol").stdout
+
+
 def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):
     with seats(hub, "alice") as s:
         s["alice"].call("channels.create", channel="dev")

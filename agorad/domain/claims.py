@@ -69,8 +69,8 @@ def _claim(db: apsw.Connection, actor: Actor, ref, field: str = "ref") -> dict:
         if claim["channel_kind"] == "dm":
             claim = None
         else:
-            raise Forbidden(f"{actor.agent_id} is not a member of {claim['channel']}, where {ref} is; "
-                            f"join it with `agora channel join {claim['channel']}`", rule="channel.member")
+            raise Forbidden(f"{actor.agent_id} is not a member of {claim['channel']}, where {ref} is"
+                            f"{channels.join_hint(claim['channel'], actor)}", rule="channel.member")
     if claim is None:
         raise NotFound(f"no claim {ref} (list them with `agora claim ls`)", field=field)
     return claim
