@@ -266,6 +266,27 @@ def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
     assert "problem: b:" in text and "check: something is wrong" in text
 
 
+def test_check_says_a_deleted_notify_file_is_missing_and_an_empty_one_holds_no_line(hub, cli):
+    with seats(hub, "a", "b", "c") as s:
+        send(s["a"], "@b", "one")
+        send(s["a"], "@c", "one")
+    (hub.home / "b-inbox.log").unlink()
+    kept = (hub.home / "c-inbox.log").read_bytes()
+    (hub.home / "c-inbox.log").write_bytes(b"")
+    report = {seat["agent"]: seat for seat in json.loads(cli("check", "--json", code=1).stdout)["seats"]}
+    assert report["b"]["problems"] == [
+        f"{hub.home / 'b-inbox.log'} is missing; the database has deliveries up to id 1 (the hub makes the file "
+        "again at the seat's next delivery once it reopens its notify files: at a restart, or on SIGUSR2)"]
+    assert report["c"]["problems"] == [f"{hub.home / 'c-inbox.log'} holds no line; the database has deliveries up to id 1"]
+    (hub.home / "c-inbox.log").write_bytes(kept)
+    hub.stop()
+    hub.start()
+    with hub.client("a") as a:
+        send(a, "@b", "two")
+    assert (hub.home / "b-inbox.log").exists()  # as the problem said
+    assert json.loads(cli("check", "--json").stdout)["ok"]
+
+
 def test_check_on_a_stopped_hubs_home_leaves_no_file_behind(home):
     """A read-only connection made -wal and -shm beside a database a stopped hub had closed cleanly,
     and left them there; `agora check` leaves the home as it found it."""
