@@ -220,6 +220,15 @@ def test_cli_claim_round_trip(hub, cli):
     assert cli("claim", "done", "claim:1", "--version", "3").stdout.startswith("set claim:1 in commons (done")  # the operator
 
 
+def test_cli_claim_update_names_what_changed_by_its_options_words(hub, cli):
+    hub.add_agent("alice")
+    cli("claim", "open", "commons", "write the docs", "--cadence", "45m", "--as", "alice")
+    out = cli("claim", "update", "claim:1", "--version", "1", "--cadence", "1h", "--title", "docs", "--as", "alice").stdout
+    assert out == "changed cadence, title of claim:1 in commons (open, version 2, cadence 1h)\n"
+    assert cli("claim", "update", "claim:1", "--version", "2", "--cadence", "none", "--as", "alice").stdout == \
+        "changed cadence of claim:1 in commons (open, version 3)\n"
+
+
 def test_cli_claim_json(hub, cli):
     hub.add_agent("alice")
     opened = json.loads(cli("claim", "open", "commons", "x", "--as", "alice", "--json").stdout)

@@ -55,6 +55,15 @@ def claim():
     """Claims: say who is doing what, with progress receipts and an optional check-in cadence."""
 
 
+# The hub's `changed` names its wire fields; a person reads them as the options that set them.
+# (--json keeps the wire names: a stable contract.)
+OPTION_WORDS = {"cadence_minutes": "cadence"}
+
+
+def _changed_text(changed: list[str]) -> str:
+    return ", ".join(OPTION_WORDS.get(field, field) for field in changed)
+
+
 def _cadence_text(minutes) -> str:
     return format_duration(minutes * 60) if minutes else "-"
 
@@ -105,7 +114,7 @@ def claim_update(as_id, ref, version, title, cadence, link, state, home, as_json
         raise click.UsageError("nothing to change: give --title, --cadence, --link or --state")
     result = fetch(home, as_id, "claims.update", as_json, ref=ref, version=version, **params)
     if result is not None:
-        _print_claim(result, f"changed {', '.join(result['changed'])} of" if result["changed"] else "nothing changed in")
+        _print_claim(result, f"changed {_changed_text(result['changed'])} of" if result["changed"] else "nothing changed in")
 
 
 @claim.command("receipt")
