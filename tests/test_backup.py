@@ -52,6 +52,16 @@ def test_a_backup_whose_copy_fails_leaves_no_temp_file_and_no_target(hub, cli, t
     assert list(tmp_path.iterdir()) == []
 
 
+def test_a_backup_into_a_directory_that_does_not_exist_names_it_and_says_to_create_it(hub, cli, tmp_path):
+    missing = tmp_path / "not" / "made"
+    result = cli("backup", str(missing / "b.db"), code=1)
+    assert f"its directory {missing} does not exist; create it (`mkdir -p {missing}`)" in result.stderr
+    assert ".tmp" not in result.stderr and not (tmp_path / "not").exists()
+    (tmp_path / "plain").write_text("a file\n")
+    result = cli("backup", str(tmp_path / "plain" / "b.db"), code=1)
+    assert f"{tmp_path / 'plain'} is not a directory" in result.stderr and ".tmp" not in result.stderr
+
+
 def test_backup_refuses_the_hubs_own_database(hub, cli):
     assert "hub's own database" in cli("backup", str(hub.home / "agora.db"), code=1).stderr
 
@@ -254,6 +264,27 @@ def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
     assert "is not an offset" in report["a"]["problems"][0]
     text = cli("check", code=1).stdout
     assert "problem: b:" in text and "check: something is wrong" in text
+
+
+def test_check_says_a_deleted_notify_file_is_missing_and_an_empty_one_holds_no_line(hub, cli):
+    with seats(hub, "a", "b", "c") as s:
+        send(s["a"], "@b", "one")
+        send(s["a"], "@c", "one")
+    (hub.home / "b-inbox.log").unlink()
+    kept = (hub.home / "c-inbox.log").read_bytes()
+    (hub.home / "c-inbox.log").write_bytes(b"")
+    report = {seat["agent"]: seat for seat in json.loads(cli("check", "--json", code=1).stdout)["seats"]}
+    assert report["b"]["problems"] == [
+        f"{hub.home / 'b-inbox.log'} is missing; the database has deliveries up to id 1 (the hub makes the file "
+        "again at the seat's next delivery once it reopens its notify files: at a restart, or on SIGUSR2)"]
+    assert report["c"]["problems"] == [f"{hub.home / 'c-inbox.log'} holds no line; the database has deliveries up to id 1"]
+    (hub.home / "c-inbox.log").write_bytes(kept)
+    hub.stop()
+    hub.start()
+    with hub.client("a") as a:
+        send(a, "@b", "two")
+    assert (hub.home / "b-inbox.log").exists()  # as the problem said
+    assert json.loads(cli("check", "--json").stdout)["ok"]
 
 
 def test_check_on_a_stopped_hubs_home_leaves_no_file_behind(home):

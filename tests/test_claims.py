@@ -220,6 +220,15 @@ def test_cli_claim_round_trip(hub, cli):
     assert cli("claim", "done", "claim:1", "--version", "3").stdout.startswith("set claim:1 in commons (done")  # the operator
 
 
+def test_cli_claim_update_names_what_changed_by_its_options_words(hub, cli):
+    hub.add_agent("alice")
+    cli("claim", "open", "commons", "write the docs", "--cadence", "45m", "--as", "alice")
+    out = cli("claim", "update", "claim:1", "--version", "1", "--cadence", "1h", "--title", "docs", "--as", "alice").stdout
+    assert out == "changed cadence, title of claim:1 in commons (open, version 2, cadence 1h)\n"
+    assert cli("claim", "update", "claim:1", "--version", "2", "--cadence", "none", "--as", "alice").stdout == \
+        "changed cadence of claim:1 in commons (open, version 3)\n"
+
+
 def test_cli_claim_json(hub, cli):
     hub.add_agent("alice")
     opened = json.loads(cli("claim", "open", "commons", "x", "--as", "alice", "--json").stdout)
@@ -257,6 +266,40 @@ def test_cli_bad_inputs_say_what_happened(hub, cli):
     assert "bob is not a member of dev" in outsider.stderr
     assert "nothing to change" in cli("claim", "update", "claim:1", "--version", "2", code=2).stderr
     assert [c["title"] for c in hub.call("claims.list")["claims"]] == ["y"]
+
+
+def test_a_cadence_refusal_offers_only_cadences_its_command_takes(hub, cli):
+    """Cadences are whole minutes, 30m at least: never 90 or 90s; and only update takes `none`."""
+    hub.add_agent("alice")
+    unknown = cli("claim", "open", "commons", "x", "--cadence", "1w", "--as", "alice", code=2).stderr
+    assert "'1w' is not a cadence: give whole minutes, 30m at least, like 45m, 2h or 1d" in unknown
+    assert "90" not in unknown and "none" not in unknown
+    short = cli("claim", "open", "commons", "x", "--cadence", "10m", "--as", "alice", code=1).stderr
+    assert "a cadence is at least 30 minutes" in short and "none" not in short
+    assert "no cadence to remove" in cli("claim", "open", "commons", "x", "--cadence", "none", "--as", "alice",
+                                         code=2).stderr
+    cli("claim", "open", "commons", "x", "--cadence", "45m", "--as", "alice")
+    update = ("claim", "update", "claim:1", "--version", "1", "--as", "alice", "--cadence")
+    unknown = cli(*update, "1w", code=2).stderr
+    assert "like 45m, 2h or 1d; or none to remove the cadence" in unknown and "90" not in unknown
+    assert "(or `none` to remove it)" in cli(*update, "10m", code=1).stderr
+    assert cli(*update, "none").stdout.startswith("changed ")
+
+
+def test_a_join_hint_names_the_seat_that_must_join(hub, cli):
+    for agent in ("alice", "carol"):
+        hub.add_agent(agent)
+    cli("channel", "create", "ops", "--as", "alice")
+    cli("claim", "open", "ops", "deploy", "--as", "alice")
+    hint = "join it with `agora channel join ops --as carol`"
+    for command in (("claim", "open", "ops", "x"), ("phase", "set", "ops", "release", "work", "--version", "0"),
+                    ("claim", "ls", "--channel", "ops"), ("claim", "show", "claim:1")):
+        refused = cli(*command, "--as", "carol", code=1).stderr
+        assert "carol is not a member of ops" in refused and hint in refused, command
+    assert hint in cli("channel", "create", "ops", "--as", "carol", code=1).stderr
+    assert "join" not in cli("channel", "create", "ops", code=1).stderr  # the operator joins no channel
+    cli("channel", "join", "ops", "--as", "carol")  # the hint, followed, is all it takes
+    assert "claim:1" in cli("claim", "ls", "--channel", "ops", "--as", "carol").stdout
 
 
 def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):

@@ -34,6 +34,7 @@ from agorad.surface.pidfiles import read_pidfile
 from agorad.surface.protocol import encode
 from agorad.surface.vocab import LIVENESS_MODES
 from tests.listenproc import Listener
+from tests.seats import seats, send
 
 ROOT = Path(__file__).resolve().parent.parent
 MAN = ROOT / "man"
@@ -162,6 +163,28 @@ def test_groff_accepts_page(page):
         capture_output=True, text=True, env={**os.environ, "LC_ALL": "C.UTF-8"},
     )
     assert done.returncode == 0 and not done.stderr, f"groff on {page.name}: exit {done.returncode}\n{done.stderr}"
+
+
+def json_entry(page: Path) -> str:
+    """The OPTIONS entry of `--json` on `page` (as page_text gives it): what the command's JSON holds."""
+    match = re.search(r"^\.B --json\n(.*?)(?=^\.TP|^\.SH|\Z)", man_section(page, "OPTIONS"), re.M | re.S)
+    assert match, f"{page.name} has no --json entry"
+    return match.group(1)
+
+
+# A page whose --json entry refers to another's for some fields (digest's debts are owed's): both entries.
+JSON_ENTRIES = {"owed": ["owed"], "digest": ["digest", "owed"]}
+
+
+@pytest.mark.parametrize("command", sorted(JSON_ENTRIES))
+def test_every_field_of_the_json_a_real_hub_gives_is_in_the_json_entry(hub, cli, command):
+    with seats(hub, "alice", "bob") as s:
+        send(s["bob"], "@alice", "review?", ask=True)
+    printed = json.loads(cli(command, "--as", "alice", "--json").stdout)
+    entry = "".join(json_entry(page_for(name)) for name in JSON_ENTRIES[command])
+    assert printed["i_owe"], "no debt: the fields of one would go unchecked"
+    missing = sorted(name for name in set(printed) | nested_fields(printed) if not mentions(entry, name))
+    assert not missing, f"agora-{command}.1 --json does not name {missing}"
 
 
 # --- shared by the section 5 and 7 pages ----------------------------------------------------

@@ -193,3 +193,15 @@ def test_a_new_agent_under_a_removed_id_inherits_nothing(hub):
             newcomer.call("messages.read", ref="dm:memory--runtime#1")
         # A fresh DM with memory is a new channel, not the old one.
         assert send(newcomer, "@memory", "hello")["ref"] != "dm:memory--runtime#2"
+
+
+def test_every_to_of_agora_send_addresses_its_agents(hub, cli):
+    """`--to bob --to carol` is `--to bob,carol`: a repeated --to adds, and the last one does not win."""
+    for agent in ("alice", "bob", "carol", "dan"):
+        hub.add_agent(agent)
+    out = cli("send", "--as", "alice", "commons", "review?", "--to", "bob", "--to", "carol,dan", "--ask").stdout
+    assert out == "sent commons#1 to 3 agent(s) (for bob, carol, dan) asking for a reply\n"
+    with hub.client("alice") as alice:
+        assert sorted(debt["debtor"] for debt in alice.call("owed.list")["owed_to_me"]) == ["bob", "carol", "dan"]
+    out = cli("send", "--as", "alice", "commons", "again", "--to", "bob,carol", "--to", "bob").stdout
+    assert "(for bob, carol)" in out

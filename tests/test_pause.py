@@ -236,7 +236,26 @@ def test_agora_pause_status_and_resume_on_the_command_line(hub, cli):
     assert "PAUSED" not in cli("status").stdout
     assert json.loads(cli("status", "--json").stdout)["paused"] is None
     assert "not paused" in cli("resume", code=1).stderr
-    assert json.loads(cli("pause", "--json").stdout)["announced"] == 2  # human and runtime
+    unexplained = json.loads(cli("pause", "--json").stdout)
+    assert unexplained["announced"] == 2  # human and runtime
+    assert unexplained["paused"]["reason"] == ""  # no --reason: empty, as agora-pause(1) and agora-rpc(7) say
+
+
+def test_a_refusal_and_the_announcement_offer_dms_only_when_the_pause_named_an_operator_seat(hub, cli):
+    for agent in ("human", "runtime"):
+        hub.add_agent(agent)
+    cli("pause")
+    refused = cli("send", "--as", "runtime", "commons", "deploying", code=1).stderr
+    assert "reads, acks and heartbeats still work (no DM: the operator named no seat" in refused
+    assert "DMs with" not in refused
+    announcement = cli("read", "commons#1", "--as", "runtime").stdout
+    assert "no DM: the operator named no seat" in " ".join(announcement.split()) and "DMs with" not in announcement
+    cli("resume")
+    cli("pause", "--operator-seat", "human")
+    refused = cli("send", "--as", "runtime", "commons", "deploying", code=1).stderr
+    assert "reads, acks, heartbeats and DMs with the operator's seats still work" in refused
+    announcement = " ".join(cli("read", "commons#3", "--as", "runtime").stdout.split())
+    assert "DMs with the operator's seats (human) still work" in announcement
 
 
 def test_the_pause_holds_at_once_in_its_batch_and_a_lost_batch_takes_it_back(tmp_path, monkeypatch):

@@ -237,6 +237,19 @@ def _stderr_line(process) -> str:
     return process.stderr.readline()
 
 
+def test_watch_ends_with_0_on_each_signal_its_help_names_and_a_missing_option_is_status_2(remote, tmp_path):
+    shown = subprocess.run([AGORA, "watch", "--help"], env=remote.env, capture_output=True, text=True, timeout=30)
+    assert "SIGTERM, SIGINT or SIGHUP ends it (exit 0)" in " ".join(shown.stdout.split())
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        watcher = watch(remote, tmp_path / "alice-inbox.log")
+        wait_for(lambda: "writing alice's deliveries" in _stderr_line(watcher), what="the watcher to start")
+        watcher.send_signal(sig)
+        assert watcher.wait(timeout=10) == 0, sig
+    usage = subprocess.run([AGORA, "watch", "--as", "alice", "--url", remote.url], env=remote.env,
+                           capture_output=True, text=True, timeout=30)
+    assert usage.returncode == 2 and "Missing option '--notify-file'" in usage.stderr
+
+
 def test_watch_refuses_a_hubs_own_notify_directory(remote):
     done = watch(remote, remote.home / "alice-inbox.log")
     _, stderr = done.communicate(timeout=30)

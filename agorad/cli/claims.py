@@ -7,31 +7,45 @@ import sys
 import click
 
 from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option, print_table
+from agorad.surface import settings
 from agorad.surface.durations import format_duration
 from agorad.surface.fence import one_line
 from agorad.surface.vocab import CLAIM_STATES, CLAIM_UNSET
 
 
 class Cadence(click.ParamType):
-    """A check-in cadence in whole minutes (`45m`, `2h`), or `none` to remove it."""
+    """A check-in cadence in whole minutes (`45m`, `2h`); for a claim that may have one already
+    (`removable`), also `none` to remove it. Its errors offer only what this command takes."""
 
     name = "cadence"
+
+    def __init__(self, removable: bool):
+        self.removable = removable
 
     def convert(self, value, param, ctx):
         from agorad.surface.durations import parse_duration
 
-        if isinstance(value, int) or value == CLAIM_UNSET:
+        if isinstance(value, int):
+            return value
+        if value == CLAIM_UNSET:
+            if not self.removable:
+                self.fail("a new claim has no cadence to remove; leave --cadence out", param, ctx)
             return value
         try:
             seconds = parse_duration(value)
-        except ValueError as exc:
-            self.fail(f"{exc}; or {CLAIM_UNSET} to remove the cadence", param, ctx)
+        except ValueError:
+            self.fail(f"{value!r} is not a cadence: give whole minutes, {settings.CADENCE_FLOOR_MINUTES}m at "
+                      f"least, like 45m, 2h or 1d{self._or_none()}", param, ctx)
         if seconds % 60:
-            self.fail(f"{value!r} is not whole minutes (a cadence is given like 45m or 2h)", param, ctx)
+            self.fail(f"{value!r} is not whole minutes (a cadence is given like 45m or 2h){self._or_none()}",
+                      param, ctx)
         return int(seconds // 60)
 
+    def _or_none(self) -> str:
+        return f"; or {CLAIM_UNSET} to remove the cadence" if self.removable else ""
 
-CADENCE = Cadence()
+
+NEW_CADENCE, CHANGED_CADENCE = Cadence(removable=False), Cadence(removable=True)
 version_option = click.option("--version", "version", type=int, required=True, metavar="N",
                               help="The version you read (agora claim show): a claim changed since is refused.")
 
@@ -39,6 +53,15 @@ version_option = click.option("--version", "version", type=int, required=True, m
 @click.group("claim")
 def claim():
     """Claims: say who is doing what, with progress receipts and an optional check-in cadence."""
+
+
+# The hub's `changed` names its wire fields; a person reads them as the options that set them.
+# (--json keeps the wire names: a stable contract.)
+OPTION_WORDS = {"cadence_minutes": "cadence"}
+
+
+def _changed_text(changed: list[str]) -> str:
+    return ", ".join(OPTION_WORDS.get(field, field) for field in changed)
 
 
 def _cadence_text(minutes) -> str:
@@ -54,7 +77,7 @@ def _print_claim(result: dict, verb: str) -> None:
 @as_option()
 @click.argument("channel")
 @click.argument("title")
-@click.option("--cadence", type=CADENCE, metavar="DUR",
+@click.option("--cadence", type=NEW_CADENCE, metavar="DUR",
               help="Promise a receipt at least this often (whole minutes, 30m at least): a lapse sends you one reminder.")
 @click.option("--link", metavar="REF", help="Another claim this one belongs with, as claim:N.")
 @home_option
@@ -64,8 +87,6 @@ def claim_open(as_id, channel, title, cadence, link, home, as_json):
     """Open a claim in CHANNEL, owned by you: TITLE says what you are doing."""
     params = {"channel": channel, "title": title}
     if cadence is not None:
-        if cadence == CLAIM_UNSET:
-            raise click.BadParameter("a new claim has no cadence to remove; leave --cadence out", param_hint="--cadence")
         params["cadence_minutes"] = cadence
     if link:
         params["link"] = link
@@ -79,7 +100,7 @@ def claim_open(as_id, channel, title, cadence, link, home, as_json):
 @click.argument("ref")
 @version_option
 @click.option("--title", help="A new title.")
-@click.option("--cadence", type=CADENCE, metavar="DUR", help=f"A new cadence (whole minutes), or {CLAIM_UNSET} to remove it.")
+@click.option("--cadence", type=CHANGED_CADENCE, metavar="DUR", help=f"A new cadence (whole minutes), or {CLAIM_UNSET} to remove it.")
 @click.option("--link", metavar="REF", help=f"Link to claim REF (claim:N), or {CLAIM_UNSET} to remove the link.")
 @click.option("--state", type=click.Choice(CLAIM_STATES), help="A new state (open reopens a parked or done claim).")
 @home_option
@@ -93,7 +114,7 @@ def claim_update(as_id, ref, version, title, cadence, link, state, home, as_json
         raise click.UsageError("nothing to change: give --title, --cadence, --link or --state")
     result = fetch(home, as_id, "claims.update", as_json, ref=ref, version=version, **params)
     if result is not None:
-        _print_claim(result, f"changed {', '.join(result['changed'])} of" if result["changed"] else "nothing changed in")
+        _print_claim(result, f"changed {_changed_text(result['changed'])} of" if result["changed"] else "nothing changed in")
 
 
 @claim.command("receipt")

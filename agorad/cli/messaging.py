@@ -22,12 +22,21 @@ def _title(title: str | None, body: str, decline: bool) -> str:
     return first[:120]
 
 
+def _addressees(given: tuple[str, ...]) -> list[str]:
+    """Every id of every --to (each `bob` or `bob,carol`), in order, once each: a repeated --to adds
+    to the others rather than replacing them."""
+    ids = (agent.strip() for value in given for agent in value.split(","))
+    return list(dict.fromkeys(agent for agent in ids if agent))
+
+
 @click.command("send")
 @as_option()
 @click.argument("target")
 @click.argument("body", required=False)
 @click.option("--title", help="One-line headline (default: the body's first line).")
-@click.option("--to", "to", help="Comma-separated agent ids the message is for (@mentions in the text count too).")
+@click.option("--to", "to", multiple=True, metavar="ID[,ID...]",
+              help="Agent ids the message is for, comma-separated or one --to each (repeatable); "
+                   "@mentions in the text count too.")
 @click.option("--ask", is_flag=True, help="Ask for a reply: each addressee owes one until someone answers.")
 @click.option("--ask-each", is_flag=True,
               help="Ask every addressee for its own reply: one's answer discharges only its own debt.")
@@ -46,7 +55,7 @@ def send(as_id, target, body, title, to, ask, ask_each, reply_to, decline, urgen
         raise click.UsageError("--decline needs --reply-to REF, the ask you decline")
     text = read_text(body)
     params = {"target": target, "title": _title(title, text, decline), "body": text, "ask": ask, "urgency": urgency,
-              "to": [a.strip() for a in to.split(",") if a.strip()] if to else []}
+              "to": _addressees(to)}
     if reply_to:
         params["reply_to"] = reply_to
     if ask_each:  # sent only when given, so a hub from before --ask-each still takes every other send

@@ -34,7 +34,7 @@ def watch(as_id, notify_file, url, home):
     """Write seat ID's deliveries from the hub's remote port to a notify file on this host, until stopped.
 
     The key comes from $AGORA_KEY or <home>/keys/ID.key on this host. Runs in
-    the foreground; SIGTERM or SIGINT ends it (exit 0).
+    the foreground; SIGTERM, SIGINT or SIGHUP ends it (exit 0).
     """
     from agorad.cli.common import hub_url
     from agorad.surface import keys

@@ -51,10 +51,18 @@ def named(db: apsw.Connection, name, field: str = "channel", actor: Actor | None
     return channel
 
 
+def join_hint(name: str, actor: Actor) -> str:
+    """`; join it with <the command>` for an agent not in channel `name`; nothing for the operator,
+    who joins no channel. The hub cannot tell whether the caller gave --as, so the command always
+    names the agent: `--as ID` is right however the seat was chosen (a flag, a seat record), while a
+    bare command is refused without a seat record, or joins the record's seat instead."""
+    return "" if actor.is_operator else f"; join it with `agora channel join {name} --as {actor.agent_id}`"
+
+
 def require_member(db: apsw.Connection, actor: Actor, channel: dict) -> dict:
     membership = sql.membership(db, actor.agent_pk, channel["pk"])
     if membership is None:
-        hint = "" if channel["kind"] == "dm" else f"; join it with `agora channel join {channel['name']}`"
+        hint = "" if channel["kind"] == "dm" else join_hint(channel["name"], actor)
         raise Forbidden(f"{actor.agent_id} is not a member of {channel['name']}{hint}", rule="channel.member")
     return membership
 
@@ -109,7 +117,7 @@ def create(db: apsw.Connection, actor: Actor, name, now: float) -> dict:
     check_new_name(name)
     with write(db):
         if sql.by_name(db, name):
-            raise Conflict(f"channel {name!r} already exists; join it with `agora channel join {name}`", field="channel")
+            raise Conflict(f"channel {name!r} already exists{join_hint(name, actor)}", field="channel")
         pk = sql.create(db, name, "named", now, actor.name)
         if not actor.is_operator:
             sql.join(db, actor.agent_pk, pk, now)

@@ -36,15 +36,16 @@ FIELD_OF_COLUMN = {"link_pk": "link"}  # the wire's name of a column claims.upda
 ref_of = sql.ref_of
 
 
-def check_cadence(value, field: str = "cadence_minutes") -> int:
-    """A cadence in whole minutes, from the floor (settings) to the ceiling."""
+def check_cadence(value, removable: bool, field: str = "cadence_minutes") -> int:
+    """A cadence in whole minutes, from the floor (settings) to the ceiling. `removable`: the call
+    (claims.update) also takes `none`, so its refusal offers it; claims.open's does not."""
     if type(value) is not int:
         raise InvalidParams(f"{field} must be a whole number of minutes", field=field)
     floor, ceiling = settings.CADENCE_FLOOR_MINUTES, settings.CADENCE_MAX_MINUTES
     if not floor <= value <= ceiling:
+        remove = f" (or `{CLAIM_UNSET}` to remove it)" if removable else ""
         raise InvalidParams(f"{field} {value} is outside {floor} to {ceiling} minutes: a cadence is at least "
-                            f"{floor} minutes (or `{CLAIM_UNSET}` to remove it)", field=field,
-                            floor=floor, ceiling=ceiling)
+                            f"{floor} minutes{remove}", field=field, floor=floor, ceiling=ceiling)
     return value
 
 
@@ -68,8 +69,8 @@ def _claim(db: apsw.Connection, actor: Actor, ref, field: str = "ref") -> dict:
         if claim["channel_kind"] == "dm":
             claim = None
         else:
-            raise Forbidden(f"{actor.agent_id} is not a member of {claim['channel']}, where {ref} is; "
-                            f"join it with `agora channel join {claim['channel']}`", rule="channel.member")
+            raise Forbidden(f"{actor.agent_id} is not a member of {claim['channel']}, where {ref} is"
+                            f"{channels.join_hint(claim['channel'], actor)}", rule="channel.member")
     if claim is None:
         raise NotFound(f"no claim {ref} (list them with `agora claim ls`)", field=field)
     return claim
@@ -109,7 +110,7 @@ def open_claim(db: apsw.Connection, actor: Actor, channel_name, title, cadence_m
     """Open a claim owned by the actor in a channel it is a member of."""
     _title(title)
     if cadence_minutes is not None:
-        check_cadence(cadence_minutes)
+        check_cadence(cadence_minutes, removable=False)
     with write(db):
         channel = channels.named(db, channel_name, "channel", actor)
         channels.require_member(db, actor, channel)
@@ -130,7 +131,7 @@ def update(db: apsw.Connection, actor: Actor, ref, version: int, now: float, tit
     if state is not UNSET and state not in CLAIM_STATES:
         raise InvalidParams(f"state must be one of {', '.join(CLAIM_STATES)}", field="state")
     if cadence_minutes is not UNSET and cadence_minutes != CLAIM_UNSET:
-        check_cadence(cadence_minutes)
+        check_cadence(cadence_minutes, removable=True)
     with write(db):
         claim = _claim(db, actor, ref)
         _require_owner(actor, claim, "change")

@@ -66,12 +66,11 @@ def pause(db: apsw.Connection, now: float, reason, seat_ids: list) -> tuple[Paus
                            f"{_why(already.reason)}); nothing changed: `agora resume` first")
         seats = [registry.resolve(db, seat_id, "operator_seats")[0] for seat_id in seat_ids]
         pk = sql.open_pause(db, now, reason, [seat["pk"] for seat in seats])
-        named = ", ".join(seat["id"] for seat in seats) or "none named"
+        named = ", ".join(seat["id"] for seat in seats)
         events = _announce(db, now, f"hub paused by the operator{_why(reason, ': ')}", (
             f"The operator paused this hub at {_clock(now)}{_why(reason, '. Reason: ')}.\n"
             "Until it resumes, calls that change something are refused with the error `paused`; "
-            "reads, acks, heartbeats and DMs with the operator's seats "
-            f"({named}) still work. Owed replies do not escalate while the hub is paused.\n"))
+            f"{_still_works(bool(seats), named)}. Owed replies do not escalate while the hub is paused.\n"))
     return Pause(pk, now, reason, frozenset(seat["pk"] for seat in seats)), events
 
 
@@ -109,9 +108,17 @@ def refusal(paused: Pause, now: float, method: str) -> Paused:
     # The operator's reason stays in data.pause_reason and in the fenced announcement: a refusal's
     # message may reach a model as a tool error, so it holds hub words only.
     return Paused(f"the hub is paused (for {format_span(now - paused.since)}, since {_clock(paused.since)}"
-                  f"): {method} is refused until the operator resumes it; reads, acks, "
-                  "heartbeats and DMs with the operator's seats still work",
+                  f"): {method} is refused until the operator resumes it; {_still_works(bool(paused.seats))}",
                   since=paused.since, pause_reason=paused.reason)
+
+
+def _still_works(has_seats: bool, named: str = "") -> str:
+    """What an agent may still do while paused (`named`: the operator's seats, to show them). DMs only
+    when the pause named operator seats: without one no DM goes through (allows_send), and saying
+    they work would send an agent to try."""
+    if not has_seats:
+        return "reads, acks and heartbeats still work (no DM: the operator named no seat to speak through)"
+    return f"reads, acks, heartbeats and DMs with the operator's seats{f' ({named})' if named else ''} still work"
 
 
 def allows_send(db: apsw.Connection, paused: Pause, params: dict) -> bool:

@@ -30,9 +30,10 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
         raise AgoraError(f"{target} is the hub's own database file; back up to another path")
     if target.exists() and not force:
         raise AgoraError(f"{target} exists; give --force to replace it")
+    _require_directory(target)
     temp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
     try:
-        _create_private(temp)
+        _create_private(temp, target)
         facts = _copy(home.db, temp)
         sync_path(temp)
         _put_in_place(temp, target, force)
@@ -57,11 +58,27 @@ def _copy(database: Path, temp: Path) -> dict:
         raise AgoraError(f"copying the database {database}: {exc}") from None
 
 
-def _create_private(path: Path) -> None:
+def _require_directory(target: Path) -> None:
+    """Refuse a FILE whose directory is not there, saying so. The directory is not made here: a
+    mistyped path would grow a tree, and a backup, where nobody looks for one."""
+    directory = target.parent
+    if directory.is_dir():
+        return
+    if directory.exists():
+        raise AgoraError(f"cannot write the backup {target}: {directory} is not a directory; "
+                         "give a FILE in a directory")
+    raise AgoraError(f"cannot write the backup {target}: its directory {directory} does not exist; "
+                     f"create it (`mkdir -p {directory}`) or give a FILE in a directory that exists")
+
+
+def _create_private(path: Path, target: Path) -> None:
+    """Create the temp file `path` beside `target`; a failure names the backup and its directory,
+    which the user chose, not the temp name, which they never gave."""
     try:
         os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
     except OSError as exc:
-        raise OSError(f"creating the backup file {path}: {exc.strerror}") from None
+        raise OSError(f"cannot write the backup {target}: creating a file in {target.parent}: "
+                      f"{exc.strerror}") from None
 
 
 def _put_in_place(temp: Path, target: Path, force: bool) -> None:

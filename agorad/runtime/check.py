@@ -75,7 +75,12 @@ def _last_id(path: Path) -> int | None:
 
 def _compare_file(entry: dict, path: Path) -> None:
     on_disk, last = entry["file_id"], entry["database_id"]
-    if on_disk is None and last:
+    if on_disk is None and last and not (path.exists() or rotated(path).exists()):
+        # A running hub may still write to the deleted file's descriptor: SIGUSR2 makes it open the name anew.
+        entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} (the hub "
+                                 "makes the file again at the seat's next delivery once it reopens its notify "
+                                 "files: at a restart, or on SIGUSR2)")
+    elif on_disk is None and last:
         entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last}")
     elif on_disk is not None and on_disk < last:
         entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
