@@ -29,6 +29,7 @@ class Target:
         self.agent = agent
         self.key = key
         self.interval = interval
+        self._key_given = key is not None  # else read again at each connect: `agora agent rekey` may replace it
         if agent is not None and key is None:
             self.key = read_key(self.home, agent)
             if self.key is None:
@@ -48,6 +49,8 @@ class Target:
         return type(exc)(f"{exc.message} (the hub at {where})", **exc.data)
 
     def hello_params(self) -> dict:
+        if not self._key_given:
+            self.key = read_key(self.home, self.agent) or self.key
         params = {"agent": self.agent, "key": self.key}
         if self.interval is not None:
             params["interval"] = self.interval

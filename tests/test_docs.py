@@ -452,6 +452,7 @@ def rpc_scenario(hub) -> tuple[dict[str, list[dict]], list[dict]]:
         call(op, "clock.advance", seconds=1)
         call(op, "agents.rename", old="carol", new="dave", reason="docs")
         call(op, "agents.get", agent="carol")  # through the alias: aliases and a redirect
+        call(op, "agents.rekey", agent="carol")  # through the alias too
         call(op, "kb.delete", key="profile/dan")
         call(op, "agents.remove", agent="dave")
         return results, list(bob.notifications(timeout=0))

@@ -490,3 +490,20 @@ async def _in_flight(bob, count: int) -> bool:
 
 async def _answered(answers: dict, name: str) -> bool:
     return name in answers
+
+
+def test_after_a_rekey_the_tools_reconnect_with_the_new_key_file(seats):
+    """`agora agent rekey bob` closes the connection bob's session said hello on with the old key; the next
+    tool call reads the key file again and goes on."""
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            assert (await bob.ok("check_inbox")).startswith("owed 0")
+            seats.call("agents.rekey", agent="bob")
+            with seats.client("alice") as alice:
+                alice.call("messages.send", target="@bob", title="after the rekey")
+            for _ in range(2):  # the first call may find the closed connection and say so
+                error, text = await bob("check_inbox")
+                if not error:
+                    break
+            assert not error and "after the rekey" in text, text
+    run(body())

@@ -263,6 +263,7 @@ def test_no_agent_may_administer_the_registry(hub, mode):
             ("agents.rename", {"old": "victim", "new": "taken", "reason": "mine"}),
             ("agents.add", {"agent": "sockpuppet"}),
             ("agents.update", {"agent": "victim", "liveness_mode": "always-on"}),
+            ("agents.rekey", {"agent": "victim"}),
             ("hub.sweep", {}),
         ):
             with pytest.raises(Forbidden) as caught:

@@ -387,6 +387,29 @@ def test_a_wrong_key_ends_the_runner_with_unauthorized(hub):
     assert caught.value.reason == "unauthorized"
 
 
+def test_after_a_rekey_a_runner_reading_its_key_file_goes_on_and_one_given_the_old_key_ends(hub):
+    """The hub closes the old key's connections: a runner whose key came from the key file reconnects with
+    the new one the rekey wrote and handles what comes next; one handed the key itself ends with
+    Unauthorized (the old key opens nothing any more)."""
+    from agorad.surface.errors import Unauthorized
+
+    hub.add_agent("bot")
+    fixed_key = hub.add_agent("fixed")
+    seen = []
+    running = Running(hub, "bot", lambda message: seen.append(message.title))
+    handed = Running(hub, "fixed", lambda message: None, key=fixed_key)
+    hub.call("agents.rekey", agent="bot")
+    hub.call("agents.rekey", agent="fixed")
+    with hub.client("sender", hub.add_agent("sender")) as sender:
+        send(sender, "@bot", "after the rekey")
+        wait_for(lambda: "after the rekey" in seen, what="the rekeyed runner to handle the message")
+    assert running.runner.connections == 2
+    handed.thread.join(10)
+    assert not handed.thread.is_alive() and [type(e) for e in handed.errors] == [Unauthorized]
+    STARTED.remove(handed)
+    running.stop()
+
+
 def runner_process(hub, agent: str, mode: str, record: Path, gate: Path | None = None) -> subprocess.Popen:
     """A runner process (tests/sdk_agent.py); its log goes to `stderr` beside the record."""
     args = [sys.executable, "-m", "tests.sdk_agent", agent, mode, str(record)] + ([str(gate)] if gate else [])

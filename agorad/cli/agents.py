@@ -181,6 +181,27 @@ def agent_rename(old, new, reason, home, as_json):
         click.echo(f"renamed {result['from']} -> {result['to']} ({result['reason']})")
 
 
+@agent.command("rekey")
+@click.argument("agent_id", metavar="ID")
+@home_option
+@json_option
+@handles_errors
+def agent_rekey(agent_id, home, as_json):
+    """Give agent ID a new key and print it (shown only this once): the old key stops working at once,
+    and connections acting as ID hang up. The agent keeps everything else."""
+    with connect(home) as hub:
+        result = hub.call("agents.rekey", agent=agent_id)
+    report_redirect(result["redirected"])
+    if as_json:
+        print_json(result)
+        return
+    click.echo(f"new key for {result['agent']}")
+    click.echo(f"key: {result['key']}")
+    click.echo(f"the key is saved in {result['key_file']} (0600) and is not shown again; the old key no longer "
+               "works, and connections acting as the agent were closed (a seat on another host needs the new "
+               "key: `agora setup ID --url URL --key-stdin` there)", err=True)
+
+
 @agent.command("rm")
 @click.argument("agent_id", metavar="ID")
 @home_option

@@ -97,6 +97,22 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
     return view(sql.by_pk(db, pk), now, ttl), key
 
 
+def rekey(db: apsw.Connection, home: Home, agent_id) -> tuple[str, dict | None, str, int]:
+    """Give an agent a new key, in place of its old one (which no longer says hello): the agent keeps its
+    id, deliveries, debts and claims. Return its id, the redirect followed, the key (shown this once)
+    and its pk. The key file is written inside the transaction, as at add: if it cannot be, nothing changes."""
+    key = keys.new_key()
+    with write(db):
+        row, redirect = resolve(db, agent_id)
+        sql.update(db, row["pk"], {"key_hash": keys.hash_key(key)})
+        try:
+            keys.save_key_file(home, row["id"], key)
+        except OSError as exc:
+            raise InternalError(f"writing the key file {home.key_file(row['id'])}: {exc.strerror or exc}; "
+                                "the old key still stands") from None
+    return row["id"], redirect, key, row["pk"]
+
+
 def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor, status: str | None, task,
               interval: float | None = None) -> dict:
     """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise.

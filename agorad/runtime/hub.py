@@ -145,6 +145,14 @@ class HubState:
         for connection in self.sessions.get(pk, ()):
             connection.actor.mode = mode
 
+    def agent_rekeyed(self, pk: int, agent_id: str) -> None:
+        """After a committed rekey: the connections that said hello with the old key hang up (the key may
+        have leaked: what it opened closes too); a client that reads the key file again reconnects."""
+        for connection in list(self.sessions.get(pk, ())):
+            connection.revoke(f"agent {agent_id}'s key was replaced")
+        self.sessions.pop(pk, None)
+        self.subscribers.pop(pk, None)
+
     def agent_removed(self, pk: int, agent_id: str) -> None:
         """After a committed removal: its connections hang up; its key, notify and seat files go."""
         for connection in list(self.sessions.get(pk, ())):

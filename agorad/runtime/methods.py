@@ -32,6 +32,7 @@ METHODS = {
     "agents.update": (agents.update, ANY),
     "agents.rename": (agents.rename, ANY),
     "agents.remove": (agents.remove, ANY),
+    "agents.rekey": (agents.rekey, ANY),
     "kb.get": (kb.get, ANY),
     "kb.put": (kb.put, ANY),
     "kb.list": (kb.list_entries, ANY),

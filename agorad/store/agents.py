@@ -15,7 +15,7 @@ _DUE_EXPIRED = ("(liveness_mode = 'ephemeral' "
 _COLUMNS = ("pk, id, key_hash, liveness_mode, interval_s, interval_source, declared_interval_s, "
             "status, task, meta, created_at, last_seen, expired_at")
 # What agents.update may set (registry.update); names are never taken from a request.
-_UPDATABLE = ("liveness_mode", "interval_s", "interval_source", "declared_interval_s", "meta")
+_UPDATABLE = ("liveness_mode", "interval_s", "interval_source", "declared_interval_s", "meta", "key_hash")
 
 
 def insert(db: apsw.Connection, agent: dict) -> int:

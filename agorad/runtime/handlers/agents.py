@@ -110,6 +110,15 @@ def rename(call: Call) -> dict:
     return {"renamed": renamed}
 
 
+def rekey(call: Call) -> dict:
+    agent_id = call.params.get("agent", str)
+    call.finish()
+    require(call.actor, "registry.admin")
+    current, redirect, key, pk = registry.rekey(call.hub.db, call.hub.home, agent_id)
+    call.hub.after_commit(lambda: call.hub.agent_rekeyed(pk, current))
+    return {"agent": current, "redirected": redirect, "key": key, "key_file": str(call.hub.home.key_file(current))}
+
+
 def remove(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
