@@ -250,8 +250,8 @@ def _new_dirs(path: Path, workspace: Path) -> list[str]:
 
 
 def _recorded(path: Path):
-    """The seat record an earlier setup wrote, or None when there is none or it cannot be read
-    (a re-run then rewrites it from what it wires now)."""
+    """The seat record an earlier setup wrote, or None when there is none or it cannot be read (the CLI
+    refuses a re-run on an unreadable one first; a whole `--remove` then takes it out with the rest)."""
     from agorad.surface.seat_record import RecordError, load
 
     try:

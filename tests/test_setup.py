@@ -242,11 +242,19 @@ def test_commands_in_the_workspace_act_as_its_seat(hub, ws):
 
 
 def test_a_corrupt_record_is_a_clear_error_unless_as_is_given(hub, ws):
+    claude_ws(ws)
+    before = snapshot(ws)
     agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
     seat_record(ws).write_text("format = [\n")
     done = agora("inbox", cwd=ws, code=2)
     assert "seat.toml is not valid TOML" in done.stderr and "--as" in done.stderr
     agora("inbox", "--as", "runtime", "--home", str(hub.home), cwd=ws)
+    # A partial removal needs the record (which harnesses stay); a whole one does not.
+    assert "not valid TOML" in agora("setup", "--remove", "--harness", "claude", "--home", str(hub.home), cwd=ws,
+                                     code=1).stderr
+    done = agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert "removing every harness's wiring and the record anyway" in done.stderr
+    assert snapshot(ws) == before and not (ws / ".agora").exists()
 
 
 def test_check_says_what_is_wired_stale_and_what_would_wake(hub, ws):

@@ -226,8 +226,15 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
 
 def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) -> None:
     from agora_setup import harnesses, plan
+    from agora_setup.targets import SetupError
 
-    record = _record(workspace)
+    try:
+        record = _record(workspace)
+    except SetupError as exc:
+        if names:  # which harnesses stay is in the record: a partial removal needs it
+            raise
+        record = None  # a whole removal needs nothing from it: every harness's wiring goes, and the record
+        click.echo(f"agora: {exc}; removing every harness's wiring and the record anyway", err=True)
     where = _home(home, record)
     from agorad.surface import wiring
 
