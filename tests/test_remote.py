@@ -253,7 +253,10 @@ def test_the_cli_over_a_url_acts_as_the_seat_and_refuses_operator_commands(remot
     assert down.returncode == 3 and "no hub is answering at ws://127.0.0.1:9/" in down.stderr
 
 
-def test_a_seat_record_may_name_the_url(remote, tmp_path):
+def test_a_seat_records_url_is_never_sent_a_key_and_the_homes_hub_url_is(remote, tmp_path):
+    """A record found above the working directory may be anyone's (a cloned repository's, one planted in
+    /tmp): its `url` once received the key of the seat it named. Only the home's hub.url (written by
+    `agora setup --url`), --url and $AGORA_URL name a remote hub."""
     workspace = tmp_path / "ws"
     (workspace / ".agora").mkdir(parents=True)
     local = tmp_path / "seathome"
@@ -264,10 +267,12 @@ def test_a_seat_record_may_name_the_url(remote, tmp_path):
         f'url = "{remote.url}"\n')
     env = {key: value for key, value in remote.env.items() if key not in ("AGORA_HOME", "AGORA_URL", "AGORA_KEY")}
     done = subprocess.run([AGORA, "inbox", "--json"], cwd=workspace, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout)["unread"] == 0
+    assert done.returncode == 3 and f"no hub is answering on {local}/agorad.sock" in done.stderr, done.stderr
+    (local / "hub.url").write_text(remote.url + "\n")
+    done = subprocess.run([AGORA, "inbox", "--json"], cwd=workspace, env=env, capture_output=True, text=True)
+    assert done.returncode == 0 and json.loads(done.stdout)["unread"] == 0, done.stderr
     # On the hub's host, `agora status --home` run in that workspace is still the operator on the socket:
-    # neither the record's seat nor its url makes it a seat (a review finding).
+    # the record's seat does not make it a seat (a review finding).
     status = subprocess.run([AGORA, "status", "--home", str(remote.home), "--json"], cwd=workspace, env=env,
                             capture_output=True, text=True)
     assert status.returncode == 0 and "asked_as" not in json.loads(status.stdout), status.stderr

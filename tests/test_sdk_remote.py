@@ -125,7 +125,8 @@ def test_a_runner_over_the_url_answers_and_survives_a_hub_restart(remote):
         seen.append(message.ref)
         message.reply(f"got {message.title}")
 
-    runner = AgentRunner("bot", handle, key=keys["bot"], url=remote.url, reconnect_first=0.05)
+    runner = AgentRunner("bot", handle, key=keys["bot"], url=remote.url, reconnect_first=0.05,
+                         reconnect_cap=0.5)  # a loaded machine may take seconds to restart the hub: retry often
     thread = threading.Thread(target=runner.run, daemon=True)
     thread.start()
     assert runner.ready.wait(10)

@@ -14,7 +14,7 @@ import time
 
 import click
 
-from agorad.cli.shared import RECORD_META, URL_META, SharedOption
+from agorad.cli.shared import URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import hub_url_for
 from agorad.surface.paths import Home
@@ -81,16 +81,13 @@ def _escaped(character: str) -> str:
 
 def hub_url(home: Home | None = None) -> str | None:
     """The hub URL this command speaks to, if remote: `agora --url`, else the home's own (its hub.url: the
-    home's keys are that hub's), else $AGORA_URL, else the `url` of the workspace's seat record when the
-    command took its seat or home from it (SharedOption). None: the hub's Unix socket under the home."""
+    home's keys are that hub's), else $AGORA_URL. None: the hub's Unix socket under the home. Never a URL
+    a seat record names: a record found above the working directory may be anyone's (a cloned repository's,
+    one in /tmp), and the key of the seat it names would go to that URL."""
     context = click.get_current_context(silent=True)
     if context is not None and context.meta.get(URL_META):
         return context.meta[URL_META]
-    url = hub_url_for(home.root_text) if home is not None else os.environ.get(URL_ENV)
-    if url:
-        return url
-    record = context.meta.get(RECORD_META) if context is not None else None
-    return record.url if record is not None else None
+    return hub_url_for(home.root_text) if home is not None else os.environ.get(URL_ENV) or None
 
 
 def connect(home: str | None, as_id: str | None = None):

@@ -45,7 +45,7 @@ class ListenCommand(click.Command):
                    "(--url); auto is file when the hub answers on this host, else ws when a URL is set, else "
                    "file, waiting for the file to appear.")
 @click.option("--url", metavar="URL", help="The hub's remote port, ws://HOST:PORT/ or wss://HOST:PORT/, for "
-              "--source ws (default: $AGORA_URL, else the seat record's url).")
+              "--source ws (default: the home's hub.url, else $AGORA_URL).")
 @click.option("--lock", type=click.Path(dir_okay=False, path_type=Path),
               help="Take this lock (persistent mode always takes listen-ID.lock; --once only with --lock).")
 @click.option("--adaptive", is_flag=True, help="With --once: pick max-wait from listen-ID.backoff (60 s after a wake, doubling).")
@@ -70,9 +70,8 @@ def listen(as_id, once, max_wait, debounce, important_only, preview, source, url
 
 
 def _url(home) -> str | None:
-    """`agora --url`, else the home's hub.url, else $AGORA_URL, else the seat record's url (cli.common.hub_url):
-    what only click's context knows. (The fast path never needs the rest: it leaves lines that read the seat
-    record to click, and listen_run reads the home's and $AGORA_URL in that order.)"""
+    """`agora --url`, else the home's hub.url, else $AGORA_URL (cli.common.hub_url): the group's --url is
+    what only click's context knows (listen_run reads the home's and $AGORA_URL in that order itself)."""
     from agorad.cli.common import hub_url
     from agorad.surface.paths import Home
 

@@ -6,8 +6,8 @@ lines `agora setup` writes and the usual hand-typed ones go straight to listen_r
 values click would have given it. Anything else returns None from `parse`, and click handles it:
 --help, an option this parse does not know, a repeated one, a value click would refuse (a bad
 duration or choice, a --home that is a file...), no --as, and no --home with no $AGORA_HOME (the
-seat record decides then; its url too: with neither --url nor $AGORA_URL this parse leaves the url to start,
-which never reads the record). So click stays the one definition of the command line; this is a fast
+seat record decides then; with neither --url nor $AGORA_URL this parse leaves the url to start, which reads
+the home's hub.url). So click stays the one definition of the command line; this is a fast
 path to the same call, held to click's parse by tests/test_listen_fast.py.
 """
 

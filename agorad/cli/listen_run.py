@@ -12,7 +12,7 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
           lock, adaptive: bool, heartbeat: float, notify_dir, watcher: str, background_only: bool, home,
           url: str | None = None):
     """Listen as the command line says; exits with the listener's status. `url` is --url (click's path
-    adds `agora --url` and the seat record's); with none, the home's own (its hub.url), else $AGORA_URL."""
+    adds `agora --url`); with none, the home's own (its hub.url), else $AGORA_URL."""
     from agora_listen.listener import end_on_signals_until_armed, run
     from agorad.surface.protocol import is_agent_id
 

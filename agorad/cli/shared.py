@@ -106,7 +106,7 @@ def group_options(command):
                      help="Print JSON, for a command that takes --json."),
         click.option("--url", metavar="URL", expose_value=False, callback=_remember_url,
                      help="Speak to the hub's remote port (ws:// or wss://) as the seat --as names, "
-                          "instead of its Unix socket (default: $AGORA_URL, else the seat record's url)."),
+                          "instead of its Unix socket (default: the home's hub.url, else $AGORA_URL)."),
     ]
     for decorate in reversed(decorators):
         command = decorate(command)

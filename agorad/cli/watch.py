@@ -27,7 +27,7 @@ HUB_MARKS = (DB_NAME, SOCKET_NAME, PIDFILE_NAME, LOCKFILE_NAME)  # a directory h
 @click.option("--notify-file", "notify_file", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Append the seat's deliveries to this file, one notify line each (agora-files(5)).")
 @click.option("--url", metavar="URL", help="The hub's remote port, ws://HOST:PORT/ or wss://HOST:PORT/ "
-              "(default: the home's hub.url, else $AGORA_URL, else the seat record's url).")
+              "(default: the home's hub.url, else $AGORA_URL).")
 @home_option
 @handles_errors
 def watch(as_id, notify_file, url, home):

@@ -21,6 +21,7 @@ import asyncio
 import json
 
 from agorad.surface.errors import InvalidParams, Unavailable
+from agorad.surface.peercred import foreign_hub_message, foreign_owner
 from agorad.surface.protocol import MAX_REPLY, REPLY_TOO_LARGE
 
 
@@ -56,6 +57,10 @@ class UnixStream:
             raise Unavailable(f"no hub is answering on {path}; start one with `agora up --home {home}`") from None
         except OSError as exc:
             raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
+        owner = foreign_owner(writer.get_extra_info("socket"))
+        if owner is not None:
+            writer.close()
+            raise Unavailable(foreign_hub_message(path, owner))
         return cls(reader, writer, path)
 
     def send(self, frame: bytes) -> None:

@@ -69,6 +69,7 @@ class Client:
         except OSError as exc:
             sock.close()
             raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
+        _refuse_a_foreign_peer(sock, path)
         self._sock = sock
         self._buffer.clear()
         return self
@@ -198,3 +199,13 @@ class Client:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} sent a reply that is not a JSON object")
         return message
+
+
+def _refuse_a_foreign_peer(sock, path: str) -> None:
+    """Close `sock` and raise Unavailable when another user's process answers there (peercred.foreign_owner)."""
+    from agorad.surface.peercred import foreign_hub_message, foreign_owner
+
+    owner = foreign_owner(sock)
+    if owner is not None:
+        sock.close()
+        raise Unavailable(foreign_hub_message(path, owner))

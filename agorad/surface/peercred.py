@@ -74,6 +74,24 @@ def peer_uid(sock) -> int:
                       "(neither SO_PEERCRED, LOCAL_PEERCRED nor getpeereid)")
 
 
+def foreign_owner(sock) -> int | None:
+    """The uid of the process at the other end of `sock` when it is not this process's user; None when
+    it is, or when the platform cannot say (the home's 0700 mode is then the only guard, as before).
+    A client asks before it says anything: a socket in a home another user chose (a planted seat record
+    names one) could otherwise collect a seat's key; a real hub serves its own uid only anyway."""
+    try:
+        uid = peer_uid(sock)
+    except PeerUnknown:
+        return None
+    return None if uid == os.geteuid() else uid
+
+
+def foreign_hub_message(path: str, owner: int) -> str:
+    return (f"the process answering on {path} runs as uid {owner}, not as you (uid {os.geteuid()}): it is not "
+            "your hub, and nothing is sent to it; check the home (--home, $AGORA_HOME, the seat record above "
+            "this directory)")
+
+
 def peer_pid(sock) -> int | None:
     """The pid of the process at the other end of `sock`, as this host's kernel names it (Linux
     SO_PEERCRED): 0 when the kernel cannot name it here (a process in a PID namespace this one does not

@@ -11,6 +11,7 @@ Reading is light (tomllib, stdlib): `agora listen --once` may consult it in a lo
 from __future__ import annotations
 
 import os
+import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,7 +33,6 @@ class SeatRecord:
     harnesses: tuple[str, ...] = field(default_factory=tuple)
     format: int = RECORD_FORMAT
     created: tuple[str, ...] = ()  # the workspace files setup made, and its directories (ending in "/")
-    url: str | None = None  # the hub's remote port (ws:// or wss://) when it runs on another host
 
     @property
     def workspace(self) -> Path:
@@ -45,13 +45,25 @@ class SeatRecord:
 
 
 def nearest(start: Path | None = None) -> Path | None:
-    """The nearest seat record at or above `start` (default: the working directory), or None."""
+    """The nearest seat record at or above `start` (default: the working directory) that this user wrote,
+    or None. One another user owns is passed over (in /tmp, say, anyone can plant a record naming your
+    seat and a home of theirs), as is a symbolic link, as git passes over a repository of dubious ownership."""
     here = Path(start or os.getcwd()).absolute()
     for directory in (here, *here.parents):
         candidate = seat_record(directory)
-        if candidate.is_file():
+        if _own_file(candidate) and _own_file(candidate.parent, directory=True):
             return candidate
     return None
+
+
+def _own_file(path: Path, directory: bool = False) -> bool:
+    """Whether `path` is a regular file (or a directory) owned by this process's user, not a link."""
+    try:
+        found = os.lstat(path)
+    except OSError:
+        return False
+    kind = stat.S_ISDIR if directory else stat.S_ISREG
+    return kind(found.st_mode) and found.st_uid == os.geteuid()
 
 
 def find(start: Path | None = None) -> SeatRecord | None:
@@ -85,10 +97,6 @@ def load(path: Path) -> SeatRecord:
     if not (isinstance(harnesses, list) and all(isinstance(h, str) for h in harnesses)):
         raise RecordError(f"the seat record {path} has a harnesses entry that is not a list of names; "
                           f"run `agora setup {agent}` again")
-    url = data.get("url")
-    if url is not None and not (isinstance(url, str) and url.startswith(("ws://", "wss://"))):
-        raise RecordError(f"the seat record {path} has a url that is not ws://HOST:PORT/ or wss://HOST:PORT/ "
-                          f"(found {url!r}); fix it or remove the line")
     created = data.get("created", [])  # setup's own bookkeeping: anything unreadable means none
     created = tuple(c for c in created if isinstance(c, str)) if isinstance(created, list) else ()
-    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created, url)
+    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created)
