@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import stat
+import subprocess
 
 import pytest
 
@@ -134,6 +135,38 @@ def test_an_existing_notify_dir_of_ours_is_tightened(home, tmp_path):
         assert stat.S_IMODE(os.stat(loose).st_mode) == 0o700
     finally:
         running.stop()
+
+
+def test_a_shared_notify_dir_is_refused_before_the_hub_touches_anything(home, tmp_path):
+    """A sticky directory (/tmp, /dev/shm) is shared: another user could plant `<id>-inbox.log` there, read
+    the titles the hub writes into it and append forged wakes. The hub said so in its log and went on."""
+    from tests.hubproc import AGORAD
+
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    os.chmod(shared, 0o1777)
+    done = subprocess.run([AGORAD, "--home", str(home), "--notify-dir", str(shared)], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1 and "is sticky (shared, as /tmp is)" in done.stderr, done.stderr
+    assert f"{shared}/agora-notify" in done.stderr and not home.exists()
+    running = Hub(home, "--notify-dir", str(shared / "agora-notify")).start()  # the way it names
+    try:
+        assert stat.S_IMODE(os.stat(shared / "agora-notify").st_mode) == 0o700
+    finally:
+        running.stop()
+
+
+def test_a_loose_notify_file_of_ours_is_made_private_when_the_hub_opens_it(hub):
+    """A file the hub finds (left 0644 by a copy, say) holds the seat's titles: tightened, not kept as found."""
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "one")
+    hub.stop()
+    os.chmod(hub.home / "runtime-inbox.log", 0o644)
+    hub.start()
+    with hub.client("memory") as memory:
+        send(memory, "@runtime", "two")
+    assert stat.S_IMODE(os.stat(hub.home / "runtime-inbox.log").st_mode) == 0o600
+    assert (hub.home / "runtime-inbox.log").read_text().count("\n") == 2
 
 
 def test_a_key_file_that_cannot_be_written_names_the_path(hub):

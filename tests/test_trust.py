@@ -100,3 +100,23 @@ def test_a_seat_record_another_user_owns_is_passed_over(hub, tmp_path):
     done = subprocess.run(inbox, cwd=shared / "mine", env=env, capture_output=True, text=True, timeout=30)
     assert done.returncode == 2, done.stderr
     assert key
+
+
+def test_a_notify_file_another_user_planted_is_not_written(hub):
+    """In the notify directory (the home here), a seat's file made by another user: the hub writes none of
+    the seat's titles into it, says why in its log, and serves every other seat as before."""
+    from tests.seats import seats, send
+
+    with seats(hub, "memory", "runtime", "bob") as s:
+        hub.stop()
+        planted = hub.home / "bob-inbox.log"
+        planted.unlink(missing_ok=True)
+        planted.touch()
+        os.chown(planted, NOBODY, NOBODY)
+        os.chmod(planted, 0o666)
+    hub.start()
+    with hub.client("memory") as memory:
+        send(memory, "@bob", "secret title")
+        send(memory, "@runtime", "for runtime")
+    assert planted.read_bytes() == b"" and "belongs to uid 65534" in hub.log()
+    assert "for runtime" in (hub.home / "runtime-inbox.log").read_text()

@@ -26,7 +26,7 @@ from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
 from agorad.runtime.log import log
-from agorad.runtime.notify import raise_descriptor_limit
+from agorad.runtime.notify import raise_descriptor_limit, shared_dir_problem
 from agorad.runtime.server import serve
 from agorad.store import connect, write
 from agorad.store import messages as messages_sql
@@ -45,6 +45,10 @@ def preflight(home: Home, settings: Settings) -> None:
     """The refusals made before anything is touched (StartupError): a --listen it would not bind, and a
     home that holds the seats of a hub elsewhere. `agora up --detach` makes them before it forks."""
     check_listen(settings)
+    if settings.notify_dir:  # the home itself is made and tightened by Home.ensure
+        problem = shared_dir_problem(Home.resolve(settings.notify_dir).root)
+        if problem:
+            raise StartupError(problem)
     if home.hub_url is not None:
         raise StartupError(f"the home {home.root} holds seats of the hub at {home.hub_url} (its "
                            f"{home.hub_url_file.name}, written by `agora setup --url`): every command there speaks "

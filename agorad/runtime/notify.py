@@ -11,8 +11,10 @@ would take it past the rotation size.
 
 from __future__ import annotations
 
+import errno
 import os
 import resource
+import stat
 from collections import OrderedDict
 from collections.abc import Sequence
 from pathlib import Path
@@ -357,7 +359,7 @@ class Notifier:
             else:
                 return opened.fd
         fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
-        size = os.fstat(fd).st_size
+        size = _private(fd, self.path(agent_id)).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             size += os.write(fd, b"\n")  # end a line torn by a failed write, so the next one stands alone
         self._files[agent_id] = _OpenFile(fd, size, agent_id)
@@ -447,12 +449,37 @@ def _whole_lines(lines: list[bytes], written: int) -> int:
     return count
 
 
+def _private(fd: int, path: Path) -> os.stat_result:
+    """The open notify file's stat, once it is the hub user's and 0600: a file another user made there
+    is closed and refused (OSError: the write fails, logged), a loose one of ours tightened."""
+    info = os.fstat(fd)
+    if info.st_uid != os.geteuid():
+        os.close(fd)
+        raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not the hub's user; remove it")
+    if info.st_mode & 0o077:
+        os.fchmod(fd, 0o600)
+    return info
+
+
+def shared_dir_problem(directory: Path) -> str | None:
+    """Why the hub will not keep its notify files in `directory`, or None: another user's directory, or a
+    sticky one (/tmp, /dev/shm), is shared, and a file planted there would carry the seats' titles out and
+    forged wakes in. A missing one is made 0700; one of ours that is merely loose is tightened."""
+    try:
+        info = os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISDIR(info.st_mode):
+        return f"{directory} is not a directory"
+    if info.st_uid != os.geteuid() or info.st_mode & 0o1000:
+        owner = "another user's" if info.st_uid != os.geteuid() else "sticky (shared, as /tmp is)"
+        return (f"the notify directory {directory} is {owner} (mode {oct(info.st_mode & 0o7777)}): other users "
+                f"could plant or read notify files there; give --notify-dir a directory of your own, such as "
+                f"{directory}/agora-notify (made 0700)")
+    return None
+
+
 def _tighten(directory: Path) -> None:
-    """Make our own notify directory 0700; leave a shared one (not ours, or sticky like /tmp) alone, and say so."""
-    info = directory.stat()
-    if info.st_mode & 0o077 == 0:
-        return
-    if info.st_uid == os.getuid() and not info.st_mode & 0o1000:
+    """Make our own notify directory 0700 (shared_dir_problem has refused a shared one before start)."""
+    if os.stat(directory).st_mode & 0o077:
         os.chmod(directory, 0o700)
-    else:
-        log("notify-dir-shared", path=directory, mode=oct(info.st_mode & 0o7777))
