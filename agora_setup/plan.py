@@ -284,6 +284,10 @@ class _lock:
             os.close(self._workspace)
             raise SetupError(f"another `agora setup` has held {self.home.setup_lock} for {LOCK_WAIT:.0f} s; "
                              "let it finish and run setup again") from None
+        except OSError as exc:  # a setup.lock that is a symbolic link (refused: O_NOFOLLOW), an unwritable home
+            os.close(self._workspace)
+            raise SetupError(f"cannot take the setup lock {self.home.setup_lock}: {exc.strerror or exc}; "
+                             "nothing was changed") from None
         except BaseException:
             os.close(self._workspace)
             raise

@@ -42,6 +42,42 @@ def test_existing_loose_home_is_tightened(home):
         running.stop()
 
 
+def test_files_found_wider_than_0600_are_tightened_at_start(home):
+    """A database copied in as 0644 (SQLite then makes its -wal and -shm 0644 too) and a lock left 0666:
+    every file in the home is 0600, as agora-files(5) says, whoever made it first."""
+    Hub(home).start().stop()
+    for name in ("agora.db", "agorad.lock"):
+        os.chmod(home / name, 0o644 if name == "agora.db" else 0o666)
+    running = Hub(home).start()
+    try:
+        assert {name: mode(home / name) for name in ("agora.db", "agora.db-wal", "agora.db-shm", "agorad.lock")} \
+            == dict.fromkeys(("agora.db", "agora.db-wal", "agora.db-shm", "agorad.lock"), 0o600)
+    finally:
+        running.stop()
+
+
+def test_a_new_homes_missing_parents_are_private_and_a_linked_keys_directory_is_refused(tmp_path):
+    """mkdir -p gave a new home's parents the umask's mode (0777 under umask 0); a keys/ that is a symbolic
+    link had the seats' keys written wherever it pointed, and its target made 0700."""
+    from agorad.surface.paths import Home
+
+    home = tmp_path / "deep" / "er" / "home"
+    old = os.umask(0)
+    try:
+        Home.resolve(home).ensure()  # what the hub, `agora up --detach` and setup run first
+    finally:
+        os.umask(old)
+    assert mode(home) == 0o700 and mode(home / "keys") == 0o700
+    assert mode(tmp_path / "deep") == 0o700 and mode(tmp_path / "deep" / "er") == 0o700
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o755)
+    (home / "keys").rmdir()
+    (home / "keys").symlink_to(elsewhere)
+    done = subprocess.run([AGORAD, "--home", str(home)], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 1 and "keys: it is a symbolic link" in done.stderr, done.stderr
+    assert mode(elsewhere) == 0o755 and list(elsewhere.iterdir()) == []
+
+
 def test_pidfile_names_the_hub(hub):
     first = (hub.home / "agorad.pid").read_text().splitlines()[0]
     assert int(first) == hub.proc.pid

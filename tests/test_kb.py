@@ -90,3 +90,41 @@ def test_a_listing_pages_by_count_and_by_size_and_after_takes_up_where_one_stopp
     assert "more entries follow: agora kb ls big/ --after big/000" in shown.stderr
     with pytest.raises(InvalidParams):
         hub.call("kb.list", after=5)
+
+
+def test_a_value_reaches_a_terminal_inert_and_a_pipe_byte_for_byte(hub):
+    """Any agent may write a KB value (and a seat's profile is one): an ESC in it retitled the window or
+    cleared the screen of whoever ran `agora kb get` or `agora agent show`."""
+    import os
+    import pty
+    import subprocess
+
+    from tests.hubproc import AGORA
+
+    hostile = "x\x1b]0;PWNED\x07\x1b[2J\u202eline\nnext\tcol"
+    hub.add_agent("bob")
+    hub.call("kb.put", key="notes/x", value=hostile)
+    hub.call("kb.put", key="profile/bob", value=hostile)
+    env = {**os.environ, "AGORA_HOME": str(hub.home)}
+    env.pop("AGORA_KEY", None)
+
+    def on_a_terminal(*args: str) -> str:
+        leader, follower = pty.openpty()
+        done = subprocess.run([AGORA, *args], stdout=follower, stderr=subprocess.PIPE, env=env, timeout=30)
+        os.close(follower)
+        out = b""
+        try:
+            while chunk := os.read(leader, 65536):
+                out += chunk
+        except OSError:  # EIO: the terminal's other end is closed and read to its end
+            pass
+        os.close(leader)
+        assert done.returncode == 0, done.stderr
+        return out.decode()
+
+    for args in (("kb", "get", "notes/x"), ("agent", "show", "bob")):
+        shown = on_a_terminal(*args)
+        assert "\x1b" not in shown and "\x07" not in shown and "\u202e" not in shown, repr(shown)
+        assert "\\u001b]0;PWNED\\u0007" in shown and "\\u202e" in shown and "next\tcol" in shown
+    piped = subprocess.run([AGORA, "kb", "get", "notes/x"], capture_output=True, env=env, timeout=30)
+    assert piped.stdout == (hostile + "\n").encode()

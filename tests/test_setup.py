@@ -723,3 +723,13 @@ def test_a_setup_in_a_workspace_another_run_is_editing_waits_whatever_home_it_na
         os.close(holder)
     plan.wire(harnesses.Seat("runtime", hub.home, AGORA, ws), ["claude"], hub.home / "keys/runtime.key")
     assert seat_record(ws).exists()
+
+
+def test_a_setup_lock_that_is_a_symbolic_link_is_refused_without_a_traceback(hub, ws):
+    (ws / ".claude").mkdir()
+    (hub.home / "setup.lock").unlink(missing_ok=True)
+    (hub.home / "setup.lock").symlink_to(ws / "elsewhere")
+    before = tree(ws)
+    done = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert "cannot take the setup lock" in done.stderr and "Traceback" not in done.stderr, done.stderr
+    assert tree(ws) == before

@@ -7,7 +7,7 @@ import json
 import click
 
 from agorad.cli.common import (
-    DURATION, Duration, ago, as_option, connect, handles_errors, home_option, json_option,
+    DURATION, Duration, ago, as_option, connect, for_terminal, handles_errors, home_option, json_option,
     print_json, print_table, report_redirect,
 )
 from agorad.surface import settings
@@ -102,7 +102,7 @@ def print_agent(shown: dict, now: float) -> None:
         ("task", shown["task"] or "-"), ("last seen", ago(shown["last_seen"], now)),
         ("interval", interval_text(shown)), ("expired", "yes" if shown["expired"] else "no"),
         ("aliases", ", ".join(f"{a['old_id']} ({a['reason']})" for a in shown["aliases"]) or "-"),
-        ("meta", json.dumps(shown["meta"])), ("profile", shown["profile"] or "-"),
+        ("meta", json.dumps(shown["meta"])), ("profile", for_terminal(shown["profile"] or "-")),
     ):
         click.echo(f"{label + ':':<11}{value}")
 

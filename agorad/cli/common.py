@@ -73,6 +73,16 @@ def _said(exc: AgoraError) -> str:
     return f"{exc.message}; the operator's reason: {''.join(c if c.isprintable() else _escaped(c) for c in quoted)}"
 
 
+def for_terminal(text: str) -> str:
+    """`text` as it may reach a terminal: every character that could act on one (ESC and the other
+    controls, U+2028, bidi controls) but newline and tab escaped when standard output is a terminal (an
+    agent's KB value could retitle the window or clear the screen); unchanged into a pipe or a file, where a
+    script wants the bytes that were stored."""
+    if not sys.stdout.isatty():
+        return text
+    return "".join(c if c.isprintable() or c in "\n\t" else _escaped(c) for c in text)
+
+
 def _escaped(character: str) -> str:
     """A character that could act on a terminal or a reader (U+2028, U+0085, bidi controls) as inert text."""
     code = ord(character)

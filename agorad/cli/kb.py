@@ -7,7 +7,9 @@ import sys
 
 import click
 
-from agorad.cli.common import ago, as_option, connect, handles_errors, home_option, json_option, print_json, print_table
+from agorad.cli.common import (
+    ago, as_option, connect, for_terminal, handles_errors, home_option, json_option, print_json, print_table,
+)
 
 
 @click.group("kb")
@@ -28,7 +30,7 @@ def kb_get(key, home, as_id, as_json):
     if as_json:
         print_json(entry)
     else:
-        click.echo(entry["value"])
+        click.echo(for_terminal(entry["value"]), color=True)  # color: click would strip ESC sequences from a pipe
 
 
 @kb.command("put")

@@ -72,12 +72,30 @@ def connect(path: Path, synchronous: str = settings.SYNCHRONOUS.upper(), vfs: st
 
 
 def _create_private(path: Path) -> None:
-    # SQLite gives -wal and -shm the mode of the main file, so 0600 here covers all three.
+    """Make the database file 0600 (SQLite gives a new -wal and -shm the main file's mode, so this covers
+    all three), tightening one that exists wider (copied in as 0644, say), and its -wal and -shm."""
     try:
         fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
     except OSError as exc:
         raise OSError(f"opening the database {path}: {exc.strerror}") from exc
-    os.close(fd)
+    try:
+        _tighten(fd)
+    finally:
+        os.close(fd)
+    for suffix in ("-wal", "-shm"):
+        try:
+            fd = os.open(f"{path}{suffix}", os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            continue  # none yet, or not a plain file: SQLite says so when it opens it
+        try:
+            _tighten(fd)
+        finally:
+            os.close(fd)
+
+
+def _tighten(fd: int) -> None:
+    if os.fstat(fd).st_mode & 0o077:
+        os.fchmod(fd, FILE_MODE)
 
 
 class write:

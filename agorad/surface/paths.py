@@ -8,6 +8,7 @@ pathlib's import chain was ~4.7 ms of that hook's start-up (filenames.py says mo
 
 from __future__ import annotations
 
+import errno
 import os
 
 from agorad.surface import filenames
@@ -159,10 +160,25 @@ class Home:
         return filenames.read_hub_url(self.root_text)
 
     def ensure(self) -> None:
-        """Create the home and keys directory 0700, tightening them if they exist."""
+        """Create the home and keys directory 0700 (and any parent the home lacks), tightening them if
+        they exist. A keys directory that is a symbolic link is refused: the keys would be written, and
+        its target made 0700, wherever it points."""
         for directory in (self.root, self.keys_dir):
             try:
-                directory.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
+                _make_private(directory)
+                if directory == self.keys_dir and os.path.islink(directory):  # a linked home is the user's choice
+                    raise OSError(errno.ELOOP, "it is a symbolic link; make it a directory of its own")
                 os.chmod(directory, HOME_MODE)
             except OSError as exc:
                 raise OSError(f"creating the directory {directory}: {exc.strerror}") from exc
+
+
+def _make_private(directory: Path) -> None:
+    """mkdir -p with every directory it makes 0700 (Path.mkdir gives the parents the umask's mode)."""
+    if directory.exists() or directory.is_symlink():
+        return
+    _make_private(directory.parent)
+    try:
+        directory.mkdir(mode=HOME_MODE)
+    except FileExistsError:
+        pass  # made meanwhile
