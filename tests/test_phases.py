@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 
 from agorad.surface.errors import Conflict, Forbidden, InvalidParams, NotFound
+from tests.quoted import unquoted
 from tests.seats import seats, send
 from tests.wakes import assert_rings_nobody
 
@@ -115,7 +116,7 @@ def test_agora_inbox_prints_charter_then_owed_then_phases_then_arrivals(hub, tea
     phase_set(team["alice"], "release", "work")
     with hub.client() as op:
         op.call("charters.set", text="rules")
-    lines = cli("inbox", "--as", "bob").stdout.splitlines()
+    lines = unquoted(cli("inbox", "--as", "bob").stdout)
     heads = [line.split()[0] for line in lines if not line.startswith(" ")]
     assert heads == ["CHARTER", "OWED", "PHASES", "dm:alice--bob", "ops"]
     assert lines[lines.index("PHASES (1): open in your channels") + 1].split()[:4] == ["ops", "phase:release", "work", "v1"]

@@ -12,6 +12,7 @@ import json
 import pytest
 
 from tests.listenproc import Listener, fields, listen_once
+from tests.quoted import unquoted
 from tests.seats import seats, send
 
 MINUTE = 60
@@ -89,7 +90,7 @@ def test_inbox_and_read_show_the_urgency(cli, hub):
         cli("agent", "add", agent)
     cli("send", "--as", "memory", "@runtime", "--urgency", "next_turn", "--title", "when you can", "details")
     cli("send", "--as", "memory", "@runtime", "--title", "right away", "details")
-    shown = cli("inbox", "--as", "runtime").stdout.splitlines()
+    shown = unquoted(cli("inbox", "--as", "runtime").stdout)
     assert shown[1].startswith("  dm:memory--runtime#1  memory  when you can  [to-me,dm]") and "next_turn" in shown[1]
     assert shown[2] == "  dm:memory--runtime#2  memory  right away  [to-me,dm]"
     as_json = json.loads(cli("inbox", "--as", "runtime", "--json").stdout)

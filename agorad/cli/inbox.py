@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 
 from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option
-from agorad.surface.fence import one_line
+from agorad.surface.fence import one_line, quoted
 from agorad.surface import settings
 from agorad.surface.durations import format_span
 from agorad.surface.vocab import ASK_EACH
@@ -36,14 +38,25 @@ def _paused_line(result: dict) -> None:
                    f"refused until it resumes{open_dms}; reading and acking work")
 
 
-def _phase_lines(phases: list[dict], total: int, now: float) -> None:
+def _phase_lines(phases: list[dict], total: int, now: float) -> list[str]:
     """The open phases of the seat's channels: right after the owed block, before any arrivals."""
     if not phases:
+        return []
+    return [f"PHASES ({total}): open in your channels"] + [
+        f"  {found['channel']}  phase:{found['track']}  {found['stage']}  v{found['version']}  "
+        f"(set by {found['set_by']} {ago(found['set_at'], now)})" for found in phases]
+
+
+def _show(lines: list[str], what: str) -> None:
+    """Lines holding other agents' words (titles, names, stages). To a terminal, as they are; anywhere else
+    (a harness running the command for a model, a pipe) inside an AGORA-DATA fence, as `agora read` and
+    the MCP tools quote them: the model is told they are data, not instructions. Scripts read --json."""
+    if not lines:
         return
-    click.echo(f"PHASES ({total}): open in your channels")
-    for found in phases:
-        click.echo(f"  {found['channel']}  phase:{found['track']}  {found['stage']}  v{found['version']}  "
-                   f"(set by {found['set_by']} {ago(found['set_at'], now)})")
+    if sys.stdout.isatty():
+        click.echo("\n".join(lines))
+    else:
+        click.echo(quoted(lines, what))
 
 
 def _debt_line(debt: dict, now: float, who: str) -> str:
@@ -67,19 +80,20 @@ def inbox(as_id, limit, home, as_json):
     now = result["now"]
     _paused_line(result)
     _charter_lines(result, as_id, now)
+    lines = []
     if result["owed"]:
-        click.echo(f"OWED ({result['owed_total']}): you owe a reply to")
-        for debt in result["owed"]:
-            click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
+        lines.append(f"OWED ({result['owed_total']}): you owe a reply to")
+        lines += [_debt_line(debt, now, f"from {debt['asker']}") for debt in result["owed"]]
         if result["owed_total"] > len(result["owed"]):
-            click.echo(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
-    _phase_lines(result["phases"], result["phases_total"], now)
+            lines.append(f"  ... and {result['owed_total'] - len(result['owed'])} more: agora owed --as {as_id}")
+    lines += _phase_lines(result["phases"], result["phases_total"], now)
     for channel in result["channels"]:
-        click.echo(f"{channel['channel']} ({channel['unread']} unread)")
+        lines.append(f"{channel['channel']} ({channel['unread']} unread)")
         for message in channel["messages"]:
             flags = f"  [{','.join(message['flags'])}]" if message["flags"] else ""
             quiet = f"  ({message['urgency']})" if message["urgency"] != "normal" else ""
-            click.echo(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}{quiet}")
+            lines.append(f"  {message['ref']}  {message['sender']}  {_title(message['title'])}{flags}{quiet}")
+    _show(lines, "inbox")
     if not result["owed"] and not result["channels"]:
         click.echo("nothing unread, nothing owed")
 
@@ -97,13 +111,12 @@ def digest(as_id, home, as_json):
     now = result["now"]
     _charter_lines(result, as_id, now)
     click.echo(f"owe {result['i_owe_total']} | owed to me {result['owed_to_me_total']} | unread {result['unread']}")
-    for debt in result["i_owe"]:
-        click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
-    _phase_lines(result["phases"], len(result["phases"]), now)
+    lines = [_debt_line(debt, now, f"from {debt['asker']}") for debt in result["i_owe"]]
+    lines += _phase_lines(result["phases"], len(result["phases"]), now)
     for channel in result["channels"]:
-        click.echo(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
-        for latest in channel["latest"]:
-            click.echo(f"  {latest['ref']}  {latest['sender']}  {_title(latest['title'])}")
+        lines.append(f"{channel['channel']}: {channel['unread']} unread from {', '.join(channel['senders'])}")
+        lines += [f"  {latest['ref']}  {latest['sender']}  {_title(latest['title'])}" for latest in channel["latest"]]
+    _show(lines, "digest")
 
 
 @click.command("owed")
@@ -117,14 +130,16 @@ def owed(as_id, home, as_json):
     if result is None:
         return
     now = result["now"]
-    click.echo(f"I owe ({len(result['i_owe'])}):")
-    for debt in result["i_owe"]:
-        click.echo(_debt_line(debt, now, f"from {debt['asker']}"))
-    click.echo(f"owed to me ({len(result['owed_to_me'])}):")
-    for debt in result["owed_to_me"]:
-        click.echo(_debt_line(debt, now, f"by {debt['debtor']}"))
+    lines = [f"I owe ({len(result['i_owe'])}):"]
+    lines += [_debt_line(debt, now, f"from {debt['asker']}") for debt in result["i_owe"]]
+    lines.append(f"owed to me ({len(result['owed_to_me'])}):")
+    lines += [_debt_line(debt, now, f"by {debt['debtor']}") for debt in result["owed_to_me"]]
     if result["declined_to_me"]:
-        click.echo(f"declined to me (newest {len(result['declined_to_me'])}):")
-        for debt in result["declined_to_me"]:
-            click.echo(f"  {debt['ref']}  by {debt['debtor']}  {_title(debt['title'])}  "
-                       f"(declined {ago(debt['declined_at'], now)} in {debt['declined_by']})")
+        lines.append(f"declined to me (newest {len(result['declined_to_me'])}):")
+        lines += [f"  {debt['ref']}  by {debt['debtor']}  {_title(debt['title'])}  "
+                  f"(declined {ago(debt['declined_at'], now)} in {debt['declined_by']})"
+                  for debt in result["declined_to_me"]]
+    if result["i_owe"] or result["owed_to_me"] or result["declined_to_me"]:
+        _show(lines, "owed")
+    else:
+        click.echo("\n".join(lines))  # the counts alone: nobody's words
