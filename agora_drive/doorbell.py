@@ -45,14 +45,14 @@ class Doorbell:
         return cls(watch, follower)
 
     @classmethod
-    def over_port(cls, url: str, agent: str, key: str) -> "Doorbell":
+    def over_port(cls, url: str, agent: str, key: str, home: str | None = None) -> "Doorbell":
         """Subscribed to the hub at `url` as the seat. A hub that does not answer yet is tried again in
         the background; a refused seat raises agora_listen.wsource.Fatal, now or from a later read."""
         from agora_listen.wsource import WsSource
         from agorad.surface.errors import Unavailable
 
         started = time.time()
-        source = WsSource(url, agent, key, after=None)
+        source = WsSource(url, agent, key, after=None, home=home)  # home: its key file, read at each connect
         try:
             source.open()
         except Unavailable:  # its thread subscribes once the hub answers, asking for what came since this began

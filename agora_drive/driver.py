@@ -345,7 +345,7 @@ def _doorbell(options: Options):
     from agora_drive.doorbell import Doorbell
 
     if options.url is not None:
-        return Doorbell.over_port(options.url, options.agent, _key(options))
+        return Doorbell.over_port(options.url, options.agent, _key(options), home=options.home)
     return Doorbell.on_file(options.notify_dir, options.agent, options.watcher)
 
 

@@ -24,9 +24,12 @@ def ask(seat: Seat, home, key: str | None, url: str | None = None) -> dict | Non
     holds the debts (`owed`, with `owed_total`), the unread headlines rering.py needs, and the hub's
     clock (`now`), up to settings.ARM_CHECK_LIMIT of each.
     """
+    from agorad.surface.errors import AgoraError
+    from agorad.surface.keys import current_key
+
+    key = current_key(home, seat.agent, key)
     if not key:
         return None
-    from agorad.surface.errors import AgoraError
 
     try:
         with _client(home, url) as hub:

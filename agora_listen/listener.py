@@ -135,7 +135,7 @@ def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
     except OSError as exc:
         return _end("error", EXIT_FAILED, f"creating the home {options.home}: {exc.strerror or exc}")
     saved = seat.load("offset")
-    source = WsSource(options.url, options.agent, options.key, saved_after(saved))
+    source = WsSource(options.url, options.agent, options.key, saved_after(saved), home=options.home)
     source.since = saved_since(saved)  # an earlier first arm that never got through: from when that one began
     try:
         source.open()

@@ -40,10 +40,11 @@ class WsSource:
     inode = None  # never a file: the loop's file checks find nothing to follow
     missed = 0    # nothing is rotated away: the hub replays what came meanwhile
 
-    def __init__(self, url: str, agent: str, key: str, after: int | None):
+    def __init__(self, url: str, agent: str, key: str, after: int | None, home: str | None = None):
         from agora_listen.watchers import wake_pipe
 
         self.url, self.agent, self.key = url, agent, key
+        self.home = home  # where the seat's key file is read again at each connect (keys.current_key)
         self.received = after  # the newest id this source has had; None: start at the hub's newest
         self.handed = after or 0  # the newest id read_new has returned
         # A first arm while no hub answered (listener.py sets it): the first subscription replays what the hub
@@ -85,6 +86,10 @@ class WsSource:
         client = RemoteClient(self.url, timeout=settings.REMOTE_CONNECT_TIMEOUT)
         client.connect()
         try:
+            if self.home is not None:
+                from agorad.surface.keys import current_key
+
+                self.key = current_key(self.home, self.agent, self.key)
             hello = client.hello(self.agent, self.key)
             answer = self._subscribed(client)
         except AgoraError as exc:

@@ -43,18 +43,16 @@ def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list
         names = [h for h in harnesses.supported() if h in wanted or (earlier and h in earlier.harnesses)]
         changes = [_change(t, seat.workspace, lambda t, text: t.wire(text)) for t in harnesses.targets(names, seat)]
         created = set(earlier.created if earlier else ())
-        for change in changes:
-            if change.before is None and change.after is not None:
-                created.add(change.relative)
-                created.update(directory + "/" for directory in _new_dirs(change.target.path, seat.workspace))
-        created.update(directory + "/" for directory in _new_dirs(record_path, seat.workspace))  # `.agora/`
-        text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created))
+        created |= {c.relative for c in changes if c.before is None and c.after is not None}
+        made = _made_now(earlier, [c.target.path for c in changes if c.before is None and c.after is not None]
+                         + [record_path], seat.workspace)
+        text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created), made)
         changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
         for change in changes:
             if change.changed and change.before is not None and change.relative not in created:
                 _keep(seat.workspace, change)
-        _write(seat.workspace, changes, _made_dirs(created))
+        _write(seat.workspace, changes, None if made is None else set(made))
         return names, changes
 
 
@@ -74,26 +72,30 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
         if keeping:  # only a readable record names harnesses to keep
             deleted = {ch.relative for ch in changes if ch.after is None}
             text = record.render(seat.agent, Home(seat.home).socket, Path(earlier.key_file), keeping,
-                                 sorted(c for c in earlier.created if c not in deleted))
+                                 sorted(c for c in earlier.created if c not in deleted), earlier.made_dirs)
         else:
             text = None
         changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
-        _write(seat.workspace, changes, _made_dirs(earlier.created if earlier else ()))
+        made = set(earlier.made_dirs) if earlier and earlier.made_dirs is not None else None
+        _write(seat.workspace, changes, made)
         for change in changes:
             if change.target.path not in kept:  # a file kept harnesses still use keeps its first copy
                 pristine.forget(seat.workspace, change.relative)
         if text is None:
-            _prune(seat.workspace / SEAT_DIR_NAME, seat.workspace, None)
+            _prune(seat.workspace / SEAT_DIR_NAME, seat.workspace, made)
         return changes
 
 
-def _made_dirs(created) -> set[str] | None:
-    """The directories setup made, from the record's `created` (entries ending in "/", `.agora/` among them
-    once setup made it); None for a record written before setup noted them: any directory left empty goes,
-    as it did then."""
-    made = {entry[:-1] for entry in created if entry.endswith("/")}
-    return made if made else None
+def _made_now(earlier, paths: list[Path], workspace: Path) -> list[str] | None:
+    """The directories setup has made in the workspace, with those it is about to make for `paths`; None
+    while an earlier record from before setup noted them stands (which it made, nobody knows)."""
+    if earlier is not None and earlier.made_dirs is None:
+        return None
+    made = set(earlier.made_dirs if earlier else ())
+    for path in paths:
+        made.update(_new_dirs(path, workspace))
+    return sorted(made)
 
 
 def _keep(workspace: Path, change: Change) -> None:
@@ -176,7 +178,7 @@ def _check_writable(changes: list[Change]) -> None:
             raise SetupError(f"cannot write {path}: permission denied in {directory}; nothing was changed")
 
 
-def _write(workspace: Path, changes: list[Change], made_dirs: set[str]) -> None:
+def _write(workspace: Path, changes: list[Change], made_dirs: set[str] | None) -> None:
     """Write every change; if one fails (a full disk, a file size limit), put back the files already
     written, so no run leaves half a wiring behind. `made_dirs`: the directories (relative) setup made,
     the only ones a removal may take away once empty."""
@@ -199,7 +201,7 @@ def _write(workspace: Path, changes: list[Change], made_dirs: set[str]) -> None:
                          "put back") from None
 
 
-def _apply(workspace: Path, path: Path, text: str | None, made_dirs: set[str]) -> None:
+def _apply(workspace: Path, path: Path, text: str | None, made_dirs: set[str] | None) -> None:
     if text is None:
         path.unlink(missing_ok=True)
         _prune(path.parent, workspace, made_dirs)
@@ -228,7 +230,7 @@ def _replace(path: Path, text: str) -> None:
 def _prune(directory: Path, workspace: Path, made_dirs: set[str] | None) -> None:
     """Remove directories setup made that are now empty, up to (not including) the workspace; a directory
     the user made (an empty `.claude/`, which also tells setup the workspace uses Claude Code) stays.
-    `made_dirs` None: every empty one (the seat record's own `.agora/`)."""
+    `made_dirs` None: every empty one (a workspace whose record predates setup noting them)."""
     while directory != workspace and workspace in directory.parents:
         if made_dirs is not None and _relative(directory, workspace) not in made_dirs:
             return

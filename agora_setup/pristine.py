@@ -13,7 +13,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agorad.surface.paths import FILE_MODE, HOME_MODE, SEAT_DIR_NAME
+from agorad.surface.paths import FILE_MODE, SEAT_DIR_NAME, make_private_dirs
 
 PRISTINE_DIR = "pristine"
 
@@ -27,7 +27,7 @@ def keep(workspace: Path, relative: str, text: str) -> None:
     copy = _copy(workspace, relative)
     if copy.exists():
         return
-    copy.parent.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
+    make_private_dirs(copy.parent)
     fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE)
     with open(fd, "w", newline="") as out:  # newline="": the bytes as read, \r\n kept
         out.write(text)

@@ -402,3 +402,28 @@ def test_a_result_json_cannot_carry_is_an_internal_error_and_the_connection_serv
     assert replies[0]["error"]["data"]["reason"] == "internal" and "result" in replies[1], replies
     monkeypatch.setitem(methods.METHODS, "hub.status", (real_handler, rule))
     assert "result" in inproc.turn([(alice, "hub.status", {})])[0]
+
+
+def test_a_rekey_whose_batch_is_lost_leaves_the_old_key_file_and_hash_together(inproc, monkeypatch, tmp_path):
+    """The new key is staged beside the key file and put in place only once the change is stored: a batch
+    lost after the rekey (here a send later in it fails after writing) keeps the old key in the file and
+    in the database alike. Written straight into the file, it locked the seat out."""
+    from agorad.store import messages as messages_sql
+
+    home = inproc.hub.home
+    operator, bob = inproc.connection(), inproc.as_["bob"]
+    old = (home.root / "keys/alice.key").read_text()
+
+    def failing(db, deliveries):
+        raise apsw.ConstraintError("injected after the message row was written")
+
+    monkeypatch.setattr(messages_sql, "insert_deliveries", failing)
+    replies = inproc.turn([(operator, "agents.rekey", {"agent": "alice"}), (bob, *send("@carol"))])
+    assert "error" in replies[0] and "error" in replies[1], replies
+    assert (home.root / "keys/alice.key").read_text() == old and not (home.root / "keys/alice.key.new").exists()
+    monkeypatch.undo()
+    again = inproc.connection()
+    assert "result" in inproc.turn([(again, "hub.hello", {"agent": "alice", "key": old.strip()})])[0]
+    done = inproc.turn([(operator, "agents.rekey", {"agent": "alice"})])[0]["result"]  # stored: now it takes
+    assert (home.root / "keys/alice.key").read_text() == done["key"] + "\n"
+    assert not (home.root / "keys/alice.key.new").exists()

@@ -256,8 +256,8 @@ def test_cli_bad_inputs_say_what_happened(hub, cli):
     cli("claim", "update", "claim:1", "--version", "1", "--title", "y", "--as", "alice")
     stale = cli("claim", "update", "claim:1", "--version", "1", "--title", "z", "--as", "alice", code=1)
     assert "claim:1 is at version 2, not 1" in stale.stderr
-    floor = cli("claim", "open", "commons", "x", "--cadence", "10m", "--as", "alice", code=1)
-    assert "at least 30 minutes" in floor.stderr
+    floor = cli("claim", "open", "commons", "x", "--cadence", "10m", "--as", "alice", code=2)
+    assert "'10m' is outside 30m to 365d" in floor.stderr  # in the option's words, before the hub is asked
     assert "whole minutes" in cli("claim", "open", "commons", "x", "--cadence", "90", "--as", "alice", code=2).stderr
     other = cli("claim", "receipt", "claim:1", "mine", "--as", "bob", code=1)
     assert "alice's claim" in other.stderr
@@ -274,15 +274,19 @@ def test_a_cadence_refusal_offers_only_cadences_its_command_takes(hub, cli):
     unknown = cli("claim", "open", "commons", "x", "--cadence", "1w", "--as", "alice", code=2).stderr
     assert "'1w' is not a cadence: give whole minutes, 30m at least, like 45m, 2h or 1d" in unknown
     assert "90" not in unknown and "none" not in unknown
-    short = cli("claim", "open", "commons", "x", "--cadence", "10m", "--as", "alice", code=1).stderr
-    assert "a cadence is at least 30 minutes" in short and "none" not in short
+    short = cli("claim", "open", "commons", "x", "--cadence", "10m", "--as", "alice", code=2).stderr
+    assert "'10m' is outside 30m to 365d" in short and "none" not in short
+    with hub.client("alice") as alice:  # the hub's own refusal, for a client that sends minutes
+        with pytest.raises(InvalidParams, match="at least 30 minutes") as refused:
+            alice.call("claims.open", channel="commons", title="x", cadence_minutes=10)
+        assert "none" not in refused.value.message
     assert "no cadence to remove" in cli("claim", "open", "commons", "x", "--cadence", "none", "--as", "alice",
                                          code=2).stderr
     cli("claim", "open", "commons", "x", "--cadence", "45m", "--as", "alice")
     update = ("claim", "update", "claim:1", "--version", "1", "--as", "alice", "--cadence")
     unknown = cli(*update, "1w", code=2).stderr
     assert "like 45m, 2h or 1d; or none to remove the cadence" in unknown and "90" not in unknown
-    assert "(or `none` to remove it)" in cli(*update, "10m", code=1).stderr
+    assert "outside 30m to 365d; or none to remove the cadence" in cli(*update, "10m", code=2).stderr
     assert cli(*update, "none").stdout.startswith("changed ")
 
 
@@ -300,6 +304,10 @@ def test_a_join_hint_names_the_seat_that_must_join(hub, cli):
     assert "join" not in cli("channel", "create", "ops", code=1).stderr  # the operator joins no channel
     cli("channel", "join", "ops", "--as", "carol")  # the hint, followed, is all it takes
     assert "claim:1" in cli("claim", "ls", "--channel", "ops", "--as", "carol").stdout
+    # A channel that does not exist: the hint makes it with the agent in it; the operator's, without.
+    assert "create it with `agora channel create dev --as carol`" in cli("claim", "open", "dev", "x", "--as", "carol",
+                                                                           code=1).stderr
+    assert "create it with `agora channel create dev`)" in cli("claim", "ls", "--channel", "dev", code=1).stderr
 
 
 def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):

@@ -68,6 +68,14 @@ def test_a_new_homes_missing_parents_are_private_and_a_linked_keys_directory_is_
     finally:
         os.umask(old)
     assert mode(home) == 0o700 and mode(home / "keys") == 0o700
+    afile = tmp_path / "afile"
+    afile.write_text("x")
+    os.chmod(afile, 0o644)
+    import pytest
+
+    with pytest.raises(OSError, match="afile: it is not a directory"):
+        Home.resolve(afile).ensure()
+    assert mode(afile) == 0o644  # named as a home by mistake: left as it was
     assert mode(tmp_path / "deep") == 0o700 and mode(tmp_path / "deep" / "er") == 0o700
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir(mode=0o755)

@@ -498,3 +498,18 @@ def test_background_only_ends_at_once_under_a_claude_that_would_wait(hub, pair, 
     else:  # plain -p would wait for it: it ends before asking the hub or touching a seat file
         assert lines == ["AGORA_LISTEN ended reason=foreground"] and done.returncode == 0
         assert sorted(os.listdir(hub.home)) == before
+
+
+def test_a_listener_armed_before_a_rekey_asks_the_hub_with_the_new_key(hub, pair):
+    """An armed listener read the key once: after `agora agent rekey` its debt checks were refused, quietly,
+    so the debt it woke for was never recorded (listen-<id>.owedsig) nor re-rung. It reads the key file
+    again at each check."""
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+    ear.next_line()
+    hub.call("agents.rekey", agent="runtime")
+    send(pair["memory"], "@runtime", "review?", ask=True)
+    assert fields(ear.wait_for("AGORA_WAKE"))["owed"] == "1"
+    wait_for(lambda: "dm:memory--runtime#1" in (hub.home / "listen-runtime.owedsig").read_text()
+             if (hub.home / "listen-runtime.owedsig").exists() else False,
+             what="the listener to record the debt it woke for")
+    ear.stop()

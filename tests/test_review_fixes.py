@@ -154,6 +154,8 @@ def test_a_shared_notify_dir_is_refused_before_the_hub_touches_anything(home, tm
         assert stat.S_IMODE(os.stat(shared / "agora-notify").st_mode) == 0o700
     finally:
         running.stop()
+    (tmp_path / "link").symlink_to(shared / "agora-notify")  # a link of yours to a directory of yours: fine
+    Hub(home, "--notify-dir", str(tmp_path / "link")).start().stop()
 
 
 def test_a_loose_notify_file_of_ours_is_made_private_when_the_hub_opens_it(hub):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import stat
 import subprocess
 import tomllib
@@ -78,7 +79,7 @@ def test_claude_wiring_keeps_the_users_hooks_and_registers_the_seat(hub, ws):
     record = tomllib.loads(seat_record(ws).read_text())
     assert record == {"format": 1, "id": "runtime", "hub": str(hub.home / "agorad.sock"),
                       "key_file": str(hub.home / "keys/runtime.key"), "harnesses": ["claude"],
-                      "created": [".agora/", ".mcp.json"]}  # .claude/ was the user's
+                      "created": [".mcp.json"], "made_dirs": [".agora"]}  # .claude/ was the user's
     mcp = json.loads((ws / ".mcp.json").read_text())["mcpServers"]["agora"]
     assert [mcp["command"], *mcp["args"]] == wiring.mcp_server(AGORA, "runtime", hub.home)
     assert wired["enabledMcpjsonServers"] == ["agora"] and wired["permissions"]["allow"] == ["mcp__agora"]
@@ -643,6 +644,7 @@ def test_a_private_config_stays_private_and_so_does_setups_copy_of_it(hub, ws):
     secret = '{"mcpServers": {"gh": {"command": "gh-mcp", "env": {"GITHUB_TOKEN": "ghp_secret"}}}}\n'
     (ws / ".mcp.json").write_text(secret)
     os.chmod(ws / ".mcp.json", 0o600)
+    (ws / ".claude/settings.json").write_text('{"env": {"API_KEY": "sk-secret"}}\n')  # a copy in a subdirectory
     agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
     assert (ws / ".mcp.json").stat().st_mode & 0o777 == 0o600
     copies = [p for p in (ws / ".agora/pristine").rglob("*")]
@@ -733,3 +735,27 @@ def test_a_setup_lock_that_is_a_symbolic_link_is_refused_without_a_traceback(hub
     done = agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
     assert "cannot take the setup lock" in done.stderr and "Traceback" not in done.stderr, done.stderr
     assert tree(ws) == before
+
+
+def test_remove_takes_no_directory_the_user_had_when_setup_made_none(hub, ws):
+    """A workspace that already had `.claude/` and `.agora/` (its own home's, say): setup made no directory,
+    and removal must take none (an empty list of made directories is not a record from an older setup)."""
+    (ws / ".claude").mkdir()
+    (ws / ".agora").mkdir()
+    before = tree(ws)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert tomllib.loads(seat_record(ws).read_text())["made_dirs"] == []
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert tree(ws) == before
+
+
+def test_a_record_from_before_setup_noted_its_directories_keeps_the_old_removal(hub, ws):
+    """No `made_dirs` in the record (an older setup wrote it): which directories setup made is unknown, so a
+    re-run does not start noting them half-way, and removal takes those left empty, as it always did."""
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    text = seat_record(ws).read_text()
+    seat_record(ws).write_text(re.sub(r"^made_dirs = \[.*?\]\n", "", text, flags=re.M | re.S))
+    agora("setup", "runtime", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    assert "made_dirs" not in tomllib.loads(seat_record(ws).read_text())
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert sorted(p.name for p in ws.iterdir()) == []  # .claude/, .codex/ and .agora/ were setup's

@@ -39,7 +39,12 @@ class Cadence(click.ParamType):
         if seconds % 60:
             self.fail(f"{value!r} is not whole minutes (a cadence is given like 45m or 2h){self._or_none()}",
                       param, ctx)
-        return int(seconds // 60)
+        minutes = int(seconds // 60)
+        floor, ceiling = settings.CADENCE_FLOOR_MINUTES, settings.CADENCE_MAX_MINUTES
+        if not floor <= minutes <= ceiling:  # said here in the option's words, not the hub's field name
+            self.fail(f"{value!r} is outside {format_duration(floor * 60)} to {format_duration(ceiling * 60)}"
+                      f"{self._or_none()}", param, ctx)
+        return minutes
 
     def _or_none(self) -> str:
         return f"; or {CLAIM_UNSET} to remove the cadence" if self.removable else ""

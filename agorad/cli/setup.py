@@ -339,8 +339,8 @@ def _action(change) -> str:
 
 
 def _notes(agent: str, where, hub: dict, names: list[str], workspace: Path) -> list[str]:
-    """What the user should know or do now: the hub's side, then each harness in `names` (those whose
-    wiring just changed; a run that changed nothing has nothing new to say about them)."""
+    """What the user should know or do now: the hub's side, then each harness in `names` (every wired one
+    when the run changed a file; none when it changed nothing, which has nothing new to say)."""
     notes = []
     if hub["registered"] == "remote":
         notes.append(_remote_note(agent, where, hub))

@@ -46,9 +46,15 @@ def named(db: apsw.Connection, name, field: str = "channel", actor: Actor | None
     hidden = (channel is not None and channel["kind"] == "dm" and actor is not None and not actor.is_operator
               and sql.membership(db, actor.agent_pk, channel["pk"]) is None)
     if channel is None or hidden:
-        hint = "" if name.startswith("dm:") else f" (create it with `agora channel create {name}`)"
+        hint = "" if name.startswith("dm:") else f" (create it with `{_create_command(name, actor)}`)"
         raise NotFound(f"no channel {name!r}{hint}", field=field)
     return channel
+
+
+def _create_command(name: str, actor: Actor | None) -> str:
+    """The command that makes channel `name` with the agent in it (join_hint says why `--as`)."""
+    agent = actor is not None and not actor.is_operator
+    return f"agora channel create {name}" + (f" --as {actor.agent_id}" if agent else "")
 
 
 def join_hint(name: str, actor: Actor) -> str:

@@ -100,13 +100,15 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
 def rekey(db: apsw.Connection, home: Home, agent_id) -> tuple[str, dict | None, str, int]:
     """Give an agent a new key, in place of its old one (which no longer says hello): the agent keeps its
     id, deliveries, debts and claims. Return its id, the redirect followed, the key (shown this once)
-    and its pk. The key file is written inside the transaction, as at add: if it cannot be, nothing changes."""
+    and its pk. The key is staged beside the key file inside the transaction (if it cannot be written,
+    nothing changes); keys.install_staged_key puts it in place once the change is stored, and
+    keys.drop_staged_key drops it if it is not, so the file and the stored hash never disagree."""
     key = keys.new_key()
     with write(db):
         row, redirect = resolve(db, agent_id)
         sql.update(db, row["pk"], {"key_hash": keys.hash_key(key)})
         try:
-            keys.save_key_file(home, row["id"], key)
+            keys.stage_key(home, row["id"], key)
         except OSError as exc:
             raise InternalError(f"writing the key file {home.key_file(row['id'])}: {exc.strerror or exc}; "
                                 "the old key still stands") from None

@@ -145,13 +145,20 @@ class HubState:
         for connection in self.sessions.get(pk, ()):
             connection.actor.mode = mode
 
-    def agent_rekeyed(self, pk: int, agent_id: str) -> None:
-        """After a committed rekey: the connections that said hello with the old key hang up (the key may
-        have leaked: what it opened closes too); a client that reads the key file again reconnects."""
-        for connection in list(self.sessions.get(pk, ())):
-            connection.revoke(f"agent {agent_id}'s key was replaced")
-        self.sessions.pop(pk, None)
-        self.subscribers.pop(pk, None)
+    def key_replaced(self, pk: int, agent_id: str) -> None:
+        """A rekey in the open batch: once it is stored, the staged key becomes the key file and the
+        connections acting as the agent hang up (the old key may have leaked: what it opened closes too; a
+        client that reads the key file again reconnects). Every one of them said hello with the old key:
+        the new one is nowhere to be read until then. If the change is not stored, the staged key goes and
+        the old one stands, file and hash alike."""
+        def settled(stored: bool) -> None:
+            if not stored:
+                _each(lambda: keys.drop_staged_key(self.home, agent_id))
+                return
+            _each(lambda: keys.install_staged_key(self.home, agent_id))
+            for connection in list(self.sessions.get(pk, ())):
+                connection.revoke(f"agent {agent_id}'s key was replaced")
+        self.batch.when_settled(settled)
 
     def agent_removed(self, pk: int, agent_id: str) -> None:
         """After a committed removal: its connections hang up; its key, notify and seat files go."""

@@ -466,9 +466,12 @@ def shared_dir_problem(directory: Path) -> str | None:
     sticky one (/tmp, /dev/shm), is shared, and a file planted there would carry the seats' titles out and
     forged wakes in. A missing one is made 0700; one of ours that is merely loose is tightened."""
     try:
-        info = os.lstat(directory)
+        link = os.lstat(directory)
+        info = os.stat(directory)  # a link to a directory of yours is yours to use, if the link is yours too
     except FileNotFoundError:
         return None
+    if link.st_uid != os.geteuid():
+        return f"the notify directory {directory} is a symbolic link another user owns; give a directory of your own"
     if not stat.S_ISDIR(info.st_mode):
         return f"{directory} is not a directory"
     if info.st_uid != os.geteuid() or info.st_mode & 0o1000:

@@ -6,6 +6,7 @@ password KDF protects guessable secrets, and these are not guessable.
 
 from __future__ import annotations
 
+import errno
 import os
 
 from agorad.surface import filenames
@@ -39,6 +40,29 @@ def key_matches(key: str, stored_hash: str) -> bool:
 
 def save_key_file(home: Home, agent_id: str, key: str) -> None:
     write_private(home.key_file(agent_id), key + "\n")
+
+
+STAGED_SUFFIX = ".new"  # keys/<id>.key.new: a rekey's key until its change is stored (not a key file: no .key end)
+
+
+def stage_key(home: Home, agent_id: str, key: str) -> None:
+    """Write the key beside the key file, to be renamed over it once stored; refuse now what the rename
+    would refuse then (a directory, say, where the key file goes)."""
+    final = home.key_file(agent_id)
+    if os.path.lexists(final) and not os.path.isfile(final) or os.path.islink(final):
+        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(final))
+    write_private(f"{final}{STAGED_SUFFIX}", key + "\n")
+
+
+def install_staged_key(home: Home, agent_id: str) -> None:
+    os.replace(f"{home.key_file(agent_id)}{STAGED_SUFFIX}", home.key_file(agent_id))
+
+
+def drop_staged_key(home: Home, agent_id: str) -> None:
+    try:
+        os.unlink(f"{home.key_file(agent_id)}{STAGED_SUFFIX}")
+    except FileNotFoundError:
+        pass
 
 
 def move_key_file(home: Home, old_id: str, new_id: str) -> None:
@@ -79,3 +103,10 @@ def read_key(home: Home, agent_id: str) -> str | None:
     if env:
         return env.strip()
     return read_key_file(home, agent_id)
+
+
+def current_key(home: str, agent_id: str, known: str | None) -> str | None:
+    """The key to say hello with now, for a process that runs for hours (a listener, a driver's doorbell):
+    read again each time, since `agora agent rekey` replaces the key file (and closes the old key's
+    connections); `known`, the key it started with, when there is none to read."""
+    return read_key(Home(home), agent_id) or known

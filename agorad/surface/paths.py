@@ -165,7 +165,9 @@ class Home:
         its target made 0700, wherever it points."""
         for directory in (self.root, self.keys_dir):
             try:
-                _make_private(directory)
+                make_private_dirs(directory)
+                if not os.path.isdir(directory):  # a file named as the home: say so, change nothing
+                    raise OSError(errno.ENOTDIR, "it is not a directory")
                 if directory == self.keys_dir and os.path.islink(directory):  # a linked home is the user's choice
                     raise OSError(errno.ELOOP, "it is a symbolic link; make it a directory of its own")
                 os.chmod(directory, HOME_MODE)
@@ -173,11 +175,11 @@ class Home:
                 raise OSError(f"creating the directory {directory}: {exc.strerror}") from exc
 
 
-def _make_private(directory: Path) -> None:
+def make_private_dirs(directory: Path) -> None:
     """mkdir -p with every directory it makes 0700 (Path.mkdir gives the parents the umask's mode)."""
     if directory.exists() or directory.is_symlink():
         return
-    _make_private(directory.parent)
+    make_private_dirs(directory.parent)
     try:
         directory.mkdir(mode=HOME_MODE)
     except FileExistsError:

@@ -32,7 +32,8 @@ class SeatRecord:
     key_file: str
     harnesses: tuple[str, ...] = field(default_factory=tuple)
     format: int = RECORD_FORMAT
-    created: tuple[str, ...] = ()  # the workspace files setup made, and its directories (ending in "/")
+    created: tuple[str, ...] = ()  # the workspace files setup made
+    made_dirs: tuple[str, ...] | None = None  # ... and the directories; None: a record from before setup noted them
 
     @property
     def workspace(self) -> Path:
@@ -99,4 +100,6 @@ def load(path: Path) -> SeatRecord:
                           f"run `agora setup {agent}` again")
     created = data.get("created", [])  # setup's own bookkeeping: anything unreadable means none
     created = tuple(c for c in created if isinstance(c, str)) if isinstance(created, list) else ()
-    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created)
+    made = data.get("made_dirs")
+    made = tuple(d for d in made if isinstance(d, str)) if isinstance(made, list) else None
+    return SeatRecord(Path(path), agent, hub, key_file, tuple(harnesses), fmt, created, made)

@@ -115,7 +115,7 @@ def rekey(call: Call) -> dict:
     call.finish()
     require(call.actor, "registry.admin")
     current, redirect, key, pk = registry.rekey(call.hub.db, call.hub.home, agent_id)
-    call.hub.after_commit(lambda: call.hub.agent_rekeyed(pk, current))
+    call.hub.key_replaced(pk, current)
     return {"agent": current, "redirected": redirect, "key": key, "key_file": str(call.hub.home.key_file(current))}
 
 
