@@ -77,3 +77,24 @@ def test_agora_agent_rekey_prints_the_key_once_and_a_seat_reading_its_key_file_g
     inbox = subprocess.run([AGORA, "inbox", "--as", "runtime", "--json"], env=env, capture_output=True, text=True,
                            timeout=30)
     assert inbox.returncode == 0, inbox.stderr
+
+
+def test_a_rekey_cut_between_its_commit_and_its_key_file_is_finished_at_start(hub):
+    """A stop between storing the new hash and renaming the staged key into place left the seat's file with
+    the old key (refused by then) and the new key only in keys/<id>.key.new. Start-up finishes it; a staged
+    key the database does not hold (its batch was lost) is dropped."""
+    old = hub.add_agent("runtime")
+    hub.add_agent("memory")
+    new = hub.call("agents.rekey", agent="runtime")["key"]
+    hub.stop()
+    keys = hub.home / "keys"
+    (keys / "runtime.key.new").write_text(new + "\n")  # as the cut left them
+    (keys / "runtime.key").write_text(old + "\n")
+    memory_key = (keys / "memory.key").read_text()
+    (keys / "memory.key.new").write_text("agk_from_a_lost_batch\n")
+    hub.start()
+    assert (keys / "runtime.key").read_text() == new + "\n" and not (keys / "runtime.key.new").exists()
+    assert (keys / "memory.key").read_text() == memory_key and not (keys / "memory.key.new").exists()
+    assert "rekey-settled agent=runtime outcome=installed" in hub.log()
+    assert "rekey-settled agent=memory outcome=dropped" in hub.log()
+    hub.client("runtime").close()  # says hello with the key file's key

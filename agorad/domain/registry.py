@@ -115,6 +115,19 @@ def rekey(db: apsw.Connection, home: Home, agent_id) -> tuple[str, dict | None, 
     return row["id"], redirect, key, row["pk"]
 
 
+def settle_staged_keys(db: apsw.Connection, home: Home) -> list[tuple[str, bool]]:
+    """At start-up: finish each rekey a stop cut between its COMMIT and putting its key in place. A staged
+    key the database holds the hash of is installed (else the seat would be locked out, its new key
+    shown to nobody); any other (its batch was lost) is dropped. Returns (agent id, installed) of each."""
+    settled = []
+    for agent_id, key in keys.staged_keys(home):
+        row = sql.by_id(db, agent_id)
+        installed = row is not None and keys.key_matches(key, row["key_hash"])
+        (keys.install_staged_key if installed else keys.drop_staged_key)(home, agent_id)
+        settled.append((agent_id, installed))
+    return settled
+
+
 def heartbeat(db: apsw.Connection, liveness: Liveness, now: float, actor: Actor, status: str | None, task,
               interval: float | None = None) -> dict:
     """Record that the agent is alive; a dormant agent comes back `idle` unless it says otherwise.

@@ -21,6 +21,7 @@ import apsw
 from agorad import __version__
 from agorad.domain import cadence
 from agorad.domain import obligations
+from agorad.domain import registry
 from agorad.runtime import homelock
 from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
@@ -125,6 +126,8 @@ async def _serve(home: Home, settings: Settings) -> int:
             log("migrated", versions=",".join(map(str, applied)))
         raise_descriptor_limit()  # before the notifier sizes its open files by it
         hub = HubState(home, db, clock, settings, started_at=clock.now())
+        for agent_id, installed in registry.settle_staged_keys(db, home):
+            log("rekey-settled", agent=agent_id, outcome="installed" if installed else "dropped")
         hub.notifier.start(db)
         stop = asyncio.Event()
         _install_signals(stop, hub)

@@ -54,6 +54,24 @@ def stage_key(home: Home, agent_id: str, key: str) -> None:
     write_private(f"{final}{STAGED_SUFFIX}", key + "\n")
 
 
+def staged_keys(home: Home) -> list[tuple[str, str]]:
+    """(agent id, key) of each staged key in keys/ (a rekey's, not yet put in place)."""
+    found = []
+    try:
+        names = os.listdir(home.keys_dir)
+    except OSError:
+        return []
+    for name in names:
+        agent_id = filenames.key_file_owner(name[:-len(STAGED_SUFFIX)]) if name.endswith(STAGED_SUFFIX) else None
+        if agent_id:
+            try:
+                with open(os.path.join(home.keys_dir, name)) as staged:
+                    found.append((agent_id, staged.read().strip()))
+            except (OSError, UnicodeDecodeError):
+                continue
+    return found
+
+
 def install_staged_key(home: Home, agent_id: str) -> None:
     os.replace(f"{home.key_file(agent_id)}{STAGED_SUFFIX}", home.key_file(agent_id))
 
