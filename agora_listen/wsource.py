@@ -98,6 +98,8 @@ class WsSource:
                 raise Fatal(f"the hub at {self.url} refused seat {self.agent}: {exc.message}", refused=True) from None
             raise
         self.redirected, self.notify_dir = hello.get("redirected"), hello.get("notify_dir")
+        if self.redirected:  # the seat was renamed: reconnect as its id now, with the key file that moved to it
+            self.agent = self.redirected["to"]
         newest = answer.get("newest", 0)
         if self.received is None:  # a first arm: from the hub's newest on, or from where `since` began
             self.received = self.handed = answer.get("after", newest)

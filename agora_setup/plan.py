@@ -69,12 +69,9 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
                            (lambda t, text: t.wire(text)) if t.path in kept else
                            (lambda t, text: _unwired(t, text, seat.workspace)))
                    for t in harnesses.targets(removing, seat)]
-        if keeping:  # only a readable record names harnesses to keep
-            deleted = {ch.relative for ch in changes if ch.after is None}
-            text = record.render(seat.agent, Home(seat.home).socket, Path(earlier.key_file), keeping,
-                                 sorted(c for c in earlier.created if c not in deleted), earlier.made_dirs)
-        else:
-            text = None
+        deleted = {ch.relative for ch in changes if ch.after is None}
+        # only a readable record names harnesses to keep
+        text = _kept_record(seat, earlier, keeping, deleted, earlier.made_dirs) if keeping else None
         changes.append(_record_change(record_path, seat.workspace, text))
         _check_writable(changes)
         made = set(earlier.made_dirs) if earlier and earlier.made_dirs is not None else None
@@ -84,7 +81,18 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
                 pristine.forget(seat.workspace, change.relative)
         if text is None:
             _prune(seat.workspace / SEAT_DIR_NAME, seat.workspace, made)
+        elif made is not None and any(not (seat.workspace / d).is_dir() for d in made):
+            # Directories this removal took away are setup's no longer: one the user makes there later
+            # is the user's, and a later removal must leave it.
+            gone = {d for d in made if not (seat.workspace / d).is_dir()}
+            _replace(record_path, _kept_record(seat, earlier, keeping, deleted, sorted(made - gone)))
         return changes
+
+
+def _kept_record(seat: Seat, earlier, keeping: list[str], deleted: set[str], made_dirs) -> str:
+    """The record after a partial removal: the harnesses kept, the created files not deleted."""
+    return record.render(seat.agent, Home(seat.home).socket, Path(earlier.key_file), keeping,
+                         sorted(c for c in earlier.created if c not in deleted), made_dirs)
 
 
 def _made_now(earlier, paths: list[Path], workspace: Path) -> list[str] | None:

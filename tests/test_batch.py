@@ -427,3 +427,20 @@ def test_a_rekey_whose_batch_is_lost_leaves_the_old_key_file_and_hash_together(i
     done = inproc.turn([(operator, "agents.rekey", {"agent": "alice"})])[0]["result"]  # stored: now it takes
     assert (home.root / "keys/alice.key").read_text() == done["key"] + "\n"
     assert not (home.root / "keys/alice.key.new").exists()
+
+
+def test_an_agent_added_in_a_lost_batch_leaves_no_key_file(inproc, monkeypatch):
+    """agents.add wrote its key file inside the transaction: a batch lost after it left keys/<id>.key for an
+    agent that does not exist (listed by status as a kept seat), or overwrote one. Staged now, like a rekey's."""
+    from agorad.store import messages as messages_sql
+
+    home = inproc.hub.home
+    operator, bob = inproc.connection(), inproc.as_["bob"]
+
+    def failing(db, deliveries):
+        raise apsw.ConstraintError("injected after the message row was written")
+
+    monkeypatch.setattr(messages_sql, "insert_deliveries", failing)
+    replies = inproc.turn([(operator, "agents.add", {"agent": "dave"}), (bob, *send("@carol"))])
+    assert "error" in replies[0], replies
+    assert not (home.root / "keys/dave.key").exists() and not (home.root / "keys/dave.key.new").exists()

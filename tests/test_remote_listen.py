@@ -57,6 +57,26 @@ def test_a_removed_seat_ends_the_source(remote):
         source.close()
 
 
+def test_a_source_follows_its_seat_through_a_rename_and_then_a_rekey(remote):
+    """A ws source (a listener's, a driver's doorbell, agora watch) said hello as the id it started with, and
+    read that id's key file, which the rename had moved: after a rename and a rekey it was refused."""
+    source = WsSource(remote.url, "alice", remote.keys["alice"], after=None, home=str(remote.home))
+    source.open()
+    source.start()
+    try:
+        remote.call("agents.rename", old="alice", new="al2", reason="r")
+        source._client._sock.ws.socket.shutdown(socket.SHUT_RDWR)  # reconnects: redirected to al2
+        with remote.client("bob", remote.keys["bob"]) as bob:
+            send(bob, "@al2", "after the rename")
+            assert [d["title"] for d in drained(source, 1)] == ["after the rename"]
+            assert source.agent == "al2"
+            remote.call("agents.rekey", agent="al2")  # the hub closes the connection; the source reconnects
+            send(bob, "@al2", "after the rekey")
+            assert [d["title"] for d in drained(source, 1)] == ["after the rekey"]
+    finally:
+        source.close()
+
+
 def test_a_ws_listener_lives_through_a_hub_restart_and_rings_each_delivery_once(remote):
     ear = Listener(remote, "--as", "alice", "--source", "ws", "--url", remote.url, "--debounce", "0")
     assert ear.next_line() == f"AGORA_LISTEN armed source=ws agent=alice hub={remote.url}"

@@ -759,3 +759,17 @@ def test_a_record_from_before_setup_noted_its_directories_keeps_the_old_removal(
     assert "made_dirs" not in tomllib.loads(seat_record(ws).read_text())
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert sorted(p.name for p in ws.iterdir()) == []  # .claude/, .codex/ and .agora/ were setup's
+
+
+def test_a_directory_a_partial_removal_took_is_not_setups_any_more(hub, ws):
+    """Setup made .claude/; `--remove --harness claude` took it away; the user then makes a .claude/ of
+    their own: a later removal must leave that one."""
+    (ws / ".codex").mkdir()
+    agora("setup", "runtime", "--harness", "claude", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    assert ".claude" in tomllib.loads(seat_record(ws).read_text())["made_dirs"]
+    agora("setup", "--remove", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert not (ws / ".claude").exists()
+    assert ".claude" not in tomllib.loads(seat_record(ws).read_text())["made_dirs"]
+    (ws / ".claude").mkdir()  # the user's now
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".claude").is_dir() and (ws / ".codex").is_dir()

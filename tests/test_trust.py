@@ -120,3 +120,14 @@ def test_a_notify_file_another_user_planted_is_not_written(hub):
         send(memory, "@runtime", "for runtime")
     assert planted.read_bytes() == b"" and "belongs to uid 65534" in hub.log()
     assert "for runtime" in (hub.home / "runtime-inbox.log").read_text()
+
+
+def test_a_notify_dir_another_user_owns_is_refused_as_theirs(home, tmp_path):
+    from tests.hubproc import AGORAD
+
+    theirs = tmp_path / "theirs"
+    theirs.mkdir()
+    os.chown(theirs, NOBODY, NOBODY)
+    done = subprocess.run([AGORAD, "--home", str(home), "--notify-dir", str(theirs)], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1 and f"{theirs} is another user's" in done.stderr, done.stderr

@@ -58,7 +58,7 @@ def watch(as_id, notify_file, url, home):
              "where you can write")
     lock = _lock(path)
     try:
-        _follow(url, as_id, key, path)
+        _follow(url, as_id, key, path, Home.resolve(home).root_text)
     finally:
         os.close(lock)
 
@@ -91,13 +91,13 @@ def _lock(path: Path) -> int:
     return fd
 
 
-def _follow(url: str, agent: str, key: str, path: Path) -> None:
+def _follow(url: str, agent: str, key: str, path: Path, home: str) -> None:
     from agora_listen.wsource import Fatal, WsSource
     from agora_listen.watchers import wake_pipe
     from agorad.surface.errors import AgoraError
     from agorad.surface.notifyfile import last_id_in
 
-    source = WsSource(url, agent, key, last_id_in(path))
+    source = WsSource(url, agent, key, last_id_in(path), home=home)  # home: its key file, read at each connect
     stop_fd, stop_write = wake_pipe()
     signal.set_wakeup_fd(stop_write)
     stopping = []

@@ -88,9 +88,10 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
             "interval_s": float(interval_s), "interval_source": source, "meta": meta_text, "created_at": now,
         })
         channels_sql.join_commons(db, pk, now)
-        # Inside the transaction: if the key file cannot be written, the agent is not added.
+        # Staged inside the transaction (if it cannot be written, the agent is not added) and put in place
+        # once the change is stored (hub.key_replaced), as at a rekey: a lost batch leaves no key file.
         try:
-            keys.save_key_file(home, agent_id, key)
+            keys.stage_key(home, agent_id, key)
         except OSError as exc:
             raise InternalError(f"writing the key file {home.key_file(agent_id)}: {exc.strerror or exc}; "
                                 "the agent was not added") from None
@@ -101,8 +102,8 @@ def rekey(db: apsw.Connection, home: Home, agent_id) -> tuple[str, dict | None, 
     """Give an agent a new key, in place of its old one (which no longer says hello): the agent keeps its
     id, deliveries, debts and claims. Return its id, the redirect followed, the key (shown this once)
     and its pk. The key is staged beside the key file inside the transaction (if it cannot be written,
-    nothing changes); keys.install_staged_key puts it in place once the change is stored, and
-    keys.drop_staged_key drops it if it is not, so the file and the stored hash never disagree."""
+    nothing changes); the hub puts it in place once the change is stored (hub.key_staged), and drops it
+    if it is not, so the file and the stored hash never disagree."""
     key = keys.new_key()
     with write(db):
         row, redirect = resolve(db, agent_id)

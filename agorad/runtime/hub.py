@@ -145,18 +145,18 @@ class HubState:
         for connection in self.sessions.get(pk, ()):
             connection.actor.mode = mode
 
-    def key_replaced(self, pk: int, agent_id: str) -> None:
-        """A rekey in the open batch: once it is stored, the staged key becomes the key file and the
-        connections acting as the agent hang up (the old key may have leaked: what it opened closes too; a
-        client that reads the key file again reconnects). Every one of them said hello with the old key:
-        the new one is nowhere to be read until then. If the change is not stored, the staged key goes and
-        the old one stands, file and hash alike."""
+    def key_staged(self, agent_id: str, replacing_for: int | None = None) -> None:
+        """A key staged in the open batch (agents.add, or a rekey of agent pk `replacing_for`): once the
+        change is stored it becomes the key file, and at a rekey the connections acting as the agent hang
+        up (the old key may have leaked: what it opened closes too; a client that reads the key file again
+        reconnects). Every one of them said hello with the old key: the new one is nowhere to be read until
+        then. If the change is not stored, the staged key goes, and file and hash stay as they were."""
         def settled(stored: bool) -> None:
             if not stored:
                 _each(lambda: keys.drop_staged_key(self.home, agent_id))
                 return
             _each(lambda: keys.install_staged_key(self.home, agent_id))
-            for connection in list(self.sessions.get(pk, ())):
+            for connection in list(self.sessions.get(replacing_for, ())):
                 connection.revoke(f"agent {agent_id}'s key was replaced")
         self.batch.when_settled(settled)
 

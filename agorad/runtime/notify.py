@@ -470,7 +470,7 @@ def shared_dir_problem(directory: Path) -> str | None:
         info = os.stat(directory)  # a link to a directory of yours is yours to use, if the link is yours too
     except FileNotFoundError:
         return None
-    if link.st_uid != os.geteuid():
+    if stat.S_ISLNK(link.st_mode) and link.st_uid != os.geteuid():
         return f"the notify directory {directory} is a symbolic link another user owns; give a directory of your own"
     if not stat.S_ISDIR(info.st_mode):
         return f"{directory} is not a directory"

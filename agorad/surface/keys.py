@@ -49,8 +49,8 @@ def stage_key(home: Home, agent_id: str, key: str) -> None:
     """Write the key beside the key file, to be renamed over it once stored; refuse now what the rename
     would refuse then (a directory, say, where the key file goes)."""
     final = home.key_file(agent_id)
-    if os.path.lexists(final) and not os.path.isfile(final) or os.path.islink(final):
-        raise IsADirectoryError(errno.EISDIR, "not a regular file", str(final))
+    if os.path.isdir(final):
+        raise IsADirectoryError(errno.EISDIR, "a directory stands there", str(final))
     write_private(f"{final}{STAGED_SUFFIX}", key + "\n")
 
 

@@ -20,6 +20,7 @@ def add(call: Call) -> dict:
     call.finish()
     require(call.actor, "registry.admin")
     agent, key = registry.add(call.hub.db, call.hub.home, call.now, agent_id, mode, interval, meta, call.hub.ephemeral_ttl)
+    call.hub.key_staged(agent["id"])
     return {"agent": agent, "key": key, "key_file": str(call.hub.home.key_file(agent["id"]))}
 
 
@@ -115,7 +116,7 @@ def rekey(call: Call) -> dict:
     call.finish()
     require(call.actor, "registry.admin")
     current, redirect, key, pk = registry.rekey(call.hub.db, call.hub.home, agent_id)
-    call.hub.key_replaced(pk, current)
+    call.hub.key_staged(current, replacing_for=pk)
     return {"agent": current, "redirected": redirect, "key": key, "key_file": str(call.hub.home.key_file(current))}
 
 
