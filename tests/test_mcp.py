@@ -333,7 +333,7 @@ def test_the_seat_and_home_come_from_the_workspaces_seat_record(seats, cli_env_f
     workspace = tmp_path / "ws"
     record = seat_record(workspace)
     record.parent.mkdir(parents=True)
-    record.write_text(render_record("alice", seats.home / "agorad.sock", seats.home / "keys" / "alice.key", [], []))
+    record.write_text(render_record("alice", seats.home / "agorad.sock", seats.home / "keys" / "alice.key", [], [], []))
     (workspace / "src").mkdir()
 
     async def body():
