@@ -141,3 +141,11 @@ def test_the_owed_block_is_bounded_and_counts_the_rest(hub):
         digest = s["runtime"].call("inbox.digest")
         assert digest["i_owe_total"] == 7 and len(digest["i_owe"]) == 7
         assert s["memory"].call("inbox.digest")["owed_to_me_total"] == 7
+
+
+def test_a_ref_named_twice_in_one_ack_is_acked_and_listed_once(hub):
+    """A frame of 100,000 copies of one ref held the writer 2.7 s and listed every copy back."""
+    with seats(hub, "memory", "runtime") as s:
+        ref = send(s["memory"], "@runtime", "one")["ref"]
+        done = s["runtime"].call("inbox.ack", ref=[ref] * 20_000)  # within the 1 MiB frame
+        assert done["acked"] == [ref] and list(done["cursors"]) == [ref]

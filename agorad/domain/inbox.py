@@ -111,6 +111,8 @@ def ack(db: apsw.Connection, actor: Actor, ref=None, upto=None, everything: bool
         with write(db):
             return {"acked": "all", "channels": channels_sql.ack_all(db, actor.agent_pk)}
     refs = [upto] if upto else ([ref] if isinstance(ref, str) else ref)
+    if all(type(target) is str for target in refs):  # anything else is refused by name below
+        refs = list(dict.fromkeys(refs))  # a ref named twice is checked, acked and listed once
     targets = [_ack_target(db, actor, target, chosen[0]) for target in refs]  # all checked before any write
     with write(db):
         for channel, seq in targets:
