@@ -205,3 +205,10 @@ def test_every_to_of_agora_send_addresses_its_agents(hub, cli):
         assert sorted(debt["debtor"] for debt in alice.call("owed.list")["owed_to_me"]) == ["bob", "carol", "dan"]
     out = cli("send", "--as", "alice", "commons", "again", "--to", "bob,carol", "--to", "bob").stdout
     assert "(for bob, carol)" in out
+
+
+def test_an_addressee_named_twice_is_resolved_and_redirected_once(hub):
+    with seats(hub, "memory", "runtime") as s:
+        hub.call("agents.rename", old="runtime", new="engine", reason="split")
+        sent = send(s["memory"], "commons", "for engine", to=["runtime"] * 3 + ["engine"])
+        assert sent["to"] == ["engine"] and [r["from"] for r in sent["redirected"]] == ["runtime"]

@@ -178,7 +178,10 @@ def _addressees(db, actor: Actor, channel: dict, members: Container[int], draft:
     """Agents the message is for: the DM peer, `to`, and @mentions of members (never the sender).
     `members`: a DM's two pks, or a channel's _MembersOf."""
     found = set(members) if channel["kind"] == "dm" else set()
-    for agent_id in draft.to:
+    to = draft.to
+    if all(type(agent_id) is str for agent_id in to):  # anything else is refused by name below
+        to = dict.fromkeys(to)  # an id named twice is resolved, and redirected, once
+    for agent_id in to:
         row, redirect = registry.resolve(db, agent_id, "to")
         if redirect:
             redirects.append(redirect)
