@@ -71,6 +71,20 @@ def reader(home, agent: str, key: str, stop, results) -> None:
 
 
 @pytest.mark.timeout(1800)
+def is_torn(line: str, lines: list[str]) -> bool:
+    """A fragment a kill left: a SIGKILL during a write(2) that spans a page boundary may land only its
+    first part (the kernel stops a write between pages for a fatal signal). The next hub ends it with a
+    newline and writes that delivery's line again whole (notify_reconcile.py), and a listener skips it.
+    So a line that does not parse counts as torn only when it is the start of a whole line later on."""
+    try:
+        json.loads(line)
+        return False
+    except ValueError:
+        index = lines.index(line)
+        assert any(whole.startswith(line) for whole in lines[index + 1:]), f"a broken line no whole line repeats: {line!r}"
+        return True
+
+
 def test_sigkill_under_load_loses_and_duplicates_nothing(home):
     kills = scaled(20, 200)
     hub = Hub(home).start()
@@ -111,13 +125,15 @@ def test_sigkill_under_load_loses_and_duplicates_nothing(home):
         seqs = [r[0] for r in db.execute("SELECT seq FROM messages WHERE channel_pk = ? ORDER BY seq", (channel_pk,))]
         assert seqs == list(range(1, head + 1)), f"channel {channel_pk}: seqs not gapless 1..{head}"
 
-    lines_checked = 0
+    lines_checked = torn = 0
     for pk, agent in db.execute("SELECT pk, id FROM agents"):
         ids = []
         for name in (f"{agent}-inbox.log.1", f"{agent}-inbox.log"):
             path = home / name
             if path.exists():
-                ids += [json.loads(line)["id"] for line in path.read_text().splitlines() if line]
+                lines = [line for line in path.read_text().splitlines() if line]
+                ids += [json.loads(line)["id"] for line in lines if not is_torn(line, lines)]
+                torn += sum(is_torn(line, lines) for line in lines)
         stored_ids = [r[0] for r in db.execute("SELECT id FROM deliveries WHERE agent_pk = ? ORDER BY id", (pk,))]
         assert stored_ids == list(range(1, len(stored_ids) + 1)), f"{agent}: delivery ids have a gap"
         assert ids == stored_ids, f"{agent}: notify ids differ from its deliveries"
@@ -127,5 +143,6 @@ def test_sigkill_under_load_loses_and_duplicates_nothing(home):
         assert observed == sorted(observed), f"cursor of r1 on {channel} moved backwards"
     report("crash-durability", kills=kills, acked=len(acked), unacknowledged=unknown, stored=len(stored),
            channels=db.execute("SELECT COUNT(*) FROM channels").fetchone()[0], notify_lines_checked=lines_checked,
+           torn_lines=torn,
            cursor_observations=sum(map(len, cursors.values())))
     assert len(acked) > kills * 5, "the senders hardly got through: the test proved little"
