@@ -81,10 +81,11 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
                 pristine.forget(seat.workspace, change.relative)
         if text is None:
             _prune(seat.workspace / SEAT_DIR_NAME, seat.workspace, made)
-        elif made is not None and any(not (seat.workspace / d).is_dir() for d in made):
-            # Directories this removal took away are setup's no longer: one the user makes there later
-            # is the user's, and a later removal must leave it.
-            gone = {d for d in made if not (seat.workspace / d).is_dir()}
+            return changes
+        # Directories this removal took away are setup's no longer: one the user makes there later is the
+        # user's, and a later removal must leave it.
+        gone = {d for d in made if not (seat.workspace / d).is_dir()} if made is not None else set()
+        if gone:
             _replace(record_path, _kept_record(seat, earlier, keeping, deleted, sorted(made - gone)))
         return changes
 

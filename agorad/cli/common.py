@@ -74,13 +74,13 @@ def _said(exc: AgoraError) -> str:
 
 
 def for_terminal(text: str) -> str:
-    """`text` as it may reach a terminal: every character that could act on one (ESC and the other
-    controls, U+2028, bidi controls) but newline and tab escaped when standard output is a terminal (an
+    """`text` as it may reach a terminal: escaped as `agora read` shows a body (fence.visible: ESC and the
+    other controls, bidi controls, U+2028, but not newline and tab) when standard output is a terminal (an
     agent's KB value could retitle the window or clear the screen); unchanged into a pipe or a file, where a
     script wants the bytes that were stored."""
-    if not sys.stdout.isatty():
-        return text
-    return "".join(c if c.isprintable() or c in "\n\t" else _escaped(c) for c in text)
+    from agorad.surface.fence import visible
+
+    return visible(text) if sys.stdout.isatty() else text
 
 
 def _escaped(character: str) -> str:

@@ -15,6 +15,7 @@ from agorad.domain import charters
 from agorad.domain import obligations
 from agorad.domain import phases
 from agorad.domain.policy import Actor
+from agorad.domain.text import each_once
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
@@ -110,9 +111,7 @@ def ack(db: apsw.Connection, actor: Actor, ref=None, upto=None, everything: bool
     if everything:
         with write(db):
             return {"acked": "all", "channels": channels_sql.ack_all(db, actor.agent_pk)}
-    refs = [upto] if upto else ([ref] if isinstance(ref, str) else ref)
-    if all(type(target) is str for target in refs):  # anything else is refused by name below
-        refs = list(dict.fromkeys(refs))  # a ref named twice is checked, acked and listed once
+    refs = each_once([upto] if upto else ([ref] if isinstance(ref, str) else ref))  # a ref twice: acked once
     targets = [_ack_target(db, actor, target, chosen[0]) for target in refs]  # all checked before any write
     with write(db):
         for channel, seq in targets:

@@ -20,7 +20,7 @@ from agorad.domain import registry
 from agorad.domain.delivery import deliver, deliver_to_members
 from agorad.surface.fence import fenced, one_line
 from agorad.domain.policy import Actor
-from agorad.domain.text import check_line
+from agorad.domain.text import check_line, each_once
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
@@ -178,10 +178,7 @@ def _addressees(db, actor: Actor, channel: dict, members: Container[int], draft:
     """Agents the message is for: the DM peer, `to`, and @mentions of members (never the sender).
     `members`: a DM's two pks, or a channel's _MembersOf."""
     found = set(members) if channel["kind"] == "dm" else set()
-    to = draft.to
-    if all(type(agent_id) is str for agent_id in to):  # anything else is refused by name below
-        to = dict.fromkeys(to)  # an id named twice is resolved, and redirected, once
-    for agent_id in to:
+    for agent_id in each_once(draft.to):  # an id named twice is resolved, and redirected, once
         row, redirect = registry.resolve(db, agent_id, "to")
         if redirect:
             redirects.append(redirect)

@@ -28,7 +28,7 @@ from agorad.domain import cadence
 from agorad.domain import messages
 from agorad.domain import registry
 from agorad.domain.delivery import Deliveries, deliver
-from agorad.domain.text import check_line
+from agorad.domain.text import check_line, is_unicode
 from agorad.store import agents as agents_sql
 from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
@@ -132,7 +132,7 @@ def allows_send(db: apsw.Connection, paused: Pause, params: dict) -> bool:
 
 def _with_operator(db: apsw.Connection, paused: Pause, target) -> bool:
     """`target` (@id or a channel's name) is a DM with one of the operator's seats."""
-    if not isinstance(target, str) or not _encodable(target):  # a lone surrogate: the send itself says why
+    if not isinstance(target, str) or not is_unicode(target):  # checked before the send's own params: it says why
         return False
     if target.startswith("@"):
         try:
@@ -168,13 +168,3 @@ def _why(reason: str, lead: str = ": ") -> str:
 
 def _clock(at: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(at))
-
-
-def _encodable(text: str) -> bool:
-    """Whether `text` is valid Unicode (JSON's \\ud800 escapes can carry a lone surrogate, which no
-    query can bind): checked here because a pause is checked before the send's own parameters are."""
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True

@@ -18,7 +18,7 @@ import apsw
 from agorad.domain import dm_names
 from agorad.domain import intervals
 from agorad.domain.policy import Actor
-from agorad.domain.text import check_line
+from agorad.domain.text import check_line, is_unicode
 from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
 from agorad.store import claims as claims_sql
@@ -89,7 +89,7 @@ def add(db: apsw.Connection, home: Home, now: float, agent_id, mode: str, interv
         })
         channels_sql.join_commons(db, pk, now)
         # Staged inside the transaction (if it cannot be written, the agent is not added) and put in place
-        # once the change is stored (hub.key_replaced), as at a rekey: a lost batch leaves no key file.
+        # once the change is stored (hub.key_staged), as at a rekey: a lost batch leaves no key file.
         try:
             keys.stage_key(home, agent_id, key)
         except OSError as exc:
@@ -281,14 +281,14 @@ def check_meta_patch(patch) -> dict:
     if not isinstance(patch, dict):
         raise InvalidParams("meta must be an object of key: string (null removes the key)", field="meta")
     for key, value in patch.items():
-        if not 0 < len(key) <= MAX_META_KEY or not key.isprintable() or not _is_unicode(key):
+        if not 0 < len(key) <= MAX_META_KEY or not key.isprintable() or not is_unicode(key):
             shown = key if len(key) <= 40 else f"{key[:37]}..."
             raise InvalidParams(f"meta key {shown!r} must be 1-{MAX_META_KEY} characters of one-line "
                                 "printable text", field="meta")
         if value is not None and not isinstance(value, str):
             raise InvalidParams(f"meta[{key!r}] must be a string, or null to remove the key "
                                 f"(not {type(value).__name__})", field="meta")
-        if value is not None and not _is_unicode(value):
+        if value is not None and not is_unicode(value):
             raise InvalidParams(f"meta[{key!r}] is not valid Unicode (it holds a lone surrogate)", field="meta")
     return patch
 
@@ -302,14 +302,6 @@ def merge_meta(meta: dict, patch: dict) -> dict:
         else:
             merged[key] = value
     return merged
-
-
-def _is_unicode(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def remove(db: apsw.Connection, agent_id, now: float) -> tuple[dict, int]:

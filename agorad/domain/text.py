@@ -40,3 +40,21 @@ def check_sized(value, field: str, limit: int, hint: str = "") -> str:
     if size > limit:
         raise TooLarge(f"{field} is {size} bytes; the limit is {limit}{hint}", field=field, limit=limit)
     return value
+
+
+def is_unicode(text: str) -> bool:
+    """Whether `text` is valid Unicode: JSON's \\ud800 escapes can carry a lone surrogate, which no query
+    can bind and no frame can encode."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def each_once(values: list) -> list:
+    """`values` in order, each once, when all are strings (ids or refs named twice are checked and acted
+    on once); as given otherwise, for the caller to refuse the one that is not a string by name."""
+    if len(values) < 2:  # the usual case (a send's `to` is mostly empty): nothing to drop
+        return values
+    return list(dict.fromkeys(values)) if all(type(value) is str for value in values) else values

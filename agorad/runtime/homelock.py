@@ -10,6 +10,7 @@ import fcntl
 import os
 import socket
 
+from agorad.surface.filenames import made_private
 from agorad.surface.paths import FILE_MODE, Home
 
 
@@ -17,8 +18,7 @@ def take(home: Home) -> int | None:
     """Hold the home's lock and return its descriptor (closing it releases the lock); None while
     another process (a running hub) holds it."""
     fd = os.open(home.lockfile, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, FILE_MODE)
-    if os.fstat(fd).st_mode & 0o077:
-        os.fchmod(fd, FILE_MODE)  # one left wider (copied in, an older agora): every file here is 0600
+    made_private(fd)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:

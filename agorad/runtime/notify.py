@@ -456,9 +456,7 @@ def _private(fd: int, path: Path) -> os.stat_result:
     if info.st_uid != os.geteuid():
         os.close(fd)
         raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not the hub's user; remove it")
-    if info.st_mode & 0o077:
-        os.fchmod(fd, 0o600)
-    return info
+    return filenames.made_private(fd, info)
 
 
 def shared_dir_problem(directory: Path) -> str | None:

@@ -15,6 +15,7 @@ from pathlib import Path
 import apsw
 
 from agorad.surface import settings
+from agorad.surface.filenames import made_private
 from agorad.surface.paths import FILE_MODE
 from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 
@@ -79,7 +80,7 @@ def _create_private(path: Path) -> None:
     except OSError as exc:
         raise OSError(f"opening the database {path}: {exc.strerror}") from exc
     try:
-        _tighten(fd)
+        made_private(fd)
     finally:
         os.close(fd)
     for suffix in ("-wal", "-shm"):
@@ -88,14 +89,10 @@ def _create_private(path: Path) -> None:
         except OSError:
             continue  # none yet, or not a plain file: SQLite says so when it opens it
         try:
-            _tighten(fd)
+            made_private(fd)
         finally:
             os.close(fd)
 
-
-def _tighten(fd: int) -> None:
-    if os.fstat(fd).st_mode & 0o077:
-        os.fchmod(fd, FILE_MODE)
 
 
 class write:

@@ -148,6 +148,15 @@ def _expanduser(text: str) -> str:
     return home + slash + rest
 
 
+def made_private(fd: int, info: os.stat_result | None = None) -> os.stat_result:
+    """The open file's stat (`info`, when the caller has it), after making the file 0600 if it was wider:
+    every file in the home is 0600, whoever made it (one copied in, or left by an older agora)."""
+    info = info or os.fstat(fd)
+    if info.st_mode & 0o077:
+        os.fchmod(fd, FILE_MODE)
+    return info
+
+
 def write_private(path: str | os.PathLike, text: str, sync: bool = True) -> None:
     """Write `text` to `path` atomically (temp file, fsync unless told not to, rename), mode 0600."""
     directory, name = os.path.split(path)
