@@ -76,8 +76,13 @@ def agent_add(agent_id, home, as_json, mode, interval, meta):
     added = result["agent"]
     cadence = f", dormant after {format_duration(2 * added['interval'])} of silence" if mode == "async" else ""
     click.echo(f"registered {added['id']} ({added['liveness_mode']}{cadence})")
+    _print_key(result)
+
+
+def _print_key(result: dict, after: str = "") -> None:
+    """A new key, the one time it is shown (stdout), and where it is kept (stderr)."""
     click.echo(f"key: {result['key']}")
-    click.echo(f"the key is saved in {result['key_file']} (0600) and is not shown again", err=True)
+    click.echo(f"the key is saved in {result['key_file']} (0600) and is not shown again{after}", err=True)
 
 
 @agent.command("show")
@@ -196,10 +201,8 @@ def agent_rekey(agent_id, home, as_json):
         print_json(result)
         return
     click.echo(f"new key for {result['agent']}")
-    click.echo(f"key: {result['key']}")
-    click.echo(f"the key is saved in {result['key_file']} (0600) and is not shown again; the old key no longer "
-               "works, and connections acting as the agent were closed (a seat on another host needs the new "
-               "key: `agora setup ID --url URL --key-stdin` there)", err=True)
+    _print_key(result, "; the old key no longer works, and connections acting as the agent were closed (a seat "
+                       "on another host needs the new key: `agora setup ID --url URL --key-stdin` there)")
 
 
 @agent.command("rm")
