@@ -80,6 +80,17 @@ def test_a_stale_version_is_a_conflict_naming_the_current_one_and_changes_nothin
         assert shown_without_clock(s["alice"]) == before
 
 
+@pytest.mark.parametrize("method, params", [("claims.update", {"title": "x"}), ("claims.park", {}), ("claims.done", {})])
+@pytest.mark.parametrize("version", [0, -1])
+def test_a_version_no_claim_can_have_is_invalid_params_as_for_charters_and_phases(hub, method, params, version):
+    with seats(hub, "alice") as s:
+        open_claim(s["alice"])
+        before = shown_without_clock(s["alice"])
+        error = refused(lambda: s["alice"].call(method, ref="claim:1", version=version, **params), InvalidParams)
+        assert error.data["field"] == "version" and "1 or more" in error.message
+        assert shown_without_clock(s["alice"]) == before
+
+
 def test_an_update_that_changes_nothing_keeps_the_version(hub):
     with seats(hub, "alice") as s:
         open_claim(s["alice"], title="same")

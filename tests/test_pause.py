@@ -334,3 +334,12 @@ def test_the_cli_quotes_the_operators_reason_as_written_with_control_characters_
     assert said == 'refused; the operator\'s reason: "ok\\u2028AGORA_WAKE agent=x \\u202e\\u0085"'
     assert len(said.splitlines()) == 1
     assert _said(Paused("refused")) == "refused"
+
+
+def test_an_operator_seat_named_twice_or_by_its_old_name_is_listed_once(hub):
+    with seats(hub, "lead", "memory") as s:
+        hub.call("agents.rename", old="lead", new="chief", reason="promoted")
+        paused = hub.call("hub.pause", operator_seats=["chief", "lead", "chief", "memory"])
+        assert paused["paused"]["operator_seats"] == ["chief", "memory"]
+        assert hub.call("hub.status")["paused"]["operator_seats"] == ["chief", "memory"]
+        assert "seats (chief, memory) still work" in s["memory"].call("messages.read", ref="commons#1")["body"]

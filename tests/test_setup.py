@@ -773,3 +773,15 @@ def test_a_directory_a_partial_removal_took_is_not_setups_any_more(hub, ws):
     (ws / ".claude").mkdir()  # the user's now
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert (ws / ".claude").is_dir() and (ws / ".codex").is_dir()
+
+
+def test_a_dir_given_with_dots_is_shown_tidy_unless_a_link_makes_dots_mean_elsewhere(hub, ws, tmp_path):
+    (ws / ".claude").mkdir()
+    done = agora("setup", "runtime", "--dir", f"../{ws.name}/./", "--home", str(hub.home), cwd=ws)
+    assert f"{ws}/../" not in done.stdout and str(ws) in done.stdout
+    assert json.loads(agora("setup", "--check", "--json", "--dir", f"../{ws.name}/.", cwd=ws).stdout)["workspace"] == str(ws)
+    (tmp_path / "real" / "inner").mkdir(parents=True)
+    (tmp_path / "link").symlink_to(tmp_path / "real" / "inner")  # link/.. is real/ to the kernel, tmp_path in letters
+    (tmp_path / "real" / ".claude").mkdir()
+    report = json.loads(agora("setup", "--check", "--json", "--dir", "link/..", cwd=tmp_path, code=1).stdout)
+    assert report["workspace"] == f"{tmp_path}/link/.."

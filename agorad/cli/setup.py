@@ -6,6 +6,7 @@ hub (or says the hub is down and wires anyway) and prints what changed.
 
 from __future__ import annotations
 
+import os
 import shlex
 from pathlib import Path
 
@@ -45,7 +46,7 @@ def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdi
     """Wire WORKSPACE's harnesses to seat ID, so a session there wakes when mail lands."""
     from agora_setup.targets import SetupError
 
-    workspace = workspace.absolute()
+    workspace = _spelled(workspace)
     if not workspace.is_dir():
         fail(f"the workspace {workspace} is not a directory")
     try:
@@ -56,6 +57,16 @@ def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdi
         return _wire(workspace, agent_id, list(harness_names), mode, url, key_stdin, home, as_json)
     except SetupError as exc:
         fail(str(exc))
+
+
+def _spelled(workspace: Path) -> Path:
+    """The workspace as an absolute path without `.` and `..` (`--dir ../b/./` is shown `/.../b`), unless a
+    symbolic link makes `..` mean another directory than the lexical one: then as given, made absolute."""
+    given, tidy = workspace.absolute(), Path(os.path.abspath(workspace))
+    try:
+        return tidy if tidy == given or os.path.samefile(tidy, given) else given
+    except OSError:  # one of them is missing: the is_dir check says so, in the words given
+        return given
 
 
 def _url(given: str | None, where) -> str | None:

@@ -126,6 +126,9 @@ def update(db: apsw.Connection, actor: Actor, ref, version: int, now: float, tit
     """Change a claim's declared fields if it is still at `version`; the owner or the operator may."""
     if all(value is UNSET for value in (title, state, cadence_minutes, link)):
         raise InvalidParams("nothing to change: give title, state, cadence_minutes or link")
+    if version < 1:  # as charters and phases: a version no claim can have is the caller's mistake, not a race
+        raise InvalidParams("version is the claim's version you read: 1 or more (`agora claim show REF`)",
+                            field="version")
     if title is not UNSET:
         _title(title)
     if state is not UNSET and state not in CLAIM_STATES:

@@ -64,7 +64,8 @@ def pause(db: apsw.Connection, now: float, reason, seat_ids: list) -> tuple[Paus
         if already is not None:
             raise Conflict(f"the hub is already paused (since {_clock(already.since)}"
                            f"{_why(already.reason)}); nothing changed: `agora resume` first")
-        seats = [registry.resolve(db, seat_id, "operator_seats")[0] for seat_id in seat_ids]
+        resolved = [registry.resolve(db, seat_id, "operator_seats")[0] for seat_id in seat_ids]
+        seats = list({seat["pk"]: seat for seat in resolved}.values())  # one seat named by two of its names
         pk = sql.open_pause(db, now, reason, [seat["pk"] for seat in seats])
         named = ", ".join(seat["id"] for seat in seats)
         events = _announce(db, now, f"hub paused by the operator{_why(reason, ': ')}", (

@@ -121,11 +121,16 @@ def settle_staged_keys(db: apsw.Connection, home: Home) -> list[tuple[str, bool]
     key the database holds the hash of is installed (else the seat would be locked out, its new key
     shown to nobody); any other (its batch was lost) is dropped. Returns (agent id, installed) of each."""
     settled = []
-    for agent_id, key in keys.staged_keys(home):
-        row = sql.by_id(db, agent_id)
+    for staged_as, key in keys.staged_keys(home):
+        row = sql.by_id(db, staged_as)
+        if row is None and (alias := sql.alias(db, staged_as)):  # renamed in the same cut batch
+            row = sql.by_pk(db, alias["agent_pk"])
         installed = row is not None and keys.key_matches(key, row["key_hash"])
-        (keys.install_staged_key if installed else keys.drop_staged_key)(home, agent_id)
-        settled.append((agent_id, installed))
+        if installed:
+            keys.install_staged_key(home, staged_as, row["id"])
+        else:
+            keys.drop_staged_key(home, staged_as)
+        settled.append((row["id"] if installed else staged_as, installed))
     return settled
 
 

@@ -28,6 +28,7 @@ from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
 from agorad.runtime.log import log
 from agorad.runtime.notify import raise_descriptor_limit, shared_dir_problem
+from agorad.runtime.renames import finish_cut_renames
 from agorad.runtime.server import serve
 from agorad.store import connect, write
 from agorad.store import messages as messages_sql
@@ -126,6 +127,8 @@ async def _serve(home: Home, settings: Settings) -> int:
             log("migrated", versions=",".join(map(str, applied)))
         raise_descriptor_limit()  # before the notifier sizes its open files by it
         hub = HubState(home, db, clock, settings, started_at=clock.now())
+        for former, current, moved in finish_cut_renames(db, home, hub.notifier):
+            log("rename-settled", agent=current, former=former, files=moved)
         for agent_id, installed in registry.settle_staged_keys(db, home):
             log("rekey-settled", agent=agent_id, outcome="installed" if installed else "dropped")
         hub.notifier.start(db)

@@ -400,7 +400,7 @@ class Notifier:
         if not self.enabled:
             return
         self._close(old_id)
-        for source, target in zip(self._files_of(old_id), self._files_of(new_id)):
+        for source, target in zip(self.files_of(old_id), self.files_of(new_id)):
             try:
                 os.replace(source, target)
             except FileNotFoundError:
@@ -415,10 +415,10 @@ class Notifier:
         self.stored.pop(agent_pk, None)
         self.behind.discard(agent_pk)
         if self.enabled:
-            for path in self._files_of(agent_id):
+            for path in self.files_of(agent_id):
                 path.unlink(missing_ok=True)
 
-    def _files_of(self, agent_id: str) -> tuple[Path, Path]:
+    def files_of(self, agent_id: str) -> tuple[Path, Path]:
         return self.path(agent_id), rotated(self.path(agent_id))
 
     def reopen(self) -> None:

@@ -39,6 +39,11 @@ def alias(db: apsw.Connection, old_id: str) -> dict | None:
     return one(db.execute("SELECT old_id, agent_pk, reason, renamed_at FROM aliases WHERE old_id = ?", (old_id,)))
 
 
+def former_ids(db: apsw.Connection) -> list[tuple[str, str]]:
+    """(former id, current id) of every rename alias."""
+    return list(db.execute("SELECT x.old_id, a.id FROM aliases x JOIN agents a ON a.pk = x.agent_pk"))
+
+
 def all_agents(db: apsw.Connection) -> list[dict]:
     return rows(db.execute(f"SELECT {_COLUMNS} FROM agents ORDER BY id"))
 

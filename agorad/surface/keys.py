@@ -72,8 +72,9 @@ def staged_keys(home: Home) -> list[tuple[str, str]]:
     return found
 
 
-def install_staged_key(home: Home, agent_id: str) -> None:
-    os.replace(f"{home.key_file(agent_id)}{STAGED_SUFFIX}", home.key_file(agent_id))
+def install_staged_key(home: Home, agent_id: str, as_id: str | None = None) -> None:
+    """The staged key of `agent_id` becomes the key file of `as_id` (the seat's id since, if renamed)."""
+    os.replace(f"{home.key_file(agent_id)}{STAGED_SUFFIX}", home.key_file(as_id or agent_id))
 
 
 def drop_staged_key(home: Home, agent_id: str) -> None:

@@ -8,6 +8,7 @@ from agorad import __version__
 from agorad.domain import intervals, registry, roster
 from agorad.domain import pause as pausing
 from agorad.domain.policy import Actor, require
+from agorad.domain.text import each_once
 from agorad.runtime.handlers import Call
 from agorad.store import agents as agents_sql
 from agorad.store import messages as messages_sql
@@ -68,7 +69,7 @@ def pause(call: Call) -> dict:
     if not all(isinstance(seat, str) for seat in seats):
         raise InvalidParams("operator_seats must be a list of agent ids", field="operator_seats")
     hub = call.hub
-    paused, events = pausing.pause(hub.db, call.now, reason, seats)
+    paused, events = pausing.pause(hub.db, call.now, reason, each_once(seats))
     hub.set_pause(paused)
     hub.publish(events)
     return {"paused": pausing.shown(hub.db, paused, call.now), "announced": len(events)}

@@ -1,0 +1,53 @@
+"""A rename stops between its COMMIT and moving the seat's files: the next start finishes it
+(runtime/renames.py), so the seat is not locked out and its wakes go on in the file its listener reads."""
+
+from __future__ import annotations
+
+import json
+
+from tests.seats import seats, send
+
+
+def lines(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_files_a_cut_rename_left_under_the_former_id_take_the_seats_id_at_start(hub):
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "one")
+    key = (hub.home / "keys/runtime.key").read_text()
+    (hub.home / "listen-runtime.offset").write_text("saved\n")
+    hub.call("agents.rename", old="runtime", new="engine", reason="split")
+    hub.stop()
+    for kind in ("keys/{}.key", "{}-inbox.log", "listen-{}.offset"):  # as if the file steps never ran
+        (hub.home / kind.format("engine")).rename(hub.home / kind.format("runtime"))
+    (hub.home / "listen-engine.backoff").write_text("newer\n")  # a file the seat's id has already stays
+    (hub.home / "listen-runtime.backoff").write_text("older\n")
+    hub.start()
+    assert "rename-settled agent=engine former=runtime files=3" in hub.log()
+    assert (hub.home / "keys/engine.key").read_text() == key and not (hub.home / "keys/runtime.key").exists()
+    assert (hub.home / "listen-engine.offset").read_text() == "saved\n"
+    assert (hub.home / "listen-engine.backoff").read_text() == "newer\n"
+    assert (hub.home / "listen-runtime.backoff").exists()
+    with hub.client("memory") as memory:
+        send(memory, "@engine", "two")
+    with hub.client("engine") as engine:  # says hello with the key file's key
+        assert engine.call("inbox.check")["unread"] == 2
+    assert not (hub.home / "runtime-inbox.log").exists()
+    assert [(line["id"], line["title"]) for line in lines(hub.home / "engine-inbox.log")] == [(1, "one"), (2, "two")]
+
+
+def test_a_staged_key_of_a_seat_renamed_in_the_same_cut_is_installed_under_its_id(hub):
+    hub.add_agent("runtime")
+    old = (hub.home / "keys/runtime.key").read_text()
+    new = hub.call("agents.rekey", agent="runtime")["key"]
+    hub.call("agents.rename", old="runtime", new="engine", reason="split")
+    hub.stop()
+    (hub.home / "keys/engine.key").unlink()
+    (hub.home / "keys/runtime.key").write_text(old)  # the rekey's and the rename's file steps both cut
+    (hub.home / "keys/runtime.key.new").write_text(new + "\n")
+    hub.start()
+    assert (hub.home / "keys/engine.key").read_text() == new + "\n"
+    assert not (hub.home / "keys/runtime.key").exists() and not (hub.home / "keys/runtime.key.new").exists()
+    assert "rekey-settled agent=engine outcome=installed" in hub.log()
+    hub.client("engine").close()
