@@ -1,8 +1,10 @@
 """Backlog at arm: debt the seat owes but has not been woken for rings once.
 
 The debts a wake covered are remembered in `listen-<id>.owedsig` as
-`<ref>@<escalations>` entries, so unchanged debt does not re-ring every loop,
-while a new or newly escalated debt does. Any wake covers all current debt
+`<seq>@<asked_at>@<escalations>` entries, so unchanged debt does not re-ring every loop,
+while a new or newly escalated debt does. Not by ref: a DM's name follows a
+rename of either agent, and the unchanged debt came back under its new ref
+and rang again (a signature from before, `<ref>@<escalations>`, still counts). Any wake covers all current debt
 (the woken seat sees the owed block first in its inbox). An ask sent
 `--urgency next_turn` waits quietly like its delivery: its debt rings at arm
 only once it has escalated. Needs the hub and
@@ -55,7 +57,7 @@ def unrung(seat: Seat, debts: list[dict]) -> list[dict]:
     """The debts missing from the remembered signature, as wake-line deliveries."""
     stored = seat.load("owedsig")
     known = set(stored) if isinstance(stored, list) and stored != CORRUPT else set()  # corrupt: ring again
-    return [_as_delivery(d) for d in debts if _mark(d) not in known and not _waits(d)]
+    return [_as_delivery(d) for d in debts if not (_mark(d) in known or _ref_mark(d) in known) and not _waits(d)]
 
 
 def _waits(debt: dict) -> bool:
@@ -69,10 +71,17 @@ def remember(seat: Seat, debts: list[dict] | None) -> None:
 
 
 def _mark(debt: dict) -> str:
+    """What stays of a debt through renames: its message's seq and the hub's time of the ask (two debts of
+    one seat share both only if asked in two channels at one instant of the hub's clock)."""
+    return f"{debt['ref'].rpartition('#')[2]}@{debt['asked_at']!r}@{debt['escalations']}"
+
+
+def _ref_mark(debt: dict) -> str:
     return f"{debt['ref']}@{debt['escalations']}"
 
 
 def _as_delivery(debt: dict) -> dict:
     channel, _, seq = debt["ref"].rpartition("#")
-    flags = ["to-me", "open"] + (["escalated"] if debt["escalations"] else [])
+    flags = ["to-me"] + (["dm"] if channel.startswith("dm:") else []) + ["open"] + \
+        (["escalated"] if debt["escalations"] else [])
     return {"channel": channel, "seq": int(seq), "flags": flags, "title": debt["title"], "sender": debt["asker"]}

@@ -32,7 +32,7 @@ def stop(harness: str, agent: str, root: str | os.PathLike, payload: dict) -> Re
     try:
         stamp = hook_stamps.mark_fired(root, agent, HOOK)
     except OSError as exc:
-        return quiet(harness, f"agora hook stop: cannot stamp the firing ({exc}); check --home {root}\n")
+        return quiet(harness, f"agora hook stop: {hook_stamps.why_unstamped(root, exc)}\n")
     if Seat(root, agent).driver_owns_reception():
         return quiet(harness)
     try:

@@ -21,7 +21,7 @@ def start(harness: str, agent: str, root: str | os.PathLike, payload: dict) -> R
     try:
         hook_stamps.mark_fired(root, agent, HOOK)
     except OSError as exc:
-        return quiet(harness, f"agora hook start: cannot stamp the firing ({exc}); check --home {root}\n")
+        return quiet(harness, f"agora hook start: {hook_stamps.why_unstamped(root, exc)}\n")
     if Seat(root, agent).driver_owns_reception():
         return quiet(harness)
     try:

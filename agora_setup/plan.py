@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from agora_setup import harnesses, pristine, record
 from agora_setup.harnesses import Seat
-from agora_setup.targets import OwnedFile, SetupError, Target
+from agora_setup.targets import OwnedFile, SeatDirIgnore, SetupError, Target
 from agorad.surface.paths import FILE_MODE, SEAT_DIR_NAME, Home, seat_record
 
 LOCK_WAIT = 30.0  # seconds to wait for a concurrent setup on this host
@@ -34,9 +35,11 @@ class Change:
         return self.before != self.after
 
 
-def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list[Change]]:
+def wire(seat: Seat, wanted: list[str], key_file: Path,
+         before_writing: Callable[[], None] = lambda: None) -> tuple[list[str], list[Change]]:
     """Wire `wanted` harnesses (and keep those an earlier run wired); returns the harnesses now wired
-    and every target's change."""
+    and every target's change. `before_writing` runs once every file has been read and checked writable,
+    before the first is written (the CLI registers the seat there: a refused setup registers nothing)."""
     with _lock(seat.home, seat.workspace):
         record_path = seat_record(seat.workspace)
         earlier = _recorded(record_path)
@@ -47,8 +50,10 @@ def wire(seat: Seat, wanted: list[str], key_file: Path) -> tuple[list[str], list
         made = _made_now(earlier, [c.target.path for c in changes if c.before is None and c.after is not None]
                          + [record_path], seat.workspace)
         text = record.render(seat.agent, Home(seat.home).socket, key_file, names, sorted(created), made)
-        changes.append(_record_change(record_path, seat.workspace, text))
+        changes += [_record_change(record_path, seat.workspace, text),
+                    _change(_seat_dir_ignore(seat.workspace), seat.workspace, lambda t, text: t.wire(text))]
         _check_writable(changes)
+        before_writing()
         for change in changes:
             if change.changed and change.before is not None and change.relative not in created:
                 _keep(seat.workspace, change)
@@ -73,6 +78,8 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
         # only a readable record names harnesses to keep
         text = _kept_record(seat, earlier, keeping, deleted, earlier.made_dirs) if keeping else None
         changes.append(_record_change(record_path, seat.workspace, text))
+        if text is None:  # the whole seat goes: its directory's ignore file with it
+            changes.append(_change(_seat_dir_ignore(seat.workspace), seat.workspace, lambda t, text: t.unwire(text)))
         _check_writable(changes)
         made = set(earlier.made_dirs) if earlier and earlier.made_dirs is not None else None
         _write(seat.workspace, changes, made)
@@ -269,6 +276,17 @@ def _recorded(path: Path):
         return load(path) if path.exists() else None
     except RecordError:
         return None
+
+
+# The seat directory holds this host's absolute paths and the copies of files setup changed (pristine.py),
+# which may hold a user's secrets (a token in .mcp.json): nothing in it belongs in a repository.
+SEAT_DIR_IGNORE = ("# Written by `agora setup`: this directory holds this host's seat record and copies of the files\n"
+                   "# setup changed (they may hold secrets); none of it belongs in version control.\n*\n")
+
+
+def _seat_dir_ignore(workspace: Path) -> SeatDirIgnore:
+    return SeatDirIgnore(workspace / SEAT_DIR_NAME / ".gitignore", content=SEAT_DIR_IGNORE,
+                         marker="Written by `agora setup`")
 
 
 def _record_change(path: Path, workspace: Path, text: str | None) -> Change:

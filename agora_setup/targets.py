@@ -78,6 +78,15 @@ class OwnedFile(Target):
         return text is not None and self.marker in text
 
 
+@dataclass
+class SeatDirIgnore(OwnedFile):
+    """`.agora/.gitignore`: keeps the seat directory out of version control. A user's own file there is
+    neither refused nor replaced (it is theirs to keep as they like), only left alone."""
+
+    def wire(self, text):
+        return text if text is not None and not self.has_ours(text) else self.content
+
+
 BEGIN = "<!-- agora:begin (written by `agora setup`; re-run it to change this block, `agora setup --remove` to take it out) -->"
 END = "<!-- agora:end -->"
 

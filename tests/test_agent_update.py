@@ -305,11 +305,11 @@ def test_cli_agent_add_without_an_interval_leaves_it_to_the_agent(cli, hub):
     (("agent", "set", "runtime", "--interval", "0"), 2, "shorter than 1 second"),
     (("agent", "set", "runtime", "--interval", "later"), 2, "not a duration"),
     (("agent", "set", "runtime", "--mode", "sometimes"), 2, "sometimes"),
-    (("agent", "set", "runtime", "--interval", "40d"), 1, "longer than 30d"),
+    (("agent", "set", "runtime", "--interval", "40d"), 1, "interval: 40d is longer than 30d"),  # as typed, not seconds
     (("agent", "set", "runtime", "--meta", "k=" + "v" * 5000), 1, "limit is 4096"),
     (("agent", "set", "ghost", "--mode", "async"), 1, "no agent named 'ghost'"),
     (("heartbeat", "--as", "runtime", "--interval", "-5"), 2, "not a duration"),
-    (("heartbeat", "--as", "runtime", "--interval", "1000d"), 1, "longer than 30d"),
+    (("heartbeat", "--as", "runtime", "--interval", "1000d"), 1, "interval: 1000d is longer than 30d"),
 ])
 def test_cli_bad_input_is_refused_and_changes_nothing(cli, hub, args, code, said):
     cli("agent", "add", "runtime", "--meta", '{"host": "laptop"}')

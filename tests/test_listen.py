@@ -283,6 +283,21 @@ def test_backlog_rings_once_for_debt_then_again_for_new_or_escalated_debt(hub, p
     assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0
 
 
+def test_a_debt_rung_before_a_rename_does_not_ring_again_under_the_dms_new_name(hub, pair):
+    send(pair["memory"], "commons", "make the file")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    send(pair["memory"], "@runtime", "review?", ask=True)
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")
+    assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"
+    hub.call("agents.rename", old="runtime", new="engine", reason="split")  # the DM is dm:engine--memory now
+    assert listen_once(hub, "--as", "engine", "--max-wait", "1")[0] == 0  # the same debt: quiet
+    (hub.home / "listen-engine.owedsig").write_text('["dm:engine--memory#1@0"]')  # a signature from before
+    assert listen_once(hub, "--as", "engine", "--max-wait", "1")[0] == 0  # still counts
+    (hub.home / "listen-engine.owedsig").unlink()
+    code, lines, _ = listen_once(hub, "--as", "engine", "--max-wait", "1")  # never rung, as far as it knows
+    assert code == 2 and fields(lines[1])["flags"] == "to-me,dm,open" and fields(lines[1])["backlog"] is True
+
+
 def test_corrupt_seat_files_fail_toward_more_wakes(hub, pair):
     send(pair["memory"], "@runtime", "one")
     listen_once(hub, "--as", "runtime", "--max-wait", "1")
@@ -510,7 +525,7 @@ def test_a_listener_armed_before_a_rekey_asks_the_hub_with_the_new_key(hub, pair
     hub.call("agents.rekey", agent="runtime")
     send(pair["memory"], "@runtime", "review?", ask=True)
     assert fields(ear.wait_for("AGORA_WAKE"))["owed"] == "1"
-    wait_for(lambda: "dm:memory--runtime#1" in (hub.home / "listen-runtime.owedsig").read_text()
+    wait_for(lambda: json.loads((hub.home / "listen-runtime.owedsig").read_text())
              if (hub.home / "listen-runtime.owedsig").exists() else False,
              what="the listener to record the debt it woke for")
     ear.stop()

@@ -445,3 +445,10 @@ def test_a_bad_listen_address_is_a_startup_error(home):
 
 def test_a_hub_without_listen_serves_no_port(hub):
     assert hub.call("hub.status")["remote"] is None
+    assert "remote port" not in subprocess.run([AGORA, "status", "--home", str(hub.home)], capture_output=True,
+                                               text=True, timeout=30).stdout
+
+
+def test_status_names_the_port_listen_0_picked(remote):
+    shown = subprocess.run([AGORA, "status", "--home", str(remote.home)], capture_output=True, text=True, timeout=30)
+    assert f"remote port: {remote.url} (seats on other hosts: agora setup --url)\n" in shown.stdout

@@ -11,6 +11,7 @@ import json
 import os
 import re
 import stat
+import shutil
 import subprocess
 import tomllib
 from pathlib import Path
@@ -95,7 +96,7 @@ def test_a_rerun_changes_nothing_and_remove_gives_back_the_users_bytes(hub, ws):
     wired = snapshot(ws)
     again = agora("setup", "runtime", "--home", str(hub.home), cwd=ws)  # the record remembers claude
     assert snapshot(ws) == wired
-    assert again.stdout.count("unchanged") == 4
+    assert again.stdout.count("unchanged") == 5
 
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert snapshot(ws) == before
@@ -178,6 +179,8 @@ def test_a_corrupt_config_is_refused_and_nothing_is_written(hub, ws, relative, c
     done = agora("setup", "runtime", "--harness", harness, "--home", str(hub.home), cwd=ws, code=1)
     assert relative.split("/")[-1] in done.stderr and "by hand" in done.stderr
     assert snapshot(ws) == before
+    assert "runtime" not in [a["id"] for a in hub.call("agents.list")["agents"]]  # nor is the seat registered
+    assert not (hub.home / "keys/runtime.key").exists()
 
 
 def test_a_foreign_rule_file_is_not_overwritten(hub, ws):
@@ -193,7 +196,7 @@ def test_bad_input_changes_nothing(hub, ws):
     before = snapshot(ws)
     assert "is not one of" in agora("setup", "runtime", "--harness", "vim", "--home", str(hub.home),
                                      cwd=ws, code=2).stderr
-    assert "not a valid agent id" in agora("setup", "bad id!", "--harness", "claude", "--home", str(hub.home),
+    assert "not a valid agent id (1-64 of a-z" in agora("setup", "bad id!", "--harness", "claude", "--home", str(hub.home),
                                            cwd=ws, code=2).stderr
     assert "name the seat" in agora("setup", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=2).stderr
     assert snapshot(ws) == before
@@ -785,3 +788,22 @@ def test_a_dir_given_with_dots_is_shown_tidy_unless_a_link_makes_dots_mean_elsew
     (tmp_path / "real" / ".claude").mkdir()
     report = json.loads(agora("setup", "--check", "--json", "--dir", "link/..", cwd=tmp_path, code=1).stdout)
     assert report["workspace"] == f"{tmp_path}/link/.."
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs git")
+def test_the_seat_directory_keeps_itself_out_of_git_and_a_users_own_ignore_file_is_left_alone(hub, ws):
+    subprocess.run(["git", "init", "-q", str(ws)], check=True)
+    claude_ws(ws)
+    (ws / ".mcp.json").write_text('{"mcpServers": {"db": {"env": {"TOKEN": "s3cret"}}}}')  # copied to pristine/
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ws, check=True,
+                               capture_output=True, text=True).stdout
+    assert ".agora/" not in untracked and ".claude/settings.json" in untracked
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert not (ws / ".agora").exists()
+    (ws / ".agora").mkdir()
+    (ws / ".agora/.gitignore").write_text("pristine/\n")  # the user's own choice
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".agora/.gitignore").read_text() == "pristine/\n"
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".agora/.gitignore").read_text() == "pristine/\n"

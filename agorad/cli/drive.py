@@ -55,10 +55,10 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     """
     from agorad.surface.filenames import hub_url_for
     from agorad.surface.paths import Home
-    from agorad.surface.protocol import is_agent_id
+    from agorad.surface.protocol import AGENT_ID_RULE, is_agent_id
 
     if not is_agent_id(as_id):
-        fail(f"--as {as_id!r} is not a valid agent id", 2)
+        fail(f"--as {as_id!r} is not a valid agent id ({AGENT_ID_RULE})", 2)
     where = Home.resolve(home)
     if release:
         return _release(where.root, as_id)

@@ -14,11 +14,11 @@ def start(as_id: str, once: bool, max_wait, debounce: float, important_only: boo
     """Listen as the command line says; exits with the listener's status. `url` is --url (click's path
     adds `agora --url`); with none, the home's own (its hub.url), else $AGORA_URL."""
     from agora_listen.listener import end_on_signals_until_armed, run
-    from agorad.surface.protocol import is_agent_id
+    from agorad.surface.protocol import AGENT_ID_RULE, is_agent_id
 
     end_on_signals_until_armed()
     if not is_agent_id(as_id):
-        fail(f"--as {as_id!r} is not a valid agent id")
+        fail(f"--as {as_id!r} is not a valid agent id ({AGENT_ID_RULE})")
     if (adaptive or max_wait) and not once:
         fail("--max-wait and --adaptive go with --once (a persistent listener runs until stopped)")
     if background_only and _harness_waits():  # before the hub is asked or any seat file touched

@@ -87,14 +87,14 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
           as_json: bool) -> None:
     from agora_setup import harnesses, plan
     from agorad.surface import wiring
-    from agorad.surface.protocol import is_agent_id
+    from agorad.surface.protocol import AGENT_ID_RULE, is_agent_id
 
     record = _record(workspace)
     agent_id = agent_id or (record.agent if record else None)
     if agent_id is None:
         fail("name the seat: `agora setup ID` (no seat record here to take it from)", 2)
     if not is_agent_id(agent_id):
-        fail(f"{agent_id!r} is not a valid agent id (lowercase letters, digits, '.', '_', '-'; see agora-agent(1))", 2)
+        fail(f"{agent_id!r} is not a valid agent id ({AGENT_ID_RULE})", 2)
     where = _home(home, record)
     names = names or sorted(set((record.harnesses if record else ())) | set(harnesses.detected(workspace)))
     if not names:
@@ -104,17 +104,20 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
     if key_stdin and url is None:
         fail("--key-stdin is for a seat whose hub runs on another host: give --url too (on the hub's own host, "
              "`agora setup ID` registers the seat and keeps its key itself)", 2)
-    if url is None:
-        hub = _register(where, agent_id, mode)
-    else:
-        hub = _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None)
+    # A remote seat's key is checked first: a refused one leaves even its home untouched (the lock makes it).
+    hub = {} if url is None else _check_remote(where, agent_id, url, _read_stdin_key() if key_stdin else None)
     try:
         exe = wiring.agora_executable()
     except FileNotFoundError as exc:
         fail(str(exc))
     # A remote seat's `agora mcp --home` finds the hub's URL in the home (hub.url), as its hooks do.
     seat = harnesses.Seat(agent_id, where.root, exe, workspace, mcp=harnesses.mcp_installed())
-    names, changes = plan.wire(seat, names, where.key_file(agent_id))
+
+    def register() -> None:  # once every file is read and found writable: a refused setup registers nothing
+        if url is None:
+            hub.update(_register(where, agent_id, mode))
+
+    names, changes = plan.wire(seat, names, where.key_file(agent_id), before_writing=register)
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
 

@@ -69,6 +69,8 @@ def status(as_id, home, as_json):
     click.echo(f"home: {info['home']}" + (f" (on the hub's host; this host's: {where.root})" if url else ""))
     if url:
         click.echo(f"remote: {url}, asked as {seat}; LISTENER, DRIVER and HOOK are this host's")
+    elif info["remote"]:  # the hub's own port (`agora up --listen`; port 0 picked one only this names)
+        click.echo(f"remote port: {info['remote']} (seats on other hosts: agora setup --url)")
     click.echo(f"database: {_bytes(info['db_bytes'])}; {counts['agents']} agents registered, "
                f"{counts['listed']} listed, {counts['kb']} KB entries")
     click.echo(f"messages: {counts['messages']} in {counts['channels']} channels, {counts['open_debts']} open debts; "

@@ -22,11 +22,20 @@ def parse_duration(text: str | int | float, minimum: float = 1.0, maximum: float
         seconds = float(match.group(1)) * _UNITS[match.group(2)]
     if not seconds < float("inf"):  # NaN and infinity compare false
         raise ValueError(f"{text!r} is not a finite duration")
+    shown = _as_typed(text, seconds)
     if seconds < minimum:
-        raise ValueError(f"{text!r} is shorter than {minimum:g} second(s)")
+        raise ValueError(f"{shown} is shorter than {minimum:g} second(s)")
     if seconds > maximum:
-        raise ValueError(f"{text!r} is longer than {format_duration(maximum)}")
+        raise ValueError(f"{shown} is longer than {format_duration(maximum)}")
     return seconds
+
+
+def _as_typed(text, seconds: float) -> str:
+    """A duration out of range, as its sender would know it: typed text quoted, a number of seconds (the
+    CLI sends `31d` as 2678400.0) in its shortest form, `31d`."""
+    if isinstance(text, str):
+        return repr(text)
+    return format_duration(seconds) if seconds == int(seconds) else f"{seconds:g}s"
 
 
 def format_duration(seconds: float) -> str:

@@ -21,6 +21,14 @@ from agorad.surface.filenames import hook_stamp, write_private
 FIELDS = ("wired", "fired", "backoff", "arming")
 
 
+def why_unstamped(root: str | os.PathLike, exc: OSError) -> str:
+    """What a hook says when it cannot stamp its firing: a home that is not there is named as such (the
+    temporary file's errno said nothing a user could act on)."""
+    if not os.path.isdir(root):
+        return f"there is no Agora home at {root}; check --home (or $AGORA_HOME)"
+    return f"cannot stamp the firing in {root} ({exc.strerror or exc}); check --home {root}"
+
+
 def read(root: str | os.PathLike, agent: str, hook: str) -> dict:
     """The stamp's known fields; {} when missing or corrupt."""
     try:

@@ -38,15 +38,14 @@ MIN_INTERVAL = 1.0
 MAX_INTERVAL = 30 * 86400.0
 
 
+AGENT_ID_RULE = "1-64 of a-z 0-9 . _ -, starting with a letter or digit"
+
+
 def check_agent_id(value, field: str = "agent") -> str:
     """Return `value` if it is a valid agent id, else raise InvalidParams naming the rule."""
     if not isinstance(value, str) or not AGENT_ID.fullmatch(value):
         shown = value if isinstance(value, str) and len(value) <= 80 else f"{str(value)[:77]}..."
-        raise InvalidParams(
-            f"{field}: {shown!r} is not a valid agent id "
-            "(1-64 of a-z 0-9 . _ -, starting with a letter or digit)",
-            field=field,
-        )
+        raise InvalidParams(f"{field}: {shown!r} is not a valid agent id ({AGENT_ID_RULE})", field=field)
     return value
 
 
