@@ -96,6 +96,9 @@ class Driver:
         try:
             found = sweep(self.options.home, self.options.agent, chunks.claims_seen(self.state.chains))
         except Trouble as trouble:
+            if trouble.refusal:  # asking again cannot help: a key put right needs a new driver anyway
+                lines.say(f"the hub refused seat {self.options.agent}: {trouble}")
+                return Pass("stopped", trouble.refusal)
             lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
             return Pass("armed", "hub-unreachable", now + HUB_RETRY)
         if found.agent != self.options.agent:  # renamed: its notify file and state moved to the new id

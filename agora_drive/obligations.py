@@ -3,7 +3,7 @@
 The hub, not the notify file, is the truth: a wake only says "look". The seat is obliged by
 its owed replies and by its unread important mail (to-me, dm, open, or an escalated debt),
 except what was sent `--urgency next_turn` and has not escalated (it waits for the next turn
-anything else buys). Each obligation has a mark that changes when it changes (a debt that
+anything else buys) and the hub's own notices of a pause or resume (they ask nothing). Each obligation has a mark that changes when it changes (a debt that
 escalates again is news), and the set of marks is the wake's signature: the same signature
 after a turn that reached the hub means the turn left the debt (quarantine), a changed one
 means something happened.
@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agora_drive.chunks import Work
-from agora_listen.inbox_view import Trouble, ask_as_seat, channel_of, through_pause
+from agora_listen.inbox_view import Trouble, ask_as_seat, channel_of, is_notice, through_pause
 from agorad.surface import settings
 from agorad.surface.vocab import CLAIM_OPEN, IMPORTANT_FLAGS, NEXT_TURN
 
@@ -62,7 +62,7 @@ def from_check(agent: str, result: dict, claims: list[dict] = ()) -> Obligations
     for channel in result["channels"]:
         for message in channel["messages"]:
             waits = message.get("urgency") == NEXT_TURN and not escalations.get(message["ref"])
-            if IMPORTANT_FLAGS.intersection(message["flags"]) and not waits:
+            if IMPORTANT_FLAGS.intersection(message["flags"]) and not waits and not is_notice(message):
                 found.append((message["ref"], f"unread:{message['ref']}"))
     open_now = through_pause(result)
     if open_now is not None:  # paused: only what waits in the DMs with the operator's seats can be answered

@@ -3,7 +3,8 @@
 One connection, one `inbox.check` with `important` (agora-rpc(7)): only headlines flagged to-me, dm
 or open, so a busy channel cannot crowd them out. Important here is what `agora listen
 --important-only` rings for: those headlines, except ones sent `--urgency next_turn` (they wait for
-the next inbox check and never ring), plus debts that escalated (their ask may have been acked).
+the next inbox check and never ring) and the hub's own notices (is_notice), plus debts that escalated
+(their ask may have been acked).
 """
 
 from __future__ import annotations
@@ -12,11 +13,17 @@ import os
 
 from agorad.surface import settings
 from agorad.surface.filenames import hub_url_for
-from agorad.surface.vocab import NEXT_TURN
+from agorad.surface.vocab import HUB_SENDER, NEXT_TURN, OPEN_FLAG
 
 
 class Trouble(Exception):
-    """The hub could not be asked; the message says what happened and what to do."""
+    """The hub could not be asked; the message says what happened and what to do. `refusal`: why asking
+    again cannot help (`no-key`, or `refused`: a wrong key, a seat the hub does not know), None when it
+    may (no hub answered)."""
+
+    def __init__(self, message: str, refusal: str | None = None):
+        super().__init__(message)
+        self.refusal = refusal
 
 
 class View:
@@ -52,7 +59,7 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
     connection. Raises Trouble."""
     from agorad.surface import keys
     from agorad.surface.client import Client
-    from agorad.surface.errors import AgoraError
+    from agorad.surface.errors import SEAT_REFUSALS, AgoraError
     from agorad.surface.paths import Home
 
     home = Home(root)
@@ -64,13 +71,13 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
                 current = hub.call("agents.resolve", agent=agent)["agent"]
                 key = keys.read_key(home, current)
             if key is None:
-                raise Trouble(f"no key for {agent}: set AGORA_KEY in the hook's environment or create "
-                              f"{home.key_file(agent)} (`agora agent add {agent}` prints a key once)")
+                raise Trouble(f"no key for {agent}: it is kept in {home.key_file(agent)} (on the hub's host "
+                              f"`agora agent rekey {agent}` writes a new one there), or set AGORA_KEY", "no-key")
             hello = hub.hello(agent, key)
             current = (hello.get("redirected") or {}).get("to", current)
             return current, [hub.call(method, **params) for method, params in calls]
     except AgoraError as exc:
-        raise Trouble(exc.message) from None
+        raise Trouble(exc.message, "refused" if exc.reason in SEAT_REFUSALS else None) from None
 
 
 def _remote(url: str, timeout: float):
@@ -85,6 +92,8 @@ def _view(agent: str, result: dict) -> View:
     open_now = through_pause(result)
     for channel in result["channels"]:
         for m in channel["messages"]:
+            if is_notice(m):
+                continue
             if m.get("urgency") != NEXT_TURN or escalations.get(m["ref"]):
                 items.append(_item(m["ref"], m["sender"], m["flags"], m["title"], escalations.get(m["ref"], 0)))
                 seen.add(m["ref"])
@@ -107,6 +116,12 @@ def through_pause(result: dict) -> frozenset | None:
     if not paused or paused.get("operator_seat"):
         return None
     return frozenset(paused.get("open_dms", ()))
+
+
+def is_notice(message: dict) -> bool:
+    """The hub's own announcement (a pause, a resume): addressed to every seat so each learns of it, but it
+    asks nothing, so it neither re-prompts a model nor buys a driven turn. A claim's reminder asks (open)."""
+    return message.get("sender") == HUB_SENDER and OPEN_FLAG not in message["flags"]
 
 
 def channel_of(ref: str) -> str:

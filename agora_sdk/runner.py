@@ -63,7 +63,9 @@ class AgentRunner:
         self.guard = LoopGuard(agent_id, max_sends, window, clock or Clock(), self._report)
         self.handled: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.failed: set[str] = set()  # refs whose handler raised: left unread, not retried in this session
-        self.held: set[str] = set()  # refs whose handler a pause refused: left unread, handled again after the resume
+        # refs whose handler a pause refused, with their `working` task: left unread, handled again after the
+        # resume, and shown as the seat's task meanwhile (a message handled between must not replace it)
+        self.held: dict[str, str] = {}
         self.last_error: str | None = None
         self._troubled = False  # a report since the last message began: its `error` status stays until the next
         self.connections = 0  # how many times it connected (1 + reconnects)
@@ -186,6 +188,8 @@ class AgentRunner:
         if ref in self.handled:
             if unread:
                 await client.call("inbox.ack", ref=ref)
+            elif client.pending_pushes == 0 and not self._troubled:  # the catch-up took it while its push
+                await self._beat(**self._resting())                  # waited: the rest its handler did not say
             return
         try:
             read = await client.request("messages.read", ref=ref)
@@ -201,13 +205,14 @@ class AgentRunner:
         # for its handler does not include a write, and the heartbeat's reply is awaited afterwards.
         running = (asyncio.ensure_future(self.handler(message)) if self.is_async
                    else self._loop.run_in_executor(None, self.handler, message))
-        working = client.request("agents.heartbeat", status="working", task=one_line(f"{ref}: {message.title}", MAX_TASK))
+        task = one_line(f"{ref}: {message.title}", MAX_TASK)
+        working = client.request("agents.heartbeat", status="working", task=task)
         try:
             await running
         except Unavailable:
             raise  # the hub went away under the handler: reconnect, and the message comes again
         except Paused as exc:  # not the handler's fault: its message waits for the resume
-            self.held.add(ref)
+            self.held[ref] = task
             log.info("%s: %s held until the hub resumes (%s)", self.agent, ref, exc)
             return
         except Exception as exc:
@@ -220,7 +225,7 @@ class AgentRunner:
         acked = client.request("inbox.ack", ref=ref)
         # Idle once nothing else waits, sent with the ack so that both are stored in one commit; a
         # report stays in view until the next message.
-        idle = client.request("agents.heartbeat", status="idle") if (
+        idle = client.request("agents.heartbeat", **self._resting()) if (
             client.pending_pushes == 0 and not self._troubled) else None
         try:
             await acked
@@ -231,6 +236,13 @@ class AgentRunner:
         finally:
             if idle is not None:
                 await _settled(idle)
+
+    def _resting(self) -> dict:
+        """The heartbeat once a handler is done and nothing else waits: idle, or while a pause holds a
+        message, that message's `working` task (it is still the seat's work)."""
+        if self.held:
+            return {"status": "working", "task": next(reversed(self.held.values()))}
+        return {"status": "idle"}
 
     def _remember(self, ref: str) -> None:
         self.handled[ref] = None

@@ -76,6 +76,10 @@ def test_nothing_obliging_buys_no_turn(hub, pair, plan, tmp_path):
     send(pair[PEER], "commons", "chatter for everyone")  # addressed to nobody: obliges nobody
     send(pair[PEER], f"@{SEAT}", "whenever", urgency="next_turn")  # waits for the next turn, rings none
     assert drive.step().state == "armed" and turns() == []
+    for _ in range(2):  # the hub's notices, to every seat: they ask nothing (each cost a turn of the budget)
+        hub.call("hub.pause", reason="upgrade")
+        hub.call("hub.resume")
+    assert drive.step().state == "armed" and turns() == []
 
 
 def test_an_obligation_buys_one_turn_that_answers_and_acks(hub, pair, plan, tmp_path):
@@ -509,6 +513,35 @@ def test_a_harness_that_cannot_run_is_refused_at_arm_not_at_the_first_wake(hub, 
                           timeout=30)
     assert (proc.returncode, proc.stdout.strip()) == (1, "AGORA_DRIVE state=stopped reason=config")
     assert "/nonexistent/harness" in proc.stderr and "not found" in proc.stderr
+
+
+def test_a_seat_without_its_key_or_with_a_wrong_one_stops_the_driver_instead_of_retrying_for_ever(
+        hub, pair, plan, tmp_path):
+    """Both were `hub-unreachable`, asked again every 5 s for ever (even with --once), told to set AGORA_KEY
+    "in the hook's environment" or to `agent add` a seat that exists."""
+    env = {k: v for k, v in os.environ.items() if k != "AGORA_KEY"}
+    key_file = hub.home / f"keys/{SEAT}.key"
+    kept = key_file.read_text()
+    key_file.unlink()
+    done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+                           "--command", f"{sys.executable} {TURN}", "--once"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (1, "AGORA_DRIVE state=stopped reason=no-key")
+    assert f"agora agent rekey {SEAT}" in done.stderr and "hook" not in done.stderr
+    key_file.write_text(kept)
+    done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+                           "--command", f"{sys.executable} {TURN}"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env={**env, "AGORA_KEY": "agk_not_the_seats"})
+    assert (done.returncode, done.stdout.splitlines()[-1]) == (1, "AGORA_DRIVE state=stopped reason=refused")
+    assert f"the hub refused seat {SEAT}" in done.stderr
+
+
+def test_a_seat_the_hub_does_not_know_still_ends_with_the_drivers_last_line(hub, tmp_path):
+    done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", "ghost", "--harness", "command",
+                           "--command", f"{sys.executable} {TURN}"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert (done.returncode, done.stdout) == (1, "AGORA_DRIVE state=stopped reason=refused\n")
+    assert "no agent named 'ghost'" in done.stderr
 
 
 def test_sigterm_mid_turn_ends_the_tree_and_the_wake_is_still_owed_at_the_next_start(hub, pair, plan, tmp_path):

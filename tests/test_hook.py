@@ -197,15 +197,29 @@ def test_quiet_while_the_hub_is_paused_for_the_seat_and_not_for_the_operators_se
     hub.call("hub.pause", reason="migration")
     assert hook(hub.home).returncode == 0
     hub.call("hub.resume")
-    assert hook(hub.home).returncode == 2  # the debt and both announcements wait
+    done = hook(hub.home)
+    assert done.returncode == 2 and "paused" not in done.stderr.decode()  # the debt; the announcements ask nothing
     hub.call("hub.pause", operator_seats=["bob"])
-    assert hook(hub.home).returncode == 2  # the new announcement is news, and bob is the operator's
+    assert hook(hub.home).returncode == 0  # bob is the operator's, but a notice is no news: the debt is in its window
+    hub.advance(settings.BACKSTOP_FIRST)
+    assert hook(hub.home).returncode == 2  # the debt, again on its schedule: bob may answer while paused
     hub.call("hub.resume")
     hub.call("hub.pause", operator_seats=["alice"])
     assert hook(hub.home).returncode == 0  # the debt and the announcements wait outside the DM with alice
     dm = send(pair["alice"], "@bob", "are you there?")["ref"]
     done = hook(hub.home)
     assert done.returncode == 2 and dm in done.stderr.decode() and "commons#" not in done.stderr.decode()
+
+
+def test_the_hubs_pause_and_resume_notices_alone_never_re_prompt(hub, pair):
+    """Each is a to-me message to every seat, but asks nothing: re-prompting a model for it bought a turn
+    spent acking it, at every pause and every resume."""
+    for _ in range(3):
+        hub.call("hub.pause", reason="upgrade")
+        assert hook(hub.home).returncode == 0
+        hub.call("hub.resume")
+        assert hook(hub.home).returncode == 0
+    assert pair["bob"].call("inbox.check")["unread"] == 6  # still in the inbox, to read at leisure
 
 
 def test_cursor_rearms_a_dead_listener_on_backoff(hub, pair):

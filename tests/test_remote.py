@@ -154,22 +154,39 @@ def test_failed_hellos_are_throttled_per_peer_address(remote):
     for attempt in range(5):
         ws = peer(remote.url)
         assert request(ws, 1, "hub.hello", agent=f"ghost{attempt}", key="agk_x")["error"]["data"]["reason"] == "unauthorized"
-    ws = peer(remote.url)  # the right key, from an address that failed too often
-    assert request(ws, 1, "hub.hello", agent="alice", key=remote.keys["alice"])["error"]["data"]["reason"] == "unauthorized"
+    ws = peer(remote.url)  # the right key, from an address that failed too often: unchecked, try later
+    error = request(ws, 1, "hub.hello", agent="alice", key=remote.keys["alice"])["error"]
+    assert error["data"]["reason"] == "unavailable" and 0 < error["data"]["retry_after"] <= 60
+    assert "too many failed hub.hello from this address" in error["message"] and "try again in" in error["message"]
+    assert close_code(ws) == 1013  # try again later
     assert "reason=throttled" in remote.log()
     with remote.client("alice", remote.keys["alice"]) as local:  # the Unix socket is not throttled
         assert local.call("inbox.check")["unread"] == 0
 
 
-def test_the_throttle_counts_per_seat_and_per_address_in_a_window():
+def test_the_throttle_counts_per_address_in_a_window():
     from agorad.runtime.remote import AuthThrottle
 
     throttle = AuthThrottle(allowed=2, window=60)
-    throttle.failed(0, "agent:alice", "peer:10.0.0.1")
-    throttle.failed(1, "agent:alice", "peer:10.0.0.2")
-    assert throttle.blocked(2, "agent:alice", "peer:10.0.0.3")  # the seat, from anywhere
-    assert not throttle.blocked(2, "agent:bob", "peer:10.0.0.1")
-    assert not throttle.blocked(61, "agent:alice", "peer:10.0.0.3")  # the window passed
+    throttle.failed(0, "peer:10.0.0.1")
+    throttle.failed(10, "peer:10.0.0.1")
+    assert throttle.blocked(20, "peer:10.0.0.1") and throttle.retry_after(20, "peer:10.0.0.1") == 40
+    assert not throttle.blocked(20, "peer:10.0.0.2")
+    assert not throttle.blocked(61, "peer:10.0.0.1") and throttle.retry_after(61, "peer:10.0.0.1") == 0
+
+
+def test_a_seats_failed_hellos_from_other_addresses_do_not_lock_out_its_right_key(remote):
+    """Counted per seat, five wrong keys naming a seat from anywhere refused its own client too (a remote
+    driver stopped for good, told its key was wrong)."""
+    for attempt in range(8):
+        with socket.create_connection(("127.0.0.1", int(remote.url.rsplit(":", 1)[1].rstrip("/"))),
+                                      source_address=("127.0.0.2", 0)) as raw:
+            ws = ws_connect(remote.url, sock=raw, legacy=True, compression=None, max_size=None)
+            assert request(ws, 1, "hub.hello", agent="alice", key="agk_guess")["error"]["data"]["reason"] in (
+                "unauthorized", "unavailable")
+            ws.close()
+    ws = peer(remote.url)  # from 127.0.0.1, with alice's key
+    assert request(ws, 1, "hub.hello", agent="alice", key=remote.keys["alice"])["result"]["agent"] == "alice"
 
 
 # --- never the operator -------------------------------------------------------------------

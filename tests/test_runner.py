@@ -207,6 +207,28 @@ def test_a_failing_handler_is_reported_and_its_message_left_unread(hub):
         assert "handler failed on " + bad in running.runner.last_error
 
 
+def test_while_a_message_is_held_the_seat_shows_its_task_after_handling_others(hub):
+    """A message handled while another is held (the hub's pause notice, a note) left its own finished task
+    shown for the whole pause, where the docs promise the held message's."""
+    with seats(hub, "boss", "bot") as s:
+        def handle(message):
+            if message.title.startswith("do:"):
+                message.hub.messages.send(target="commons", title=f"doing: {message.title}")
+
+        running = Running(hub, "bot", handle)
+        ask = send(s["boss"], "@bot", "do: roll back")["ref"]
+        wait_for(lambda: unread_refs(s["bot"]) == [], what="the first message, handled")
+        hub.call("hub.pause", reason="review", operator_seats=["boss"])
+        held = send(s["boss"], "@bot", "do: roll forward")["ref"]
+        wait_for(lambda: set(running.runner.held) == {held}, what="the refused handler, held")
+        send(s["boss"], "@bot", "fyi: no rush")
+        wait_for(lambda: unread_refs(s["bot"]) == [held], what="the note, handled")
+        wait_for(lambda: status_of(hub, "bot") == ("working", f"{held}: do: roll forward"),
+                 what="the held message's task shown again")
+        assert ask != held
+        running.stop()
+
+
 def test_a_handler_refused_by_a_pause_is_held_and_handled_again_after_the_resume(hub):
     """The operator's seat may DM the runner during a pause, but the handler's post to commons is
     refused with `paused`: that is not a failure. The message stays unread and no error is shown;
@@ -222,12 +244,12 @@ def test_a_handler_refused_by_a_pause_is_held_and_handled_again_after_the_resume
         running = Running(hub, "bot", handle)
         hub.call("hub.pause", reason="review", operator_seats=["boss"])
         ask = send(s["boss"], "@bot", "roll back")["ref"]
-        wait_for(lambda: attempts == [ask] and running.runner.held == {ask}, what="the refused handler, held")
+        wait_for(lambda: attempts == [ask] and set(running.runner.held) == {ask}, what="the refused handler, held")
         assert unread_refs(s["bot"]) == [ask] and running.runner.failed == set()
         assert status_of(hub, "bot")[0] != "error"
         hub.call("hub.resume")
         wait_for(lambda: unread_refs(s["bot"]) == [] and attempts == [ask, ask], what="the held message, handled after the resume")
-        assert running.runner.held == set()
+        assert running.runner.held == {}
         posts = s["boss"].call("inbox.check")["channels"]
         assert any(m["title"] == "doing: roll back" for channel in posts for m in channel["messages"])
         running.stop()

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import click
 
-from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
+from agorad.cli.common import DURATION, DURATION_OR_ZERO, EXIT_ERROR, fail, home_option
 from agorad.cli.shared import SharedOption, seat_record
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
@@ -103,8 +103,12 @@ def _seat(root: Path, as_id: str) -> tuple[str, Path | None, bool]:
 
     try:
         answer = ask(root, as_id)
-    except NotFound as exc:
-        fail(exc.message)
+    except NotFound as exc:  # still the driver's last line, as for every end (agora-drive(1) OUTPUT)
+        from agora_drive import lines
+
+        lines.say(exc.message)
+        lines.emit(state="stopped", reason="refused")
+        raise SystemExit(EXIT_ERROR) from None
     if answer is None:
         return as_id, root, False
     if answer.redirected:

@@ -5,7 +5,7 @@ same dispatch, batch and push path. What differs is who may speak: a connection 
 with `hub.hello {agent, key}` before anything else and is never the operator (the operator is
 only ever a same-uid Unix-socket peer); a failed or missing hello gets one `unauthorized`
 answer that does not say whether the seat exists, and the connection closes. Failures are
-counted per agent id and per peer address (AuthThrottle), and connections still without a hello
+counted per peer address (AuthThrottle; a throttled address is told to try again later), and connections still without a hello
 are capped per address and in all (PendingHellos). Each connection writes through a
 bounded queue (Outbox): a peer that stops reading is cut off, the hub never waits for it.
 `websockets` is imported here only, and only a hub started with --listen imports this module.
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import math
 import ssl
 
 from websockets.asyncio.server import ServerConnection, serve as ws_serve
@@ -24,10 +25,11 @@ from agorad.runtime.hub import HubState
 from agorad.runtime.log import log
 from agorad.runtime.server import HANG_UP_GRACE, Session
 from agorad.surface import keys, settings
-from agorad.surface.errors import AgoraError, InvalidRequest, NotFound, Unauthorized
+from agorad.surface.errors import AgoraError, InvalidRequest, NotFound, Unauthorized, Unavailable
 from agorad.surface.protocol import MAX_FRAME
 
-AUTH_FAILED = "authentication failed: the first request must be hub.hello {agent, key} with a seat's key; closing"
+AUTH_FAILED = ("authentication failed: a remote connection begins with hub.hello {agent, key} naming a seat and its "
+               "key, and this one did not (a wrong key, an unknown seat, or another request first); closing")
 _ANY_HASH = keys.hash_key("")  # checked against when the seat does not exist, so a refusal takes as long either way
 CLOSE_NORMAL, CLOSE_POLICY, CLOSE_AWAY, CLOSE_TRY_AGAIN = 1000, 1008, 1001, 1013
 
@@ -39,8 +41,20 @@ class AuthFailed(Unauthorized):
         super().__init__(AUTH_FAILED)
 
 
+class Throttled(Unavailable):
+    """A hello from an address that failed too often lately: refused unchecked, and said to be for a while
+    (unavailable, close code 1013), so a seat's own client there waits and tries again instead of giving up."""
+
+    def __init__(self, retry_after: float):
+        super().__init__(f"too many failed hub.hello from this address in the last {settings.AUTH_WINDOW:.0f} s; "
+                         f"nothing was checked: try again in {math.ceil(retry_after)} s",
+                         retry_after=math.ceil(retry_after))
+
+
 class AuthThrottle:
-    """Failed hellos per agent id and per peer address, in a sliding window (settings.AUTH_WINDOW)."""
+    """Failed hellos per peer address, in a sliding window (settings.AUTH_WINDOW). Not per seat: a key is 256
+    random bits, which no count of guesses finds, and a count per seat let anyone lock a seat out from
+    every address (its own client, told `unauthorized`, gave up for good)."""
 
     MAX_TRACKED = 10_000  # names an unauthenticated peer can make us remember, at most
 
@@ -57,6 +71,11 @@ class AuthThrottle:
             self.failures.move_to_end(name)
         while len(self.failures) > self.MAX_TRACKED:
             self.failures.popitem(last=False)
+
+    def retry_after(self, now: float, name: str) -> float:
+        """Seconds until `name` has fewer failures in the window than it is allowed."""
+        stamps = self._recent(now, name)
+        return max(0.0, stamps[len(stamps) - self.allowed] + self.window - now) if len(stamps) >= self.allowed else 0.0
 
     def _recent(self, now: float, name: str) -> collections.deque:
         stamps = self.failures.setdefault(name, collections.deque())
@@ -161,6 +180,7 @@ class RemoteSession(Session):
         self.peer = str(address[0]) if address else "?"
         self.ws, self.throttle, self.pending, self.idle = ws, throttle, pending, idle
         self.waiting_hello = False  # counted in `pending` until the hello succeeds or the connection ends
+        self.ending = (CLOSE_POLICY, "closing")  # the close code and reason of a hang-up
         self.transport = Outbox(ws, self.peer, settings.REMOTE_SEND_QUEUE, settings.REMOTE_SEND_HIGH)
 
     async def run(self) -> None:
@@ -222,7 +242,7 @@ class RemoteSession(Session):
                              "no hub.hello in time" if before_hello else "idle")
 
     def _finish(self) -> None:
-        self.transport.close(CLOSE_POLICY, "closing")
+        self.transport.close(*self.ending)
 
     def _dispatch(self, request: dict, plain: bool) -> dict:
         # A seat's bare hub.hello (no params) asks only which hub this is, as on the socket (agora mcp's whoami
@@ -240,16 +260,16 @@ class RemoteSession(Session):
             log("remote-refused", peer=self.peer, reason="no-hello", method=request["method"][:64])
             raise AuthFailed()
         now = asyncio.get_running_loop().time()
-        by_agent, by_peer = f"agent:{agent[:64]}", f"peer:{self.peer}"
-        if self.throttle.blocked(now, by_agent, by_peer):
+        by_peer = f"peer:{self.peer}"
+        if self.throttle.blocked(now, by_peer):
             log("remote-refused", peer=self.peer, agent=agent[:64], reason="throttled")
-            raise AuthFailed()
+            raise Throttled(self.throttle.retry_after(now, by_peer))
         try:
             result = super()._dispatch(request, plain)
         except AgoraError as exc:
             if isinstance(exc, NotFound):
                 keys.key_matches(key, _ANY_HASH)  # as long as a wrong key takes
-            self.throttle.failed(now, by_agent, by_peer)
+            self.throttle.failed(now, by_peer)
             log("remote-refused", peer=self.peer, agent=agent[:64], reason=exc.reason)
             raise AuthFailed() from None
         if self.actor.is_operator:  # cannot happen (an agent was named); never let a peer be the operator
@@ -264,13 +284,16 @@ class RemoteSession(Session):
             self.pending.release(self.peer)
 
     def _reply_error(self, request_id, exc: AgoraError) -> None:
-        """Before a hello succeeds every error is the one refusal, and ends the connection."""
-        if not self.actor.is_operator and not isinstance(exc, AuthFailed):
+        """Before a hello succeeds every error is the one refusal, and ends the connection; but for a
+        throttled address's, which says to try again later."""
+        if not self.actor.is_operator and not isinstance(exc, (AuthFailed, Throttled)):
             super()._reply_error(request_id, exc)
             return
         if self.closing:
             return
-        super()._reply_error(request_id, exc if isinstance(exc, AuthFailed) else AuthFailed())
+        super()._reply_error(request_id, exc if isinstance(exc, (AuthFailed, Throttled)) else AuthFailed())
+        if isinstance(exc, Throttled):
+            self.ending = (CLOSE_TRY_AGAIN, "throttled; try again later")
         self._hang_up()
 
 
