@@ -34,6 +34,7 @@ from agorad.surface.paths import drive_file
 
 CHUNK_LANE = "chunk_"  # claim work chunks keep their own harness session (state.py)
 HUB_RETRY = 5.0  # seconds: a hub that could not be asked is asked again after this (or at the next ring)
+REFUSAL_RETRY = 1.0  # seconds: a first refusal is checked once more after this before the driver stops
 EXIT_OK, EXIT_FAILED, EXIT_NO_TURN, EXIT_TURN_FAILED = 0, 1, 3, 4
 NO_NOTIFY_FILES = ("the hub writes no notify files (started with --notify-dir ''); a driver waits on them: "
                    "start the hub with notify files")
@@ -83,6 +84,7 @@ class Driver:
     stopping: Callable[[], bool] = lambda: False  # run() points it at the signal handlers' flag
     state: DriveState = field(init=False)
     turns_run: int = 0
+    refused: str | None = None  # the refusal the last sweep met (a second in a row stops the driver)
 
     def __post_init__(self):
         self.harness = drivable(self.options.harness)
@@ -96,11 +98,8 @@ class Driver:
         try:
             found = sweep(self.options.home, self.options.agent, chunks.claims_seen(self.state.chains))
         except Trouble as trouble:
-            if trouble.refusal:  # asking again cannot help: a key put right needs a new driver anyway
-                lines.say(f"the hub refused seat {self.options.agent}: {trouble}")
-                return Pass("stopped", trouble.refusal)
-            lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
-            return Pass("armed", "hub-unreachable", now + HUB_RETRY)
+            return self._troubled(trouble, now)
+        self.refused = None
         if found.agent != self.options.agent:  # renamed: its notify file and state moved to the new id
             lines.say(f"seat {self.options.agent} was renamed to {found.agent}; its files moved with it: run "
                       f"`agora drive --as {found.agent}` (or `agora setup {found.agent}` to rewrite the seat record)")
@@ -289,6 +288,17 @@ class Driver:
             return f"the {self.options.harness} harness's program {name!r} is not found (install it, or --harness-path)"
         turn = Turn("", self.options.workspace, None, self.options.model, self.options.args, self.options.command)
         return self.harness.preflight(self.program(), turn, self._environment(turn))
+
+    def _troubled(self, trouble: Trouble, now: float) -> Pass:
+        """A sweep the hub did not answer: asked again later. One it refused (no key, a wrong key, an unknown
+        seat): once may be a race (a rekey between reading the key file and the hello, a revoke mid-sweep),
+        so it is asked once more soon; twice in a row stops the driver, since asking on cannot help."""
+        first, self.refused = self.refused is None, trouble.refusal
+        if trouble.refusal is None:
+            lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
+            return Pass("armed", "hub-unreachable", now + HUB_RETRY)
+        lines.say(f"the hub refused seat {self.options.agent}: {trouble}")
+        return Pass("armed", trouble.refusal, now + REFUSAL_RETRY) if first else Pass("stopped", trouble.refusal)
 
     def facts(self, decided: Pass) -> dict:
         """What drive-<id>.pid says about the driver now (agora status reads it)."""

@@ -71,13 +71,21 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
                 current = hub.call("agents.resolve", agent=agent)["agent"]
                 key = keys.read_key(home, current)
             if key is None:
-                raise Trouble(f"no key for {agent}: it is kept in {home.key_file(agent)} (on the hub's host "
-                              f"`agora agent rekey {agent}` writes a new one there), or set AGORA_KEY", "no-key")
+                raise Trouble(f"no key for {agent}: it is kept in {home.key_file(agent)} ({_key_remedy(agent, url)}), "
+                              "or set AGORA_KEY", "no-key")
             hello = hub.hello(agent, key)
             current = (hello.get("redirected") or {}).get("to", current)
             return current, [hub.call(method, **params) for method, params in calls]
     except AgoraError as exc:
         raise Trouble(exc.message, "refused" if exc.reason in SEAT_REFUSALS else None) from None
+
+
+def _key_remedy(agent: str, url: str | None) -> str:
+    """How a seat gets its key file back: on the hub's host a new key is written there; a remote seat's
+    host keeps the one its operator hands over."""
+    if url:
+        return f"`agora setup {agent} --url {url} --key-stdin` keeps the key the hub's operator gives you there"
+    return f"on the hub's host `agora agent rekey {agent}` writes a new one there"
 
 
 def _remote(url: str, timeout: float):

@@ -28,6 +28,7 @@ Mail sent `--urgency next_turn` never re-rings: it was never meant to ring.
 from __future__ import annotations
 
 from agora_listen import backoff
+from agora_listen.inbox_view import is_notice
 from agora_listen.seat import Seat
 from agorad.surface import settings
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN
@@ -38,7 +39,7 @@ _MAX_STEP = 32  # far past the cap: keeps 2**step small
 def unread_important(check: dict) -> list[dict]:
     """The unread headlines of an `inbox.check` answer that are important, as wake-line deliveries."""
     return [_as_delivery(channel["channel"], m) for channel in check["channels"] for m in channel["messages"]
-            if IMPORTANT_FLAGS.intersection(m["flags"]) and m.get("urgency") != NEXT_TURN]
+            if IMPORTANT_FLAGS.intersection(m["flags"]) and m.get("urgency") != NEXT_TURN and not is_notice(m)]
 
 
 def due(seat: Seat, check: dict) -> list[dict]:

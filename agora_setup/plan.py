@@ -18,6 +18,7 @@ from pathlib import Path
 from agora_setup import harnesses, pristine, record
 from agora_setup.harnesses import Seat
 from agora_setup.targets import OwnedFile, SeatDirIgnore, SetupError, Target
+from agorad.surface.filenames import SEAT_RECORD_NAME
 from agorad.surface.paths import FILE_MODE, SEAT_DIR_NAME, Home, seat_record
 
 LOCK_WAIT = 30.0  # seconds to wait for a concurrent setup on this host
@@ -280,8 +281,9 @@ def _recorded(path: Path):
 
 # The seat directory holds this host's absolute paths and the copies of files setup changed (pristine.py),
 # which may hold a user's secrets (a token in .mcp.json): nothing in it belongs in a repository.
-SEAT_DIR_IGNORE = ("# Written by `agora setup`: this directory holds this host's seat record and copies of the files\n"
-                   "# setup changed (they may hold secrets); none of it belongs in version control.\n*\n")
+SEAT_DIR_IGNORE = ("# Written by `agora setup`: the seat record names this host's paths, and pristine/ holds copies\n"
+                   "# of the files setup changed (they may hold secrets); neither belongs in version control.\n"
+                   f"/{SEAT_RECORD_NAME}\n/{pristine.PRISTINE_DIR}/\n/.gitignore\n")  # by name: a user's file stays seen
 
 
 def _seat_dir_ignore(workspace: Path) -> SeatDirIgnore:

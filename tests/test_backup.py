@@ -279,8 +279,8 @@ def test_check_says_a_deleted_notify_file_is_missing_and_an_empty_one_holds_no_l
         "again at the seat's next delivery once it reopens its notify files: at a restart, or on SIGUSR2)"]
     assert report["c"]["problems"] == [
         f"{hub.home / 'c-inbox.log'} holds no line; the database has deliveries up to id 1 (no mail is lost: "
-        "`agora inbox --as c` shows it; a wake its listener had not read is; the file holds lines again from the "
-        "seat's next delivery)"]
+        "`agora inbox --as c` shows it; only the wakes its listener had not read are; the file holds lines again "
+        "from the seat's next delivery)"]
     (hub.home / "c-inbox.log").write_bytes(kept)
     hub.stop()
     hub.start()

@@ -536,6 +536,28 @@ def test_a_seat_without_its_key_or_with_a_wrong_one_stops_the_driver_instead_of_
     assert f"the hub refused seat {SEAT}" in done.stderr
 
 
+def test_a_rekey_racing_a_sweep_is_asked_once_more_not_taken_for_a_wrong_key(hub, pair, plan, tmp_path,
+                                                                             monkeypatch):
+    """The sweep read the key file, then the operator rekeyed the seat before its hello: refused once. The
+    driver reads the key file at each sweep, so the next one goes through: stopping there lost the seat."""
+    from agorad.surface import keys
+
+    real = keys.read_key
+
+    def racing(home, agent):
+        key = real(home, agent)
+        monkeypatch.setattr(keys, "read_key", real)
+        hub.call("agents.rekey", agent=SEAT)
+        return key
+
+    monkeypatch.setattr(keys, "read_key", racing)
+    clock = Clock()
+    drive = driver(hub, tmp_path, clock)
+    first = drive.step()
+    assert (first.state, first.reason) == ("armed", "refused") and first.next_at == clock.now + 1.0
+    assert (drive.step().state, drive.step().reason) == ("armed", "idle")
+
+
 def test_a_seat_the_hub_does_not_know_still_ends_with_the_drivers_last_line(hub, tmp_path):
     done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", "ghost", "--harness", "command",
                            "--command", f"{sys.executable} {TURN}"], cwd=tmp_path, capture_output=True, text=True,

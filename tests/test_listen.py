@@ -9,6 +9,7 @@ import subprocess
 
 import pytest
 
+from agorad.surface import settings
 from tests.hubproc import AGORA, Hub, wait_for
 from tests import listenproc
 from tests.listenproc import Listener, fields, listen_once
@@ -296,6 +297,19 @@ def test_a_debt_rung_before_a_rename_does_not_ring_again_under_the_dms_new_name(
     (hub.home / "listen-engine.owedsig").unlink()
     code, lines, _ = listen_once(hub, "--as", "engine", "--max-wait", "1")  # never rung, as far as it knows
     assert code == 2 and fields(lines[1])["flags"] == "to-me,dm,open" and fields(lines[1])["backlog"] is True
+
+
+def test_the_hubs_pause_and_resume_notices_are_not_rung_again_while_unread(hub, pair):
+    """They ask nothing (agora-pause(1)): rung once as they land, never re-rung on the unread schedule."""
+    send(pair["memory"], "commons", "make the file")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    hub.call("hub.pause", reason="upgrade")
+    hub.call("hub.resume")
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")
+    assert code == 2 and fields(lines[1])["channels"].startswith("commons#")  # as they land, they ring
+    for _ in range(2):
+        hub.advance(settings.RERING_FIRST + 1)
+        assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0
 
 
 def test_corrupt_seat_files_fail_toward_more_wakes(hub, pair):

@@ -295,3 +295,17 @@ def test_watch_needs_a_url(remote, tmp_path):
     done = subprocess.run([AGORA, "watch", "--as", "alice", "--notify-file", str(tmp_path / "f.log")], env=env,
                           capture_output=True, text=True, timeout=30)
     assert done.returncode == 1 and "--url" in done.stderr
+
+
+def test_a_remote_seats_hook_without_its_key_names_the_remote_remedy(remote, tmp_path):
+    """Its key comes from the hub's operator through `agora setup --key-stdin`; a rekey on this host
+    (the old advice) writes the key into the hub's home, not here."""
+    from agora_listen.inbox_view import Trouble, ask
+
+    seat_home = tmp_path / "seathome"
+    seat_home.mkdir(mode=0o700)
+    (seat_home / "hub.url").write_text(remote.url + "\n")
+    with pytest.raises(Trouble) as caught:
+        ask(seat_home, "alice")
+    assert caught.value.refusal == "no-key"
+    assert f"agora setup alice --url {remote.url} --key-stdin" in str(caught.value) and "rekey" not in str(caught.value)

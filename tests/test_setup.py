@@ -510,6 +510,20 @@ def test_remote_setup_refuses_bad_input_and_changes_nothing(remote, ws, tmp_path
     assert snapshot(ws) == before and not seat_home.exists() and not (remote.home / "hub.url").exists()
 
 
+def test_a_throttled_address_writes_nothing_not_even_the_unchecked_key(remote, ws, tmp_path):
+    """Five mistyped keys throttle the address: the sixth setup's key was saved unchecked, as if no hub had
+    answered, and setup reported success."""
+    claude_ws(ws)
+    before = snapshot(ws)
+    for _ in range(5):
+        remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home",
+                     str(tmp_path / "seathome"), cwd=ws, key="agk_typo\n", code=1)
+    done = remote_setup("alice", "--harness", "claude", "--url", remote.url, "--key-stdin", "--home",
+                        str(tmp_path / "seathome"), cwd=ws, key="agk_typo_again\n", code=1)
+    assert "did not check the key" in done.stderr and "try again in" in done.stderr
+    assert snapshot(ws) == before and not (tmp_path / "seathome" / "keys" / "alice.key").exists()
+
+
 def test_a_remote_hub_that_does_not_answer_is_said_and_setup_still_wires(ws, tmp_path):
     claude_ws(ws)
     done = remote_setup("alice", "--harness", "claude", "--url", "ws://127.0.0.1:9/", "--key-stdin", "--home",
@@ -799,6 +813,10 @@ def test_the_seat_directory_keeps_itself_out_of_git_and_a_users_own_ignore_file_
     untracked = subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ws, check=True,
                                capture_output=True, text=True).stdout
     assert ".agora/" not in untracked and ".claude/settings.json" in untracked
+    (ws / ".agora/notes.md").write_text("mine\n")  # setup's files are ignored by name, not the user's
+    assert ".agora/notes.md" in subprocess.run(["git", "status", "--porcelain", "--untracked-files=all"], cwd=ws,
+                                               check=True, capture_output=True, text=True).stdout
+    (ws / ".agora/notes.md").unlink()
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert not (ws / ".agora").exists()
     (ws / ".agora").mkdir()
@@ -807,3 +825,18 @@ def test_the_seat_directory_keeps_itself_out_of_git_and_a_users_own_ignore_file_
     assert (ws / ".agora/.gitignore").read_text() == "pristine/\n"
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert (ws / ".agora/.gitignore").read_text() == "pristine/\n"
+
+
+def test_a_setup_that_fails_after_registering_takes_the_seat_back(hub, ws):
+    """The pristine copy of a file setup edits cannot be kept (a file stands where its directory goes): the
+    error said nothing was changed, but the seat it had just registered, and its key file, stayed."""
+    claude_ws(ws)
+    (ws / ".agora").mkdir()
+    (ws / ".agora/pristine").write_text("not a directory\n")
+    done = agora("setup", "newseat", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert "cannot keep a copy" in done.stderr
+    assert "newseat" not in [a["id"] for a in hub.call("agents.list")["agents"]]
+    assert not (hub.home / "keys/newseat.key").exists()
+    hub.add_agent("kept")  # a seat setup reused, not registered, stays
+    agora("setup", "kept", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert "kept" in [a["id"] for a in hub.call("agents.list")["agents"]]

@@ -86,6 +86,7 @@ def _url(given: str | None, where) -> str | None:
 def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | None, key_stdin: bool, home,
           as_json: bool) -> None:
     from agora_setup import harnesses, plan
+    from agora_setup.targets import SetupError
     from agorad.surface import wiring
     from agorad.surface.protocol import AGENT_ID_RULE, is_agent_id
 
@@ -117,7 +118,12 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
         if url is None:
             hub.update(_register(where, agent_id, mode))
 
-    names, changes = plan.wire(seat, names, where.key_file(agent_id), before_writing=register)
+    try:
+        names, changes = plan.wire(seat, names, where.key_file(agent_id), before_writing=register)
+    except SetupError:  # a file failed after the seat was registered: a refused setup leaves no seat it made
+        if hub.get("registered") == "registered":
+            _unregister(where, agent_id)
+        raise
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
 
@@ -143,6 +149,19 @@ def _register(where, agent_id: str, mode: str) -> dict:
     except AgoraError as exc:
         fail(f"the hub refused to register {agent_id}: {exc.message}")
     return {"up": True, "registered": registered, "key_file_exists": where.key_file(agent_id).exists()}
+
+
+def _unregister(where, agent_id: str) -> None:
+    """Take back the seat this run registered (its key file goes with it); said, not fatal, if it cannot."""
+    from agorad.surface.client import Client
+    from agorad.surface.errors import AgoraError
+
+    try:
+        with Client(where).connect() as hub:
+            hub.call("agents.remove", agent=agent_id)
+    except AgoraError as exc:
+        click.echo(f"agora: setup registered {agent_id} before it failed and could not take it back "
+                   f"({exc.message}): `agora agent rm {agent_id}`", err=True)
 
 
 def _id_now(where, agent_id: str) -> str | None:
@@ -218,6 +237,8 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
             again = f" --url {url} --key-stdin --home {where.root}"
             _refuse_renamed(client.hello(agent_id, key).get("redirected"), again)
     except Unavailable as exc:
+        if "retry_after" in exc.data:  # the port answered, but checks no key from here for now: nothing to save
+            fail(f"the hub at {url} did not check the key: {exc.message}; nothing was written")
         hub.update(up=False, error=exc.message)
     except AgoraError as exc:
         fail(f"the hub at {url} refused {agent_id}: {exc.message}; nothing was written (check the id and its key "

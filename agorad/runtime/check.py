@@ -82,8 +82,8 @@ def _compare_file(entry: dict, path: Path) -> None:
                                  "files: at a restart, or on SIGUSR2)")
     elif on_disk is None and last:  # emptied by hand: the hub does not write lines its file once held again
         entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} (no mail is "
-                                 f"lost: `agora inbox --as {entry['agent']}` shows it; a wake its listener had not "
-                                 "read is; the file holds lines again from the seat's next delivery)")
+                                 f"lost: `agora inbox --as {entry['agent']}` shows it; only the wakes its listener had "
+                                 "not read are; the file holds lines again from the seat's next delivery)")
     elif on_disk is not None and on_disk < last:
         entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
                                  "(the hub fills the file in at its next start or sweep)")

@@ -35,7 +35,8 @@ def _as_typed(text, seconds: float) -> str:
     CLI sends `31d` as 2678400.0) in its shortest form, `31d`."""
     if isinstance(text, str):
         return repr(text)
-    return format_duration(seconds) if seconds == int(seconds) else f"{seconds:g}s"
+    whole = seconds == int(seconds) and abs(seconds) < 1e12  # beyond, a 300-digit count of days helps nobody
+    return format_duration(seconds) if whole else f"{seconds!r}s"
 
 
 def format_duration(seconds: float) -> str:
