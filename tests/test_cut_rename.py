@@ -51,3 +51,15 @@ def test_a_staged_key_of_a_seat_renamed_in_the_same_cut_is_installed_under_its_i
     assert not (hub.home / "keys/runtime.key").exists() and not (hub.home / "keys/runtime.key.new").exists()
     assert "rekey-settled agent=engine outcome=installed" in hub.log()
     hub.client("engine").close()
+
+
+def test_a_state_file_alone_under_a_former_id_is_a_listeners_not_a_cuts_and_stays(hub):
+    """A listener started as the former id while no hub answered saves its place under that id; it names
+    no file of the seat's, and moved to the seat it made the seat's listener ring old mail again."""
+    hub.add_agent("runtime")
+    hub.call("agents.rename", old="runtime", new="engine", reason="split")
+    hub.stop()
+    (hub.home / "listen-runtime.offset").write_text('{"inode": null, "pos": 0, "id": 0}')
+    hub.start()
+    assert "rename-settled" not in hub.log()
+    assert (hub.home / "listen-runtime.offset").exists() and not (hub.home / "listen-engine.offset").exists()

@@ -1,11 +1,17 @@
 """Start-up's finish of renames a stop cut short.
 
-A rename is stored first and its files follow after the COMMIT (hub.agent_renamed): the key file,
-the notify files and the seat's state files (listener offset, driver state, hook stamps). A stop in
-between left them under the former id, where nothing looks: the seat's clients found no key file
-(locked out until a rekey) and its listener a notify file the hub no longer wrote. A former id is
-the seat's alone (an alias cannot be taken, registry._check_new_id), so each file still under one
-takes the seat's current id, wherever that name is free: a file already there is newer and stays.
+A rename is stored first and its files follow after the COMMIT (hub.agent_renamed), in this order:
+the key file, the notify files, the seat's state files (listener offset, driver state, hook stamps).
+A stop in between left them under the former id, where nothing looks: the seat's clients found no
+key file (locked out until a rekey) and its listener a notify file the hub no longer wrote. A former
+id is the seat's alone (an alias cannot be taken, registry._check_new_id), so each such file takes
+the seat's current id, wherever that name is free: a file already there is newer and stays.
+
+Only the hub writes key and notify files, so one under a former id is a cut's; state files are also
+written by a listener or driver started as the former id while no hub answered (it re-arms on the
+seat once one does), and such an offset names no file of the seat's. So state files follow only when
+a key or notify file shows the cut: one between the notify and the state files is left (its seat's
+listener then starts afresh: later mail rings, and the inbox holds what came before).
 """
 
 from __future__ import annotations
@@ -26,17 +32,20 @@ def finish_cut_renames(db: apsw.Connection, home: Home, notifier: Notifier) -> l
     each rename that had any. Before the notifier starts, so its reconciliation sees the moved files."""
     finished = []
     for former, current in agents_sql.former_ids(db):
-        moved = sum(_moved(source, target) for source, target in _files_of_rename(home, notifier, former, current))
+        moved = sum(_moved(source, target) for source, target in _hubs_files(home, notifier, former, current))
         if moved:
+            moved += sum(_moved(source, target) for source, target in
+                         zip(seat_state_files(home.root, former), seat_state_files(home.root, current)))
             finished.append((former, current, moved))
     return finished
 
 
-def _files_of_rename(home: Home, notifier: Notifier, former: str, current: str) -> list[tuple[Path, Path]]:
+def _hubs_files(home: Home, notifier: Notifier, former: str, current: str) -> list[tuple[Path, Path]]:
+    """(under the former id, under the current id) of the files only the hub writes: the key, the notify files."""
     pairs = [(home.key_file(former), home.key_file(current))]
     if notifier.enabled:
         pairs += zip(notifier.files_of(former), notifier.files_of(current))
-    return pairs + list(zip(seat_state_files(home.root, former), seat_state_files(home.root, current)))
+    return pairs
 
 
 def _moved(source: Path, target: Path) -> bool:
