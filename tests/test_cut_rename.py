@@ -4,7 +4,13 @@
 from __future__ import annotations
 
 import json
+import signal
 
+import pytest
+
+from agorad.surface.errors import Unavailable
+from tests.hubproc import Hub
+from tests.listenproc import listen_once
 from tests.seats import seats, send
 
 
@@ -63,3 +69,37 @@ def test_a_state_file_alone_under_a_former_id_is_a_listeners_not_a_cuts_and_stay
     hub.start()
     assert "rename-settled" not in hub.log()
     assert (hub.home / "listen-runtime.offset").exists() and not (hub.home / "listen-engine.offset").exists()
+
+
+@pytest.mark.parametrize("fault, settled", [
+    ("rename-before-files", "files=4"),  # the key, the notify file, the listener's offset and backoff
+    ("rename-after-key", "files=3"),     # the notify file, and the listener's files with it
+    ("rename-after-notify", "files=2"),  # the listener's files alone: their offset names the seat's file
+])
+def test_a_hub_killed_between_a_renames_commit_and_its_files_finishes_it_at_start(home, fault, settled):
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "one")
+    assert listen_once(first, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0  # a first arm: its place
+    assert (home / "listen-runtime.offset").exists()
+    first.stop()
+    crashing = Hub(home)
+    crashing.env["AGORA_FAULT"] = fault
+    crashing.start()
+    with pytest.raises(Unavailable):
+        crashing.call("agents.rename", old="runtime", new="engine", reason="split")
+    crashing.proc.wait(timeout=10)
+    assert crashing.proc.returncode == -signal.SIGKILL
+    again = Hub(home).start()
+    try:
+        assert f"rename-settled agent=engine former=runtime {settled}" in again.log()
+        assert not (home / "keys/runtime.key").exists() and not (home / "runtime-inbox.log").exists()
+        with again.client("memory") as memory:
+            send(memory, "@engine", "two")
+        with again.client("engine") as engine:  # says hello with the key file's key
+            assert engine.call("inbox.check")["unread"] == 2
+        assert [line["id"] for line in lines(home / "engine-inbox.log")] == [1, 2]
+        code, out, _ = listen_once(again, "--as", "engine", "--debounce", "0", "--max-wait", "1")
+        assert code == 2 and json.loads((home / "listen-engine.offset").read_text())["id"] == 2
+    finally:
+        again.stop()

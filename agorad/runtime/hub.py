@@ -137,8 +137,13 @@ class HubState:
         """After a committed rename: live connections act under the new id; files follow it."""
         for connection in self.sessions.get(pk, ()):
             connection.actor.agent_id = new_id
-        _each(lambda: keys.move_key_file(self.home, old_id, new_id), lambda: self.notifier.rename(old_id, new_id),
-              lambda: seat_files.rename(self.home, old_id, new_id))
+        # In this order, which start-up's finish of a cut rename relies on (runtime/renames.py).
+        faults.point("rename-before-files")
+        _each(lambda: keys.move_key_file(self.home, old_id, new_id))
+        faults.point("rename-after-key")
+        _each(lambda: self.notifier.rename(old_id, new_id))
+        faults.point("rename-after-notify")
+        _each(lambda: seat_files.rename(self.home, old_id, new_id))
 
     def agent_updated(self, pk: int, mode: str) -> None:
         """After a committed agents.update: live connections act under the new mode."""

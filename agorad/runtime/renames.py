@@ -9,13 +9,14 @@ the seat's current id, wherever that name is free: a file already there is newer
 
 Only the hub writes key and notify files, so one under a former id is a cut's; state files are also
 written by a listener or driver started as the former id while no hub answered (it re-arms on the
-seat once one does), and such an offset names no file of the seat's. So state files follow only when
-a key or notify file shows the cut: one between the notify and the state files is left (its seat's
-listener then starts afresh: later mail rings, and the inbox holds what came before).
+seat once one does), and such an offset names no file of the seat's. So state files follow when a
+key or notify file shows the cut, or when the former id's saved offset names the seat's notify file
+(its inode: a rename keeps it), as after a cut between the notify and the state files.
 """
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
 
@@ -24,7 +25,7 @@ import apsw
 from agorad.runtime.log import log
 from agorad.runtime.notify import Notifier
 from agorad.store import agents as agents_sql
-from agorad.surface.paths import Home, seat_state_files
+from agorad.surface.paths import Home, listen_file, seat_state_files
 
 
 def finish_cut_renames(db: apsw.Connection, home: Home, notifier: Notifier) -> list[tuple[str, str, int]]:
@@ -33,7 +34,7 @@ def finish_cut_renames(db: apsw.Connection, home: Home, notifier: Notifier) -> l
     finished = []
     for former, current in agents_sql.former_ids(db):
         moved = sum(_moved(source, target) for source, target in _hubs_files(home, notifier, former, current))
-        if moved:
+        if moved or _offset_names_the_seats_file(home, notifier, former, current):
             moved += sum(_moved(source, target) for source, target in
                          zip(seat_state_files(home.root, former), seat_state_files(home.root, current)))
             finished.append((former, current, moved))
@@ -46,6 +47,27 @@ def _hubs_files(home: Home, notifier: Notifier, former: str, current: str) -> li
     if notifier.enabled:
         pairs += zip(notifier.files_of(former), notifier.files_of(current))
     return pairs
+
+
+def _offset_names_the_seats_file(home: Home, notifier: Notifier, former: str, current: str) -> bool:
+    """Whether the listener offset saved under the former id names the seat's notify file or its `.1`
+    (agora-files(5): {"inode", "pos", "id"}); one a listener saved as the former id with no hub up names
+    none of them (or null)."""
+    try:
+        saved = json.loads(listen_file(home.root, former, "offset").read_text())
+    except (OSError, ValueError):
+        return False
+    inode = saved.get("inode") if isinstance(saved, dict) else None
+    if not notifier.enabled or type(inode) is not int:
+        return False
+    return any(_inode(path) == inode for path in notifier.files_of(current))
+
+
+def _inode(path: Path) -> int | None:
+    try:
+        return os.stat(path).st_ino
+    except OSError:
+        return None
 
 
 def _moved(source: Path, target: Path) -> bool:
