@@ -1,5 +1,6 @@
-"""A rename stops between its COMMIT and moving the seat's files: the next start finishes it
-(runtime/renames.py), so the seat is not locked out and its wakes go on in the file its listener reads."""
+"""A rename or a removal stops between its COMMIT and the seat's files: the next start finishes the rename
+(runtime/renames.py), so the seat is not locked out and its wakes go on in the file its listener reads; a
+seat added later under a removed id starts without the files the removal left."""
 
 from __future__ import annotations
 
@@ -101,5 +102,31 @@ def test_a_hub_killed_between_a_renames_commit_and_its_files_finishes_it_at_star
         assert [line["id"] for line in lines(home / "engine-inbox.log")] == [1, 2]
         code, out, _ = listen_once(again, "--as", "engine", "--debounce", "0", "--max-wait", "1")
         assert code == 2 and json.loads((home / "listen-engine.offset").read_text())["id"] == 2
+    finally:
+        again.stop()
+
+
+def test_a_seat_added_under_the_id_of_one_whose_removal_was_cut_starts_without_its_files(home):
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        for n in range(3):
+            send(s["memory"], "@runtime", f"old {n}")
+    listen_once(first, "--as", "runtime", "--debounce", "0", "--max-wait", "1")
+    first.stop()
+    crashing = Hub(home)
+    crashing.env["AGORA_FAULT"] = "remove-before-files"
+    crashing.start()
+    with pytest.raises(Unavailable):
+        crashing.call("agents.remove", agent="runtime")
+    crashing.proc.wait(timeout=10)
+    assert (home / "runtime-inbox.log").exists() and (home / "listen-runtime.offset").exists()
+    again = Hub(home).start()
+    try:
+        again.add_agent("runtime")
+        assert "stale-files-removed agent=runtime files=" in again.log()
+        assert not (home / "listen-runtime.offset").exists()
+        with again.client("memory") as memory:
+            send(memory, "@runtime", "new")
+        assert [(line["id"], line["title"]) for line in lines(home / "runtime-inbox.log")] == [(1, "new")]
     finally:
         again.stop()

@@ -27,7 +27,7 @@ from agorad.store import write
 from agorad.surface import keys
 from agorad.surface import seat_files
 from agorad.surface import settings
-from agorad.surface.paths import Home
+from agorad.surface.paths import Home, seat_state_files
 from agorad.surface.protocol import encode
 
 
@@ -171,8 +171,19 @@ class HubState:
             connection.revoke(f"agent {agent_id} was removed")
         self.sessions.pop(pk, None)
         self.subscribers.pop(pk, None)
+        faults.point("remove-before-files")
         _each(lambda: keys.remove_key_file(self.home, agent_id), lambda: self.notifier.forget(pk, agent_id),
               lambda: seat_files.remove(self.home, agent_id))
+
+    def agent_added(self, agent_id: str) -> None:
+        """After a committed add: the notify and state files a stop left under the id (a removal cut before
+        its file steps) go, so the new seat starts clean: its delivery ids start at 1, and appended to an old
+        file they would follow higher ones (agora check: ahead; start-up: renumbered)."""
+        stale = [path for path in (*(self.notifier.files_of(agent_id) if self.notifier.enabled else ()),
+                                   *seat_state_files(self.home.root, agent_id)) if path.exists()]
+        if stale:
+            log("stale-files-removed", agent=agent_id, files=len(stale))
+            _each(*[(lambda path=path: path.unlink(missing_ok=True)) for path in stale])
 
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""

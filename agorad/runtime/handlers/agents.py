@@ -20,6 +20,7 @@ def add(call: Call) -> dict:
     call.finish()
     require(call.actor, "registry.admin")
     agent, key = registry.add(call.hub.db, call.hub.home, call.now, agent_id, mode, interval, meta, call.hub.ephemeral_ttl)
+    call.hub.after_commit(lambda: call.hub.agent_added(agent["id"]))
     call.hub.key_staged(agent["id"])
     return {"agent": agent, "key": key, "key_file": str(call.hub.home.key_file(agent["id"]))}
 
