@@ -28,14 +28,14 @@ def test_files_a_cut_rename_left_under_the_former_id_take_the_seats_id_at_start(
     hub.stop()
     for kind in ("keys/{}.key", "{}-inbox.log", "listen-{}.offset"):  # as if the file steps never ran
         (hub.home / kind.format("engine")).rename(hub.home / kind.format("runtime"))
-    (hub.home / "listen-engine.backoff").write_text("newer\n")  # a file the seat's id has already stays
-    (hub.home / "listen-runtime.backoff").write_text("older\n")
+    (hub.home / "listen-engine.backoff").write_text("a listener's, as engine, while no hub answered\n")
+    (hub.home / "listen-runtime.backoff").write_text("the seat's\n")
     hub.start()
-    assert "rename-settled agent=engine former=runtime files=3" in hub.log()
+    assert "rename-settled agent=engine former=runtime files=4" in hub.log()
     assert (hub.home / "keys/engine.key").read_text() == key and not (hub.home / "keys/runtime.key").exists()
     assert (hub.home / "listen-engine.offset").read_text() == "saved\n"
-    assert (hub.home / "listen-engine.backoff").read_text() == "newer\n"
-    assert (hub.home / "listen-runtime.backoff").exists()
+    assert (hub.home / "listen-engine.backoff").read_text() == "the seat's\n"  # the key marked the cut: all move
+    assert not (hub.home / "listen-runtime.backoff").exists()
     with hub.client("memory") as memory:
         send(memory, "@engine", "two")
     with hub.client("engine") as engine:  # says hello with the key file's key
@@ -68,14 +68,14 @@ def test_a_state_file_alone_under_a_former_id_is_a_listeners_not_a_cuts_and_stay
     hub.stop()
     (hub.home / "listen-runtime.offset").write_text('{"inode": null, "pos": 0, "id": 0}')
     hub.start()
-    assert "rename-settled" not in hub.log()
+    assert "rename-settled" not in hub.log()  # no key file under the former id: no cut
     assert (hub.home / "listen-runtime.offset").exists() and not (hub.home / "listen-engine.offset").exists()
 
 
 @pytest.mark.parametrize("fault, settled", [
-    ("rename-before-files", "files=4"),  # the key, the notify file, the listener's offset and backoff
-    ("rename-after-key", "files=3"),     # the notify file, and the listener's files with it
-    ("rename-after-notify", "files=2"),  # the listener's files alone: their offset names the seat's file
+    ("rename-before-files", "files=4"),  # the listener's offset and backoff, the notify file, the key
+    ("rename-after-state", "files=2"),   # the notify file and the key
+    ("rename-after-notify", "files=1"),  # the key: still under the former id, it marks the cut
 ])
 def test_a_hub_killed_between_a_renames_commit_and_its_files_finishes_it_at_start(home, fault, settled):
     first = Hub(home).start()
@@ -113,12 +113,7 @@ def test_a_seat_added_under_the_id_of_one_whose_removal_was_cut_starts_without_i
             send(s["memory"], "@runtime", f"old {n}")
     listen_once(first, "--as", "runtime", "--debounce", "0", "--max-wait", "1")
     first.stop()
-    crashing = Hub(home)
-    crashing.env["AGORA_FAULT"] = "remove-before-files"
-    crashing.start()
-    with pytest.raises(Unavailable):
-        crashing.call("agents.remove", agent="runtime")
-    crashing.proc.wait(timeout=10)
+    cut_removal(home)
     assert (home / "runtime-inbox.log").exists() and (home / "listen-runtime.offset").exists()
     again = Hub(home).start()
     try:
@@ -130,3 +125,44 @@ def test_a_seat_added_under_the_id_of_one_whose_removal_was_cut_starts_without_i
         assert [(line["id"], line["title"]) for line in lines(home / "runtime-inbox.log")] == [(1, "new")]
     finally:
         again.stop()
+
+
+def cut_removal(home, agent_id: str = "runtime") -> None:
+    """A hub SIGKILLed after storing the removal of `agent_id`, before any of its file steps."""
+    crashing = Hub(home)
+    crashing.env["AGORA_FAULT"] = "remove-before-files"
+    crashing.start()
+    with pytest.raises(Unavailable):
+        crashing.call("agents.remove", agent=agent_id)
+    crashing.proc.wait(timeout=10)
+
+
+def test_a_seat_renamed_onto_the_id_of_one_whose_removal_was_cut_starts_without_its_files(home):
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime", "other") as s:
+        for n in range(3):
+            send(s["memory"], "@runtime", f"old {n}")
+    listen_once(first, "--as", "runtime", "--debounce", "0", "--max-wait", "1")
+    first.stop()
+    cut_removal(home)
+    again = Hub(home).start()
+    try:
+        again.call("agents.rename", old="other", new="runtime", reason="takes the role")
+        assert "stale-files-removed agent=runtime" in again.log()
+        assert not (home / "listen-runtime.offset").exists()
+        with again.client("memory") as memory:
+            send(memory, "@runtime", "new")
+        assert [(line["id"], line["title"]) for line in lines(home / "runtime-inbox.log")] == [(1, "new")]
+        with again.client("runtime") as runtime:  # the renamed seat's key file, not the removed one's
+            assert runtime.call("inbox.check")["unread"] == 1
+    finally:
+        again.stop()
+
+
+def test_hook_stamps_setup_wrote_for_an_id_before_it_was_added_stay(hub):
+    """`agora setup` with no hub answering wires the workspace and stamps the id's hooks as wired; the
+    add that follows finds no key or notify file there (no removal was cut), and leaves them."""
+    (hub.home / "hook-newseat.stop.stamp").write_text('{"wired": 1764500000.0}')
+    hub.add_agent("newseat")
+    assert "stale-files-removed" not in hub.log()
+    assert (hub.home / "hook-newseat.stop.stamp").read_text() == '{"wired": 1764500000.0}'

@@ -137,13 +137,14 @@ class HubState:
         """After a committed rename: live connections act under the new id; files follow it."""
         for connection in self.sessions.get(pk, ()):
             connection.actor.agent_id = new_id
-        # In this order, which start-up's finish of a cut rename relies on (runtime/renames.py).
+        self._clear_leftovers(new_id)
+        # The key file last: one still under the old id marks a rename a stop cut (runtime/renames.py).
         faults.point("rename-before-files")
-        _each(lambda: keys.move_key_file(self.home, old_id, new_id))
-        faults.point("rename-after-key")
+        _each(lambda: seat_files.rename(self.home, old_id, new_id))
+        faults.point("rename-after-state")
         _each(lambda: self.notifier.rename(old_id, new_id))
         faults.point("rename-after-notify")
-        _each(lambda: seat_files.rename(self.home, old_id, new_id))
+        _each(lambda: keys.move_key_file(self.home, old_id, new_id))
 
     def agent_updated(self, pk: int, mode: str) -> None:
         """After a committed agents.update: live connections act under the new mode."""
@@ -176,14 +177,20 @@ class HubState:
               lambda: seat_files.remove(self.home, agent_id))
 
     def agent_added(self, agent_id: str) -> None:
-        """After a committed add: the notify and state files a stop left under the id (a removal cut before
-        its file steps) go, so the new seat starts clean: its delivery ids start at 1, and appended to an old
-        file they would follow higher ones (agora check: ahead; start-up: renumbered)."""
-        stale = [path for path in (*(self.notifier.files_of(agent_id) if self.notifier.enabled else ()),
-                                   *seat_state_files(self.home.root, agent_id)) if path.exists()]
-        if stale:
-            log("stale-files-removed", agent=agent_id, files=len(stale))
-            _each(*[(lambda path=path: path.unlink(missing_ok=True)) for path in stale])
+        """After a committed add (before its key file is put in place): see _clear_leftovers."""
+        self._clear_leftovers(agent_id)
+
+    def _clear_leftovers(self, agent_id: str) -> None:
+        """An id just taken (an add, or a rename's new id) may hold the files of a removed seat whose removal a
+        stop cut before its file steps: they go, so the seat starts clean (its delivery ids start at 1; appended
+        to an old file they would follow higher ones). Only when a key or notify file shows it, since only the
+        hub writes those: `agora setup` run while no hub answered writes the id's hook stamps, which stay."""
+        hubs = [self.home.key_file(agent_id), *(self.notifier.files_of(agent_id) if self.notifier.enabled else ())]
+        if not any(path.exists() for path in hubs):
+            return
+        stale = [path for path in (*hubs, *seat_state_files(self.home.root, agent_id)) if path.exists()]
+        log("stale-files-removed", agent=agent_id, files=len(stale))
+        _each(*[(lambda path=path: path.unlink(missing_ok=True)) for path in stale])
 
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""

@@ -1,22 +1,21 @@
 """Start-up's finish of renames a stop cut short.
 
 A rename is stored first and its files follow after the COMMIT (hub.agent_renamed), in this order:
-the key file, the notify files, the seat's state files (listener offset, driver state, hook stamps).
-A stop in between left them under the former id, where nothing looks: the seat's clients found no
-key file (locked out until a rekey) and its listener a notify file the hub no longer wrote. A former
-id is the seat's alone (an alias cannot be taken, registry._check_new_id), so each such file takes
-the seat's current id, wherever that name is free: a file already there is newer and stays.
+the seat's state files (listener offset, driver state, hook stamps), the notify files, the key file
+last. A stop in between left some under the former id, where nothing looks: the seat's clients found
+no key file (locked out until a rekey) and its listener a notify file the hub no longer wrote.
 
-Only the hub writes key and notify files, so one under a former id is a cut's; state files are also
-written by a listener or driver started as the former id while no hub answered (it re-arms on the
-seat once one does), and such an offset names no file of the seat's. So state files follow when a
-key or notify file shows the cut, or when the former id's saved offset names the seat's notify file
-(its inode: a rename keeps it), as after a cut between the notify and the state files.
+The key file, which only the hub writes and which goes last, is the mark of a cut: a former id is the
+seat's alone (an alias cannot be taken, registry._check_new_id), so a key file under one (or a rekey's
+staged key, cut in the same batch) says the rename did not finish, and every file still under that id
+is the seat's, to take its current id over whatever stands there (a listener's started as the new id
+while no hub answered, a removed seat's leftovers). Without the mark, files under a former id are not
+a cut's (a listener started as the former id while the hub was down saves its offset there) and stay.
+A seat with no key file on this host leaves no mark: its cut stays cut.
 """
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
@@ -25,55 +24,29 @@ import apsw
 from agorad.runtime.log import log
 from agorad.runtime.notify import Notifier
 from agorad.store import agents as agents_sql
-from agorad.surface.paths import Home, listen_file, seat_state_files
+from agorad.surface import keys
+from agorad.surface.paths import Home, seat_state_files
 
 
 def finish_cut_renames(db: apsw.Connection, home: Home, notifier: Notifier) -> list[tuple[str, str, int]]:
-    """Move each file left under a former id to the seat's current id; (former id, id, files moved) of
-    each rename that had any. Before the notifier starts, so its reconciliation sees the moved files."""
+    """Move the files of each cut rename to the seat's current id; (former id, id, files moved) of each.
+    Before the notifier starts, so its reconciliation sees the moved files."""
     finished = []
     for former, current in agents_sql.former_ids(db):
-        moved = sum(_moved(source, target) for source, target in _hubs_files(home, notifier, former, current))
-        if moved or _offset_names_the_seats_file(home, notifier, former, current):
-            moved += sum(_moved(source, target) for source, target in
-                         zip(seat_state_files(home.root, former), seat_state_files(home.root, current)))
-            finished.append((former, current, moved))
+        key_file = home.key_file(former)
+        if not (os.path.lexists(key_file) or os.path.lexists(f"{key_file}{keys.STAGED_SUFFIX}")):
+            continue
+        pairs = [*zip(seat_state_files(home.root, former), seat_state_files(home.root, current)),
+                 *(zip(notifier.files_of(former), notifier.files_of(current)) if notifier.enabled else ()),
+                 (home.key_file(former), home.key_file(current))]  # in the rename's own order: the key last
+        finished.append((former, current, sum(_moved(source, target) for source, target in pairs)))
     return finished
 
 
-def _hubs_files(home: Home, notifier: Notifier, former: str, current: str) -> list[tuple[Path, Path]]:
-    """(under the former id, under the current id) of the files only the hub writes: the key, the notify files."""
-    pairs = [(home.key_file(former), home.key_file(current))]
-    if notifier.enabled:
-        pairs += zip(notifier.files_of(former), notifier.files_of(current))
-    return pairs
-
-
-def _offset_names_the_seats_file(home: Home, notifier: Notifier, former: str, current: str) -> bool:
-    """Whether the listener offset saved under the former id names the seat's notify file or its `.1`
-    (agora-files(5): {"inode", "pos", "id"}); one a listener saved as the former id with no hub up names
-    none of them (or null)."""
-    try:
-        saved = json.loads(listen_file(home.root, former, "offset").read_text())
-    except (OSError, ValueError):
-        return False
-    inode = saved.get("inode") if isinstance(saved, dict) else None
-    if not notifier.enabled or type(inode) is not int:
-        return False
-    return any(_inode(path) == inode for path in notifier.files_of(current))
-
-
-def _inode(path: Path) -> int | None:
-    try:
-        return os.stat(path).st_ino
-    except OSError:
-        return None
-
-
 def _moved(source: Path, target: Path) -> bool:
-    """Rename `source` to `target` if `source` is there and `target` is not (start-up holds the home's
-    lock: nothing else writes here meanwhile). A failure is logged: the hub starts all the same."""
-    if os.path.lexists(target) or not os.path.lexists(source):
+    """Rename `source` over `target` if `source` is there (start-up holds the home's lock: nothing else
+    writes here meanwhile). A failure is logged: the hub starts all the same."""
+    if not os.path.lexists(source):
         return False
     try:
         os.replace(source, target)
