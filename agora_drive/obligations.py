@@ -3,8 +3,9 @@
 The hub, not the notify file, is the truth: a wake only says "look". The seat is obliged by
 its owed replies and by its unread important mail (to-me, dm, open, or an escalated debt),
 except what was sent `--urgency next_turn` and has not escalated (it waits for the next turn
-anything else buys) and the hub's own notices of a pause or resume (they ask nothing). Each obligation has a mark that changes when it changes (a debt that
-escalates again is news), and the set of marks is the wake's signature: the same signature
+anything else buys) and the hub's own notices of a pause or resume (they ask nothing). Each
+obligation has a mark that changes when it changes (a debt that escalates again is news), and
+the set of marks is the wake's signature: the same signature
 after a turn that reached the hub means the turn left the debt (quarantine), a changed one
 means something happened.
 """

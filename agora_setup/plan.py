@@ -283,7 +283,7 @@ def _recorded(path: Path):
 # which may hold a user's secrets (a token in .mcp.json): nothing in it belongs in a repository.
 SEAT_DIR_IGNORE = ("# Written by `agora setup`: the seat record names this host's paths, and pristine/ holds copies\n"
                    "# of the files setup changed (they may hold secrets); neither belongs in version control.\n"
-                   f"/{SEAT_RECORD_NAME}\n/{pristine.PRISTINE_DIR}/\n/.gitignore\n")  # by name: a user's file stays seen
+                   f"/{SEAT_RECORD_NAME}\n/{pristine.PRISTINE_DIR}/\n/.gitignore\n")  # by name: a user's file shows
 
 
 def _seat_dir_ignore(workspace: Path) -> SeatDirIgnore:

@@ -127,7 +127,7 @@ async def _serve(home: Home, settings: Settings) -> int:
             log("migrated", versions=",".join(map(str, applied)))
         raise_descriptor_limit()  # before the notifier sizes its open files by it
         hub = HubState(home, db, clock, settings, started_at=clock.now())
-        for former, current, moved in finish_cut_renames(db, home, hub.notifier):
+        for former, current, moved in finish_cut_renames(hub):
             log("rename-settled", agent=current, former=former, files=moved)
         for agent_id, installed in registry.settle_staged_keys(db, home):
             log("rekey-settled", agent=agent_id, outcome="installed" if installed else "dropped")

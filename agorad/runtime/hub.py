@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import apsw
 
@@ -138,7 +139,17 @@ class HubState:
         for connection in self.sessions.get(pk, ()):
             connection.actor.agent_id = new_id
         self._clear_leftovers(new_id)
-        # The key file last: one still under the old id marks a rename a stop cut (runtime/renames.py).
+        self.move_seat_files(old_id, new_id)
+
+    def seat_files_of(self, agent_id: str) -> list[Path]:
+        """Every file named after a seat, in the order move_seat_files moves them: its state files, its notify
+        files, its key file last."""
+        notify = self.notifier.files_of(agent_id) if self.notifier.enabled else ()
+        return [*seat_state_files(self.home.root, agent_id), *notify, self.home.key_file(agent_id)]
+
+    def move_seat_files(self, old_id: str, new_id: str) -> None:
+        """A rename's file steps, each over what stands under the new id. The key file last: one still under
+        the old id marks a rename a stop cut, which start-up finishes with this same call (runtime/renames.py)."""
         faults.point("rename-before-files")
         _each(lambda: seat_files.rename(self.home, old_id, new_id))
         faults.point("rename-after-state")
@@ -173,7 +184,11 @@ class HubState:
         self.sessions.pop(pk, None)
         self.subscribers.pop(pk, None)
         faults.point("remove-before-files")
-        _each(lambda: keys.remove_key_file(self.home, agent_id), lambda: self.notifier.forget(pk, agent_id),
+        _each(lambda: self.notifier.forget(pk, agent_id))
+        self._remove_seat_files(agent_id)
+
+    def _remove_seat_files(self, agent_id: str) -> None:
+        _each(lambda: keys.remove_key_file(self.home, agent_id), lambda: self.notifier.remove_files(agent_id),
               lambda: seat_files.remove(self.home, agent_id))
 
     def agent_added(self, agent_id: str) -> None:
@@ -185,12 +200,12 @@ class HubState:
         stop cut before its file steps: they go, so the seat starts clean (its delivery ids start at 1; appended
         to an old file they would follow higher ones). Only when a key or notify file shows it, since only the
         hub writes those: `agora setup` run while no hub answered writes the id's hook stamps, which stay."""
-        hubs = [self.home.key_file(agent_id), *(self.notifier.files_of(agent_id) if self.notifier.enabled else ())]
-        if not any(path.exists() for path in hubs):
+        present = [path for path in self.seat_files_of(agent_id) if path.exists()]
+        hubs = {self.home.key_file(agent_id), *(self.notifier.files_of(agent_id) if self.notifier.enabled else ())}
+        if hubs.isdisjoint(present):
             return
-        stale = [path for path in (*hubs, *seat_state_files(self.home.root, agent_id)) if path.exists()]
-        log("stale-files-removed", agent=agent_id, files=len(stale))
-        _each(*[(lambda path=path: path.unlink(missing_ok=True)) for path in stale])
+        log("stale-files-removed", agent=agent_id, files=len(present))
+        self._remove_seat_files(agent_id)
 
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""

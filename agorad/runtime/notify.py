@@ -410,10 +410,15 @@ class Notifier:
 
     def forget(self, agent_pk: int, agent_id: str) -> None:
         """A removed agent: its files go, so a later agent of the same id starts clean."""
-        self._close(agent_id)
         self.written.pop(agent_pk, None)
         self.stored.pop(agent_pk, None)
         self.behind.discard(agent_pk)
+        self.remove_files(agent_id)
+
+    def remove_files(self, agent_id: str) -> None:
+        """Close and delete the notify files named after `agent_id` (a removed agent's, or ones a cut
+        removal left under an id taken again)."""
+        self._close(agent_id)
         if self.enabled:
             for path in self.files_of(agent_id):
                 path.unlink(missing_ok=True)

@@ -1,6 +1,6 @@
 """Start-up's finish of renames a stop cut short.
 
-A rename is stored first and its files follow after the COMMIT (hub.agent_renamed), in this order:
+A rename is stored first and its files follow after the COMMIT (HubState.move_seat_files), in this order:
 the seat's state files (listener offset, driver state, hook stamps), the notify files, the key file
 last. A stop in between left some under the former id, where nothing looks: the seat's clients found
 no key file (locked out until a rekey) and its listener a notify file the hub no longer wrote.
@@ -17,40 +17,22 @@ A seat with no key file on this host leaves no mark: its cut stays cut.
 from __future__ import annotations
 
 import os
-from pathlib import Path
 
-import apsw
-
-from agorad.runtime.log import log
-from agorad.runtime.notify import Notifier
+from agorad.runtime.hub import HubState
 from agorad.store import agents as agents_sql
 from agorad.surface import keys
-from agorad.surface.paths import Home, seat_state_files
 
 
-def finish_cut_renames(db: apsw.Connection, home: Home, notifier: Notifier) -> list[tuple[str, str, int]]:
-    """Move the files of each cut rename to the seat's current id; (former id, id, files moved) of each.
-    Before the notifier starts, so its reconciliation sees the moved files."""
+def finish_cut_renames(hub: HubState) -> list[tuple[str, str, int]]:
+    """Move the files of each cut rename to the seat's current id, with the rename's own steps
+    (HubState.move_seat_files); (former id, id, files moved) of each. Before the notifier starts, so its
+    reconciliation sees the moved files."""
     finished = []
-    for former, current in agents_sql.former_ids(db):
-        key_file = home.key_file(former)
+    for former, current in agents_sql.former_ids(hub.db):
+        key_file = hub.home.key_file(former)
         if not (os.path.lexists(key_file) or os.path.lexists(f"{key_file}{keys.STAGED_SUFFIX}")):
             continue
-        pairs = [*zip(seat_state_files(home.root, former), seat_state_files(home.root, current)),
-                 *(zip(notifier.files_of(former), notifier.files_of(current)) if notifier.enabled else ()),
-                 (home.key_file(former), home.key_file(current))]  # in the rename's own order: the key last
-        finished.append((former, current, sum(_moved(source, target) for source, target in pairs)))
+        moved = sum(os.path.lexists(path) for path in hub.seat_files_of(former))
+        hub.move_seat_files(former, current)
+        finished.append((former, current, moved))
     return finished
-
-
-def _moved(source: Path, target: Path) -> bool:
-    """Rename `source` over `target` if `source` is there (start-up holds the home's lock: nothing else
-    writes here meanwhile). A failure is logged: the hub starts all the same."""
-    if not os.path.lexists(source):
-        return False
-    try:
-        os.replace(source, target)
-    except OSError as exc:
-        log("file-step-failed", error=exc.strerror or exc, path=source)
-        return False
-    return True
