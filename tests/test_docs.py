@@ -534,6 +534,23 @@ def names_the_code_spells() -> list[str]:
                    for p in found if isinstance(p, Path) and p != root})  # Home.root: the home itself
 
 
+def log_events() -> list[str]:
+    """Every event name the hub's code passes to runtime.log.log."""
+    found = set()
+    for path in (ROOT / "agorad").rglob("*.py"):
+        found.update(re.findall(r'\blog\("([a-z][a-z0-9-]*)"', path.read_text()))
+    return sorted(found)
+
+
+def test_log_events_are_found():
+    assert {"ready", "notify-write-failed", "notify-file-lost", "sigusr2"} <= set(log_events())
+
+
+@pytest.mark.parametrize("event", log_events())
+def test_agora_up_names_every_event_the_hub_logs(event):
+    assert event.replace("-", "\\-") in (MAN / "agora-up.1").read_text(), f"agora-up.1 does not name the log event {event}"
+
+
 def test_files_page_finds_the_names():
     core = {"agora.db", "agorad.sock", "keys/<id>.key", "<id>-inbox.log", "listen-<id>.offset", "drive-<id>.pid"}
     assert core <= set(names_the_code_spells()), names_the_code_spells()

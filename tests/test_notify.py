@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from tests.hubproc import Hub
+from tests.hubproc import Hub, wait_for
 from tests.seats import seats, send
 
 
@@ -133,6 +133,8 @@ def test_a_missing_directory_is_filled_in_once_it_is_back(home, tmp_path):
         with seats(running, "memory", "runtime") as s:
             send(s["memory"], "@runtime", "one")
             (notify_dir / "runtime-inbox.log").unlink()
+            wait_for(lambda: "notify-file-lost" in running.log(), what="the hub to keep the line in .1")
+            (notify_dir / "runtime-inbox.log.1").unlink()
             notify_dir.rmdir()
             notify_dir.write_text("not a directory")  # writes now fail
             running.proc.send_signal(signal.SIGUSR2)

@@ -21,6 +21,7 @@ import psutil
 import pytest
 
 from agora_listen.watchers import choose, inotify, wake_pipe
+from agorad.surface import inotify as surface_inotify
 from agorad.surface import peercred
 from agorad.surface.peercred import PeerUnknown, peer_uid
 from tests.hubproc import Hub, wait_for
@@ -53,7 +54,7 @@ def test_auto_is_watchdog_where_there_is_no_inotify(monkeypatch, platform):
 
 
 def test_auto_is_watchdog_on_a_linux_whose_c_library_lacks_inotify(monkeypatch):
-    monkeypatch.setattr(inotify, "_libc", lambda: object())
+    monkeypatch.setattr(surface_inotify, "libc", lambda: object())
     assert choose("auto") == "watchdog"
 
 

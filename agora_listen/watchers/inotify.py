@@ -14,37 +14,18 @@ seats' files).
 
 from __future__ import annotations
 
-import ctypes
 import errno
-import functools
 import os
-import struct
 import sys
 
-IN_MODIFY = 0x002
-IN_ATTRIB = 0x004
-IN_CLOSE_WRITE = 0x008
-IN_MOVED_TO = 0x080
-IN_CREATE = 0x100
-IN_DELETE_SELF = 0x400
-IN_MOVE_SELF = 0x800
-IN_ONLYDIR = 0x01000000
+from agorad.surface import inotify
+from agorad.surface.inotify import (IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE_SELF, IN_MODIFY, IN_MOVE_SELF,
+                                    IN_MOVED_TO, IN_ONLYDIR, available)
+
 # IN_ATTRIB: an unlink changes the link count. The listener holds the file open, so IN_DELETE_SELF
 # never comes while it does; the removal of a seat (which deletes its file) is seen this way.
 WATCH_FILE = IN_MODIFY | IN_ATTRIB | IN_CLOSE_WRITE | IN_MOVE_SELF | IN_DELETE_SELF
 WATCH_DIR = IN_CREATE | IN_MOVED_TO
-
-_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len; then `len` bytes of name
-
-
-def available() -> bool:
-    """Whether this system has inotify: Linux, whose C library has inotify_init1."""
-    return sys.platform.startswith("linux") and hasattr(_libc(), "inotify_init1")
-
-
-@functools.cache
-def _libc():
-    return ctypes.CDLL(None, use_errno=True)
 
 
 class Inotify:
@@ -54,11 +35,8 @@ class Inotify:
         if not available():
             raise OSError(errno.ENOSYS, f"inotify is not available on this system ({sys.platform}); "
                           "use --watcher watchdog (or auto)")
-        self._libc = _libc()
         self.directory, self.path = directory, path
-        self.fd = self._libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
-        if self.fd < 0:
-            raise OSError(ctypes.get_errno(), f"inotify_init1: {os.strerror(ctypes.get_errno())}")
+        self.fd = inotify.init()
         self._dir_wd: int | None = None
         self._file_inode: int | None = None
         try:
@@ -83,29 +61,15 @@ class Inotify:
             self._dir_wd = self._add(self.directory, WATCH_DIR | IN_ONLYDIR)
             self.follow()  # the file may have appeared before the directory watch did
         elif inode is not None and self._dir_wd is not None:
-            self._libc.inotify_rm_watch(self.fd, self._dir_wd)
+            inotify.remove_watch(self.fd, self._dir_wd)
             self._dir_wd = None
 
     def _add(self, path: str, mask: int) -> int:
-        wd = self._libc.inotify_add_watch(self.fd, os.fsencode(path), mask)
-        if wd < 0:
-            errno = ctypes.get_errno()
-            raise OSError(errno, f"watching {path}: {os.strerror(errno)}", path)
-        return wd
+        return inotify.add_watch(self.fd, path, mask)
 
     def drain(self) -> int:
         """Consume pending events; return how many there were."""
-        count = 0
-        while True:
-            try:
-                data = os.read(self.fd, 65536)
-            except BlockingIOError:
-                return count
-            offset = 0
-            while offset + _EVENT.size <= len(data):
-                length = _EVENT.unpack_from(data, offset)[3]
-                offset += _EVENT.size + length
-                count += 1
+        return sum(1 for _ in inotify.events(self.fd))
 
     def close(self) -> None:
         os.close(self.fd)

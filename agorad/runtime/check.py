@@ -75,15 +75,15 @@ def _last_id(path: Path) -> int | None:
 
 def _compare_file(entry: dict, path: Path) -> None:
     on_disk, last = entry["file_id"], entry["database_id"]
+    lost = (f"no mail is lost: `agora inbox --as {entry['agent']}` shows it; only the wakes its listener had not "
+            "read are")
     if on_disk is None and last and not (path.exists() or rotated(path).exists()):
-        # A running hub may still write to the deleted file's descriptor: SIGUSR2 makes it open the name anew.
-        entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} (the hub "
-                                 "makes the file again at the seat's next delivery once it reopens its notify "
-                                 "files: at a restart, or on SIGUSR2)")
+        # Deleted while no hub ran (a running one keeps the lines in `.1` at once, runtime/notify_lost.py).
+        entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} ({lost}; the "
+                                 "hub makes the file again at the seat's next delivery)")
     elif on_disk is None and last:  # emptied by hand: the hub does not write lines its file once held again
-        entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} (no mail is "
-                                 f"lost: `agora inbox --as {entry['agent']}` shows it; only the wakes its listener had "
-                                 "not read are; the file holds lines again from the seat's next delivery)")
+        entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} ({lost}; "
+                                 "the file holds lines again from the seat's next delivery)")
     elif on_disk is not None and on_disk < last:
         entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
                                  "(the hub fills the file in at its next start or sweep)")

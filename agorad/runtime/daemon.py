@@ -22,7 +22,7 @@ from agorad import __version__
 from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import registry
-from agorad.runtime import homelock
+from agorad.runtime import homelock, notify_lost
 from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
@@ -132,6 +132,7 @@ async def _serve(home: Home, settings: Settings) -> int:
         for agent_id, installed in registry.settle_staged_keys(db, home):
             log("rekey-settled", agent=agent_id, outcome="installed" if installed else "dropped")
         hub.notifier.start(db)
+        _watch_notify_names(hub)
         stop = asyncio.Event()
         _install_signals(stop, hub)
         remote = await _serve_remote(hub, settings)  # first: a port it cannot take leaves no socket behind
@@ -163,8 +164,23 @@ async def _serve(home: Home, settings: Settings) -> int:
         if checkpointer.is_alive():
             checkpointer.stop()
         if "hub" in locals():
+            _unwatch_notify_names(hub)
             hub.notifier.close()
         db.close()
+
+
+def _watch_notify_names(hub: HubState) -> None:
+    """Watch the notify directory for files deleted or moved away under the hub (notify_lost.py)."""
+    hub.notify_names = notify_lost.watch(hub.notifier.directory)
+    if hub.notify_names is not None:
+        asyncio.get_running_loop().add_reader(hub.notify_names.fd, hub.notify_names_changed)
+
+
+def _unwatch_notify_names(hub: HubState) -> None:
+    if hub.notify_names is not None:
+        asyncio.get_running_loop().remove_reader(hub.notify_names.fd)
+        hub.notify_names.close()
+        hub.notify_names = None
 
 
 def check_listen(settings: Settings) -> tuple[str, int] | None:
@@ -231,7 +247,8 @@ def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, lambda: log("sighup", action="nothing to reload"))
-    loop.add_signal_handler(signal.SIGUSR2, lambda: (hub.notifier.reopen(), log("sigusr2", action="reopened notify files")))
+    loop.add_signal_handler(signal.SIGUSR2, lambda: (hub.reopen_notify_files(),
+                                                     log("sigusr2", action="reopened notify files")))
 
 
 async def _sweep_forever(hub: HubState) -> None:

@@ -22,6 +22,7 @@ from agorad.runtime.clock import Clock
 from agorad.runtime.helper import HELPER_FROM, Helper
 from agorad.runtime.liveness import Liveness
 from agorad.runtime.log import log
+from agorad.runtime import notify_lost
 from agorad.runtime.notify import Notifier, line_fields, notify_files_allowed
 from agorad.store import messages as messages_sql
 from agorad.store import write
@@ -72,6 +73,7 @@ class HubState:
     # the database (loaded at start, set by hub.pause and hub.resume, read again if their batch is lost).
     pause: pausing.Pause | None = field(init=False, default=None)
     remote_url: str | None = None  # the remote port's URL once it listens (agora up --listen)
+    notify_names: notify_lost.NameWatch | None = None  # the notify directory's watch, once serving (Linux)
 
     def __post_init__(self):
         self.pause = pausing.current(self.db)
@@ -99,6 +101,22 @@ class HubState:
             if len(events) >= HELPER_FROM and isinstance(events, Deliveries) and self.notifier.enabled:
                 self.batch.beside_commit(lambda: self.notifier.prepare(events))
             self.batch.when_settled(lambda stored: stored and self._announce(events))
+
+    def notify_names_changed(self) -> None:
+        """The notify directory's watch is readable: look at the seats whose file names changed."""
+        self.look_at_notify_files(self.notify_names.changed())
+
+    def look_at_notify_files(self, agent_ids: set[str] | None) -> None:
+        """Once the open batch is settled, stop writing to any of these seats' files (None: every one held
+        open) that left its name, and keep what a listener may not have read (notify_lost.py)."""
+        if agent_ids is None or agent_ids:
+            self.batch.when_settled(lambda stored: notify_lost.recover(self.notifier, self.db, agent_ids))
+
+    def reopen_notify_files(self) -> None:
+        """SIGUSR2: look at every open notify file (a file moved away where no watch saw it), then close them
+        all, so that each seat's next line opens its file by name."""
+        self.batch.when_settled(lambda stored: (notify_lost.recover(self.notifier, self.db, None),
+                                                self.notifier.reopen()))
 
     def after_commit(self, effect) -> None:
         """Run `effect` once what was written so far is committed (now, if nothing is pending)."""
@@ -210,6 +228,7 @@ class HubState:
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""
         now = self.clock.now()
+        self._watch_notify_dir_again()
         self.batch.join()  # in the batch, so it reads the waiting liveness stamps
         self.liveness.forget_all()  # the sweep may turn agents dormant or expired
         with write(self.db):
@@ -225,6 +244,18 @@ class HubState:
         self.escalated_upto = self.reminded_upto = now
         self.last_sweep = {"at": now, **counts, "escalated": len(events), "reminded": len(reminders)}
         return self.last_sweep
+
+    def _watch_notify_dir_again(self) -> None:
+        """The notify directory's watch went with the directory (deleted and made again): watch the one there
+        now, and look at every open file, whose moves went unseen meanwhile."""
+        if self.notify_names is not None and not self.notify_names.watching:
+            try:
+                rearmed = self.notify_names.rearm()
+            except OSError:
+                return  # not there yet: the next sweep tries again
+            if rearmed:
+                log("notify-watch-rearmed", directory=self.notify_names.directory)
+                self.look_at_notify_files(None)
 
     def escalate(self) -> int:
         """Only the escalations and reminders that are due: what the sweeper runs between sweeps when

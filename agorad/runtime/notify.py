@@ -395,6 +395,14 @@ class Notifier:
         if entry:
             os.close(entry.fd)
 
+    def descriptors(self) -> dict[str, int]:
+        """{agent id: descriptor} of the notify files held open (notify_lost.py compares them with the names)."""
+        return {agent_id: opened.fd for agent_id, opened in self._files.items()}
+
+    def let_go(self, agent_id: str) -> None:
+        """Close the agent's descriptor: its next line opens the file by name."""
+        self._close(agent_id)
+
     def rename(self, old_id: str, new_id: str) -> None:
         """Follow an agent rename: its files take the new name."""
         if not self.enabled:

@@ -1,0 +1,159 @@
+"""A notify file deleted or moved away under a running hub (runtime/notify_lost.py): the hub stops
+writing to the file that left its name at once, and no listener loses a wake or rings one twice."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+
+import pytest
+
+from tests.hubproc import Hub, wait_for
+from tests.listenproc import Listener, fields, listen_once
+from tests.seats import seats, send
+
+pytestmark = pytest.mark.usefixtures("watcher")  # the listener's side, under each watcher
+
+
+def ids(path) -> list[int]:
+    return [json.loads(line)["id"] for line in path.read_text().splitlines()]
+
+
+def logged(hub, event: str, count: int = 1) -> None:
+    wait_for(lambda: hub.log().count(f" {event} ") >= count, what=f"{event} in the hub's log")
+
+
+@pytest.fixture
+def pair(hub):
+    with seats(hub, "memory", "runtime") as s:
+        yield s
+
+
+@pytest.mark.parametrize("held", [True, False], ids=["held-open", "closed-by-sigusr2"])
+def test_a_deleted_file_is_noticed_and_a_listener_resuming_rings_what_it_had_not_read(hub, pair, held):
+    path = hub.home / "runtime-inbox.log"
+    send(pair["memory"], "commons", "first")
+    assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0  # arms at the end, saves its offset
+    send(pair["memory"], "@runtime", "unread")
+    if not held:
+        hub.proc.send_signal(signal.SIGUSR2)
+        logged(hub, "sigusr2")
+    path.unlink()
+    logged(hub, "notify-file-lost")
+    assert ids(path.with_name(path.name + ".1")) == [1, 2]  # what the deleted file held, from the database
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"
+    assert "missed" not in fields(lines[1])
+    assert listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0  # rung once
+    send(pair["memory"], "@runtime", "after")
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["n"] == "1" and fields(lines[1])["channels"] == "dm:memory--runtime#2"
+    assert ids(path) == [3]  # a new file under the name, not lines into the deleted one
+
+
+def test_a_listener_reading_the_deleted_file_goes_on_with_the_new_one_and_rings_nothing_twice(hub, pair):
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+    ear.next_line()
+    send(pair["memory"], "@runtime", "one")
+    assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:memory--runtime#1"
+    (hub.home / "runtime-inbox.log").unlink()
+    logged(hub, "notify-file-lost")
+    for seq in (2, 3):
+        send(pair["memory"], "@runtime", f"after {seq}")
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert (wake["channels"], wake["n"]) == (f"dm:memory--runtime#{seq}", "1")
+    ear.stop()
+
+
+def test_a_file_moved_to_dot_one_by_hand_is_let_go_and_kept_as_it_is(hub, pair):
+    path = hub.home / "runtime-inbox.log"
+    rotated = path.with_name(path.name + ".1")
+    send(pair["memory"], "@runtime", "one")
+    send(pair["memory"], "@runtime", "two")
+    os.replace(path, rotated)  # what logrotate does, without telling the hub
+    logged(hub, "notify-file-moved")
+    inode = rotated.stat().st_ino
+    send(pair["memory"], "@runtime", "three")
+    assert ids(path) == [3] and ids(rotated) == [1, 2] and rotated.stat().st_ino == inode
+    assert "notify-file-lost" not in hub.log()
+
+
+def test_a_file_moved_elsewhere_keeps_its_lines_in_dot_one_for_a_listener(hub, pair):
+    path = hub.home / "runtime-inbox.log"
+    send(pair["memory"], "commons", "first")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    send(pair["memory"], "@runtime", "unread")
+    os.replace(path, hub.home / "archived.log")
+    logged(hub, "notify-file-lost")
+    send(pair["memory"], "@runtime", "after")
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
+    assert ids(hub.home / "archived.log") == [1, 2] and ids(path) == [3]
+
+
+def test_the_hubs_own_rotation_rename_and_removal_are_not_taken_for_lost_files(home):
+    hub = Hub(home, "--notify-rotate-mb", "0.002").start()  # about 2 KiB
+    try:
+        with seats(hub, "memory", "runtime", "engine", "witness") as s:
+            for i in range(12):  # ~2.8 KiB of lines: runtime's file rotates
+                send(s["memory"], "@runtime", f"m{i}", "y" * 60)
+            send(s["memory"], "@engine", "before its removal")
+            hub.call("agents.rename", old="runtime", new="builder", reason="split")
+            hub.call("agents.remove", agent="engine")
+            send(s["memory"], "@witness", "one")
+            (home / "witness-inbox.log").unlink()  # one event after all of the hub's own: a barrier
+            logged(hub, "notify-file-lost")
+            assert hub.log().count("notify-file-lost") == 1 and "agent=witness" in hub.log()
+            assert "notify-file-moved" not in hub.log()
+            assert ids(home / "builder-inbox.log.1")[0] == 1  # the hub's own rotation, as it wrote it
+    finally:
+        hub.stop()
+
+
+def test_a_moved_directory_is_watched_again_and_its_files_lines_kept(home, tmp_path):
+    notify_dir = tmp_path / "n"
+    hub = Hub(home, "--notify-dir", str(notify_dir)).start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "one")
+            moved = tmp_path / "old"
+            notify_dir.rename(moved)  # the watch would follow it away: the hub lets it go, and every file
+            logged(hub, "notify-watch-lost")
+            logged(hub, "notify-recover-failed")  # no directory under the path to keep lines in, yet
+            notify_dir.mkdir(mode=0o700)
+            send(s["memory"], "@runtime", "two")
+            assert ids(moved / "runtime-inbox.log") == [1] and ids(notify_dir / "runtime-inbox.log") == [2]
+            hub.call("hub.sweep")  # watches the directory under its path again
+            logged(hub, "notify-watch-rearmed")
+            (notify_dir / "runtime-inbox.log").unlink()
+            logged(hub, "notify-file-lost")
+            assert ids(notify_dir / "runtime-inbox.log.1") == [1, 2]
+    finally:
+        hub.stop()
+
+
+def test_where_there_is_no_inotify_sigusr2_finds_a_file_that_left_its_name(home, tmp_path):
+    # Stands for macOS and the BSDs: the hub's process is told inotify is missing (sitecustomize).
+    (tmp_path / "sitecustomize.py").write_text(
+        "from agorad.surface import inotify\ninotify.available = lambda: False\n")
+    hub = Hub(home)
+    plain = hub.env
+    hub.env = {**plain, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [plain.get("PYTHONPATH")])])}
+    hub.start()
+    hub.env = plain  # for the listeners: theirs is the real inotify
+    try:
+        assert "notify-watch-unavailable reason='no inotify on this system" in hub.log()
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "commons", "first")
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")
+            send(s["memory"], "@runtime", "unread")
+            (home / "runtime-inbox.log").unlink()
+            send(s["memory"], "@runtime", "into the deleted file")  # nothing saw it go
+            hub.proc.send_signal(signal.SIGUSR2)
+            logged(hub, "notify-file-lost")
+            assert ids(home / "runtime-inbox.log.1") == [1, 2, 3]
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+            assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
+    finally:
+        hub.stop()
