@@ -1,17 +1,23 @@
 """A notify file deleted or moved away under a running hub (runtime/notify_lost.py): the hub stops
-writing to the file that left its name at once, and no listener loses a wake or rings one twice."""
+writing to the file that left its name at once, and no listener loses a wake or rings one twice.
+
+Where the order of the hub's work matters (a deletion noticed in the same batch as a send, or after
+it), the hub is stopped (SIGSTOP) while the requests and the deletion are queued in that order: it
+takes them in the order they came when it goes on."""
 
 from __future__ import annotations
 
 import json
 import os
 import signal
+from contextlib import contextmanager
 
 import pytest
 
 from tests.hubproc import Hub, wait_for
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
+from tests.wire import Raw
 
 pytestmark = pytest.mark.usefixtures("watcher")  # the listener's side, under each watcher
 
@@ -22,6 +28,28 @@ def ids(path) -> list[int]:
 
 def logged(hub, event: str, count: int = 1) -> None:
     wait_for(lambda: hub.log().count(f" {event} ") >= count, what=f"{event} in the hub's log")
+
+
+def connection(hub, agent: str) -> Raw:
+    raw = Raw(hub.home)
+    key = (hub.home / "keys" / f"{agent}.key").read_text().strip()
+    assert "result" in raw.request("hub.hello", {"agent": agent, "key": key})
+    return raw
+
+
+def dm_frame(to: str, title: str) -> bytes:
+    params = {"target": f"@{to}", "title": title, "body": ""}
+    return json.dumps({"jsonrpc": "2.0", "id": 7, "method": "messages.send", "params": params}).encode() + b"\n"
+
+
+@contextmanager
+def stopped(hub):
+    """The hub stopped while the block queues work for it; it takes that work, in order, once it goes on."""
+    hub.proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        hub.proc.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture
@@ -41,7 +69,8 @@ def test_a_deleted_file_is_noticed_and_a_listener_resuming_rings_what_it_had_not
         logged(hub, "sigusr2")
     path.unlink()
     logged(hub, "notify-file-lost")
-    assert ids(path.with_name(path.name + ".1")) == [1, 2]  # what the deleted file held, from the database
+    assert ids(path.with_name(path.name + ".1")) == [2]  # what the listener had not read, from the database
+    assert path.read_bytes() == b""  # made at once: a fresh listener arms on it, and takes `.1` as old news
     code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
     assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"
     assert "missed" not in fields(lines[1])
@@ -49,7 +78,7 @@ def test_a_deleted_file_is_noticed_and_a_listener_resuming_rings_what_it_had_not
     send(pair["memory"], "@runtime", "after")
     code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
     assert code == 2 and fields(lines[1])["n"] == "1" and fields(lines[1])["channels"] == "dm:memory--runtime#2"
-    assert ids(path) == [3]  # a new file under the name, not lines into the deleted one
+    assert ids(path) == [3]  # under the name, not into the deleted file
 
 
 def test_a_listener_reading_the_deleted_file_goes_on_with_the_new_one_and_rings_nothing_twice(hub, pair):
@@ -58,11 +87,79 @@ def test_a_listener_reading_the_deleted_file_goes_on_with_the_new_one_and_rings_
     send(pair["memory"], "@runtime", "one")
     assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:memory--runtime#1"
     (hub.home / "runtime-inbox.log").unlink()
-    logged(hub, "notify-file-lost")
+    logged(hub, "notify-file-renewed")
     for seq in (2, 3):
         send(pair["memory"], "@runtime", f"after {seq}")
         wake = fields(ear.wait_for("AGORA_WAKE"))
         assert (wake["channels"], wake["n"]) == (f"dm:memory--runtime#{seq}", "1")
+    ear.stop()
+
+
+def test_a_send_in_the_batch_that_notices_the_deletion_reaches_a_listener_still_reading_the_deleted_file(hub):
+    with seats(hub, "memory", "runtime", "witness") as s:
+        path = hub.home / "runtime-inbox.log"
+        ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+        ear.next_line()
+        send(s["memory"], "@runtime", "one")
+        ear.wait_for("AGORA_WAKE")
+        opener, sender = connection(hub, "witness"), connection(hub, "memory")
+        with stopped(hub):
+            opener.send(dm_frame("memory", "opens the batch"))
+            path.unlink()  # noticed within that batch: the hub settles it after the batch's COMMIT ...
+            sender.send(dm_frame("runtime", "two"))  # ... with this send's line to write after it
+        assert "result" in opener.reply() and "result" in sender.reply()
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert (wake["channels"], wake["n"]) == ("dm:memory--runtime#2", "1") and "missed" not in wake
+        assert ids(path) == [2]
+        ear.stop()
+
+
+def test_a_deleted_file_the_hub_did_not_hold_keeps_its_lines_when_the_next_line_comes_first(hub, pair):
+    path = hub.home / "runtime-inbox.log"
+    send(pair["memory"], "commons", "first")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    send(pair["memory"], "@runtime", "unread")
+    hub.proc.send_signal(signal.SIGUSR2)  # the hub holds no file open now
+    logged(hub, "sigusr2")
+    sender = connection(hub, "memory")
+    with stopped(hub):
+        sender.send(dm_frame("runtime", "after"))  # opens the name anew before the deletion is noticed
+        path.unlink()
+    assert "result" in sender.reply()
+    logged(hub, "notify-file-lost")
+    assert ids(path.with_name(path.name + ".1")) == [2] and ids(path) == [3]
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
+
+
+def test_a_file_deleted_just_before_its_seat_is_renamed_keeps_its_lines_under_the_new_id(hub, pair):
+    path = hub.home / "runtime-inbox.log"
+    send(pair["memory"], "commons", "first")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    send(pair["memory"], "@runtime", "unread")
+    operator = Raw(hub.home)
+    assert "result" in operator.request("hub.hello")
+    with stopped(hub):
+        operator.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "agents.rename",
+                                  "params": {"old": "runtime", "new": "builder", "reason": "split"}}).encode() + b"\n")
+        path.unlink()  # noticed after the rename: under an id the seat no longer has
+    assert "result" in operator.reply()
+    logged(hub, "notify-file-lost")
+    assert ids(hub.home / "builder-inbox.log.1") == [2]
+    code, lines, _ = listen_once(hub, "--as", "builder", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["n"] == "1" and "missed" not in fields(lines[1])
+
+
+def test_a_fresh_listener_armed_after_a_deletion_rings_only_what_comes_next(hub, pair):
+    for i in range(5):
+        send(pair["memory"], "@runtime", f"old {i}")
+    (hub.home / "runtime-inbox.log").unlink()
+    logged(hub, "notify-file-lost")
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0")  # no saved place: arms at the end
+    ear.next_line()
+    send(pair["memory"], "@runtime", "new")
+    wake = fields(ear.wait_for("AGORA_WAKE"))
+    assert (wake["n"], wake["channels"]) == ("1", "dm:memory--runtime#6")
     ear.stop()
 
 
@@ -72,11 +169,14 @@ def test_a_file_moved_to_dot_one_by_hand_is_let_go_and_kept_as_it_is(hub, pair):
     send(pair["memory"], "@runtime", "one")
     send(pair["memory"], "@runtime", "two")
     os.replace(path, rotated)  # what logrotate does, without telling the hub
-    logged(hub, "notify-file-moved")
+    logged(hub, "notify-file-renewed")
     inode = rotated.stat().st_ino
     send(pair["memory"], "@runtime", "three")
     assert ids(path) == [3] and ids(rotated) == [1, 2] and rotated.stat().st_ino == inode
-    assert "notify-file-lost" not in hub.log()
+    rotated.unlink()  # logrotate's compress: `.1` goes, and does not come back
+    send(pair["memory"], "@runtime", "four")
+    logged(hub, "notify-file-renewed")
+    assert not rotated.exists() and ids(path) == [3, 4] and "notify-file-lost" not in hub.log()
 
 
 def test_a_file_moved_elsewhere_keeps_its_lines_in_dot_one_for_a_listener(hub, pair):
@@ -104,44 +204,52 @@ def test_the_hubs_own_rotation_rename_and_removal_are_not_taken_for_lost_files(h
             send(s["memory"], "@witness", "one")
             (home / "witness-inbox.log").unlink()  # one event after all of the hub's own: a barrier
             logged(hub, "notify-file-lost")
-            assert hub.log().count("notify-file-lost") == 1 and "agent=witness" in hub.log()
-            assert "notify-file-moved" not in hub.log()
+            assert hub.log().count(" notify-file-lost ") == hub.log().count(" notify-file-renewed ") == 1
+            assert "agent=witness" in hub.log()
             assert ids(home / "builder-inbox.log.1")[0] == 1  # the hub's own rotation, as it wrote it
     finally:
         hub.stop()
 
 
-def test_a_moved_directory_is_watched_again_and_its_files_lines_kept(home, tmp_path):
+def test_a_moved_directory_is_watched_again_and_a_listener_loses_nothing(home, tmp_path):
     notify_dir = tmp_path / "n"
     hub = Hub(home, "--notify-dir", str(notify_dir)).start()
     try:
         with seats(hub, "memory", "runtime") as s:
-            send(s["memory"], "@runtime", "one")
+            send(s["memory"], "commons", "first")
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")
+            send(s["memory"], "@runtime", "unread")
             moved = tmp_path / "old"
             notify_dir.rename(moved)  # the watch would follow it away: the hub lets it go, and every file
             logged(hub, "notify-watch-lost")
-            logged(hub, "notify-recover-failed")  # no directory under the path to keep lines in, yet
+            logged(hub, "notify-recover-failed")  # no directory under the path to open the name in, yet
             notify_dir.mkdir(mode=0o700)
-            send(s["memory"], "@runtime", "two")
-            assert ids(moved / "runtime-inbox.log") == [1] and ids(notify_dir / "runtime-inbox.log") == [2]
+            send(s["memory"], "@runtime", "after")
+            assert ids(moved / "runtime-inbox.log") == [1, 2] and ids(notify_dir / "runtime-inbox.log") == [3]
+            assert ids(notify_dir / "runtime-inbox.log.1") == [2]
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+            assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
             hub.call("hub.sweep")  # watches the directory under its path again
             logged(hub, "notify-watch-rearmed")
             (notify_dir / "runtime-inbox.log").unlink()
-            logged(hub, "notify-file-lost")
-            assert ids(notify_dir / "runtime-inbox.log.1") == [1, 2]
+            logged(hub, "notify-file-renewed")
     finally:
         hub.stop()
 
 
-def test_where_there_is_no_inotify_sigusr2_finds_a_file_that_left_its_name(home, tmp_path):
-    # Stands for macOS and the BSDs: the hub's process is told inotify is missing (sitecustomize).
-    (tmp_path / "sitecustomize.py").write_text(
-        "from agorad.surface import inotify\ninotify.available = lambda: False\n")
-    hub = Hub(home)
+def without_inotify(home, tmp_path, *args: str) -> Hub:
+    """A hub told inotify is missing (a sitecustomize on its path), standing for macOS and the BSDs."""
+    (tmp_path / "sitecustomize.py").write_text("from agorad.surface import inotify\ninotify.available = lambda: False\n")
+    hub = Hub(home, *args)
     plain = hub.env
     hub.env = {**plain, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [plain.get("PYTHONPATH")])])}
     hub.start()
     hub.env = plain  # for the listeners: theirs is the real inotify
+    return hub
+
+
+def test_where_there_is_no_inotify_sigusr2_finds_a_file_that_left_its_name(home, tmp_path):
+    hub = without_inotify(home, tmp_path)
     try:
         assert "notify-watch-unavailable reason='no inotify on this system" in hub.log()
         with seats(hub, "memory", "runtime") as s:
@@ -152,8 +260,26 @@ def test_where_there_is_no_inotify_sigusr2_finds_a_file_that_left_its_name(home,
             send(s["memory"], "@runtime", "into the deleted file")  # nothing saw it go
             hub.proc.send_signal(signal.SIGUSR2)
             logged(hub, "notify-file-lost")
-            assert ids(home / "runtime-inbox.log.1") == [1, 2, 3]
+            assert ids(home / "runtime-inbox.log.1") == [2, 3]
             code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
             assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
+    finally:
+        hub.stop()
+
+
+def test_sigusr2_still_reopens_when_a_name_cannot_be_looked_at(home, tmp_path):
+    notify_dir = tmp_path / "n"
+    hub = without_inotify(home, tmp_path, "--notify-dir", str(notify_dir))
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "one")
+            notify_dir.rename(tmp_path / "old")
+            notify_dir.write_text("not a directory")  # every name under it: ENOTDIR
+            hub.proc.send_signal(signal.SIGUSR2)
+            logged(hub, "sigusr2")
+            assert "notify-recover-failed" in hub.log() and "Traceback" not in hub.log()
+            send(s["memory"], "@runtime", "two")
+            assert ids(tmp_path / "old" / "runtime-inbox.log") == [1]  # nothing more into the moved file
+            assert "notify-write-failed" in hub.log()
     finally:
         hub.stop()

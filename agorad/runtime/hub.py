@@ -85,6 +85,7 @@ class HubState:
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
         self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)), seats=self.home.root,
                                  open_files=notify_files_allowed(), helper=helper)
+        self.notifier.on_empty_file = lambda pk, agent_id: notify_lost.keep_unread(self.notifier, self.db, pk, agent_id)
 
     @property
     def ephemeral_ttl(self) -> float:
@@ -115,8 +116,13 @@ class HubState:
     def reopen_notify_files(self) -> None:
         """SIGUSR2: look at every open notify file (a file moved away where no watch saw it), then close them
         all, so that each seat's next line opens its file by name."""
-        self.batch.when_settled(lambda stored: (notify_lost.recover(self.notifier, self.db, None),
-                                                self.notifier.reopen()))
+        self.batch.when_settled(lambda stored: self._reopen_notify_files())
+
+    def _reopen_notify_files(self) -> None:
+        try:
+            notify_lost.recover(self.notifier, self.db, None)
+        finally:
+            self.notifier.reopen()
 
     def after_commit(self, effect) -> None:
         """Run `effect` once what was written so far is committed (now, if nothing is pending)."""

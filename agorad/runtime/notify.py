@@ -16,7 +16,7 @@ import os
 import resource
 import stat
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import apsw
@@ -145,6 +145,9 @@ class Notifier:
         self.behind: set[int] = set()      # agents whose last write failed
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
         self.helper = helper or Helper()
+        # Called with (agent pk, agent id) as an empty file under a seat's name is opened, before any line goes
+        # in: the hub's keeps what a file that left the name held and a listener had not read (notify_lost.py).
+        self.on_empty_file: Callable[[int, str], None] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -326,7 +329,7 @@ class Notifier:
         try:
             start = 0
             while start < len(lines):
-                fd = self._fd(agent_id, len(lines[start]))
+                fd = self._fd(agent_pk, agent_id, len(lines[start]))
                 end = self._fitting(agent_id, lines, start)
                 data = b"".join(lines[start:end])
                 written = os.write(fd, data)
@@ -350,7 +353,7 @@ class Notifier:
         self.behind.add(agent_pk)
         self._close(agent_id)
 
-    def _fd(self, agent_id: str, incoming: int) -> int:
+    def _fd(self, agent_pk: int, agent_id: str, incoming: int) -> int:
         opened = self._files.get(agent_id)
         if opened is not None:
             self._files.move_to_end(agent_id)
@@ -365,9 +368,11 @@ class Notifier:
         self._files[agent_id] = _OpenFile(fd, size, agent_id)
         if self.rotate_bytes and size and size + incoming > self.rotate_bytes:
             self._rotate(agent_id)
-            return self._fd(agent_id, incoming)
+            return self._fd(agent_pk, agent_id, incoming)
         while len(self._files) > self.open_files:
             self._close(next(iter(self._files)))
+        if not size and self.on_empty_file is not None:
+            self.on_empty_file(agent_pk, agent_id)
         return fd
 
     def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:
@@ -399,9 +404,16 @@ class Notifier:
         """{agent id: descriptor} of the notify files held open (notify_lost.py compares them with the names)."""
         return {agent_id: opened.fd for agent_id, opened in self._files.items()}
 
-    def let_go(self, agent_id: str) -> None:
-        """Close the agent's descriptor: its next line opens the file by name."""
-        self._close(agent_id)
+    def renew(self, agent_pk: int, agent_id: str) -> None:
+        """Open the agent's file under its name now (made anew if gone, `on_empty_file` called), and only then
+        close the descriptor held until now (a file that left the name), so the new files cannot take its inode
+        number. OSError when the name cannot be opened; the old descriptor is closed all the same."""
+        stray = self._files.pop(agent_id, None)
+        try:
+            self._fd(agent_pk, agent_id, 0)
+        finally:
+            if stray is not None:
+                os.close(stray.fd)
 
     def rename(self, old_id: str, new_id: str) -> None:
         """Follow an agent rename: its files take the new name."""

@@ -6,45 +6,56 @@ seat's lines where no reader finds them by name, until a restart or SIGUSR2; a
 listener started meanwhile (`agora listen --once` runs in a loop) found no file
 and waited, deaf to mail already delivered.
 
-`NameWatch` watches the notify directory (inotify, Linux) for names that leave
-or are replaced. For each seat whose name changed, `recover` runs once the open
-batch is settled (so the database holds committed deliveries only):
+Two parts:
 
-- a descriptor holding a file that is no longer the one under the name is closed:
-  the seat's next line opens the name anew, as after SIGUSR2;
-- when neither the file under the name nor its `.1` then holds the seat's newest
-  line, the seat's newest deliveries (one rotation's worth, from the database) are
-  written into a new `.1`, as `agora restore` does (notify_rebuild.py). A listener
-  resuming from an offset in the lost file finds its inode gone and reads `.1`,
+- `keep_unread`, called by the writer whenever it opens an empty file under a
+  seat's name (made anew, or emptied), before any line goes in. If neither that
+  file nor `.1` then holds the newest line the writer has written for the seat,
+  the file that held it left the name: the deliveries after the place the seat's
+  listener saved (`listen-<id>.offset`), at most `HISTORY_LINES` and at least the
+  newest, go into a new `.1` from the database, ending at that line. A listener
+  resuming from a place in the lost file finds its inode gone and reads `.1`,
   skipping the ids it rang (agora_listen/follow.py): what it never read rings once.
   One still reading the lost file through its own descriptor has those lines
-  already, and goes on with the new file from its start.
+  already, and goes on with the new file from its start, which the writer's next
+  line is the first of. The files end at the writer's newest line again, as
+  start-up's reconciliation expects. Run at the one moment lines would start
+  landing in a new file, it covers every order of events: a deletion noticed
+  before or after the seat's next line, a file the hub did not hold open, a
+  seat renamed in between. (A file deleted while no hub ran is start-up's:
+  it replays beyond what `.1` holds, notify.py.)
+- `NameWatch` watches the notify directory (inotify, Linux) for names that leave
+  or are replaced, and `recover` opens each such seat's name again at once
+  (`Notifier.renew`, which calls `keep_unread`) if the file the hub holds open
+  left it, or if the seat has lines and its name holds no file: no descriptor goes
+  on writing into a file nobody reads, and a fresh listener finds an empty file
+  under the name (so it takes `.1` as old news) rather than no file. Where there is
+  no inotify (macOS, the BSDs) SIGUSR2 runs `recover` over every open file first.
 
-The new `.1` is made before the descriptor closes, so it cannot take the lost
-file's inode number. The hub's own rotations, renames and removals close the
-descriptor before they move a name and leave every line where a reader looks:
-they pass through here as nothing lost. Where inotify is missing (macOS, the
-BSDs) SIGUSR2 runs the same check over every open file before it closes them.
+The hub's own rotations, renames and removals close the descriptor before they
+move a name and leave the files ending at the newest line: they pass through here
+as nothing lost. The new files are made before the old descriptor is closed, so
+they cannot take the lost file's inode number.
 """
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
 from pathlib import Path
 
 import apsw
 
 from agorad.runtime.log import log
-from agorad.runtime.notify import Notifier
-from agorad.runtime.notify_rebuild import write_history
+from agorad.runtime.notify import Notifier, notify_lines
+from agorad.runtime.notify_reconcile import saved_id
 from agorad.store import agents as agents_sql
 from agorad.store import messages as sql
-from agorad.surface import inotify
-from agorad.surface.filenames import notify_file_owner, sync_path
+from agorad.surface import filenames, inotify
+from agorad.surface.filenames import notify_file_owner, write_private
 from agorad.surface.notifyfile import last_id_in
-from agorad.surface.paths import notify_file, rotated
+from agorad.surface.paths import rotated
+
+HISTORY_LINES = 1000  # at most this many unread deliveries kept in `.1`; a listener counts older ones as missed
 
 # A name leaves (unlink, a rename away) or is replaced (a rename onto it). Not IN_CREATE or
 # IN_MODIFY: the hub's own appends and new files would wake it for nothing.
@@ -122,55 +133,75 @@ def watch(directory: Path | None) -> NameWatch | None:
 
 
 def recover(notifier: Notifier, db: apsw.Connection, agent_ids: set[str] | None) -> None:
-    """See the module docstring: for each of `agent_ids` (None: every seat whose file is held open), stop
-    writing to a file that left its name, and put what a listener may not have read into a new `.1`."""
+    """Open again, now, the name of each of `agent_ids` (None: every seat whose file is held open) whose
+    held file left it, or that has lines and no file under it (see the module docstring)."""
     held = notifier.descriptors()
-    pks = agents_sql.pks_by_id(db, sorted(held if agent_ids is None else agent_ids))
-    for agent_id, pk in sorted(pks.items()):  # a former or removed id is none: the hub's own rename or removal
-        fd = held.get(agent_id)
-        if fd is not None and not _strayed(fd, notifier.path(agent_id)):
-            continue
+    for agent_id, pk in sorted(_seats(db, set(held) if agent_ids is None else agent_ids).items()):
+        path = notifier.path(agent_id)
         try:
-            _recover_seat(notifier, db, pk, agent_id, strayed=fd is not None)
-        except OSError as exc:  # the seat's next line still opens the name; a listener counts the gap
-            notifier.let_go(agent_id)
-            log("notify-recover-failed", agent=agent_id, path=notifier.path(agent_id), error=exc.strerror or exc)
+            fd = held.get(agent_id)
+            if fd is not None and not _strayed(fd, path):
+                continue
+            if fd is None and (not notifier.written.get(pk) or filenames.exists(path)):
+                continue  # nothing written yet, or a file the writer made (keep_unread ran then)
+            notifier.renew(pk, agent_id)
+            log("notify-file-renewed", agent=agent_id, path=path)
+        except OSError as exc:  # the name's directory gone, say: the seat's next line tries again
+            log("notify-recover-failed", agent=agent_id, path=path, error=exc.strerror or exc)
 
 
-def _recover_seat(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str, strayed: bool) -> None:
+def _seats(db: apsw.Connection, agent_ids: set[str]) -> dict[str, int]:
+    """{current id: pk} of the seats `agent_ids` name: by their ids, or by an id they were renamed from (the
+    event of a file deleted just before a rename comes after it). A removed seat's id names none."""
+    found = agents_sql.pks_by_id(db, sorted(agent_ids))
+    for former in agent_ids - found.keys():
+        alias = agents_sql.alias(db, former)
+        seat = agents_sql.by_pk(db, alias["agent_pk"]) if alias else None
+        if seat is not None:
+            found[seat["id"]] = seat["pk"]
+    return found
+
+
+def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str) -> None:
+    """Notifier.on_empty_file: see the module docstring. Never raises: the seat's line goes in all the same."""
     path = notifier.path(agent_id)
-    kept = max(last_id_in(path) or 0, last_id_in(rotated(path)) or 0)
-    if kept >= notifier.written.get(pk, 0):  # moved to `.1` (logrotate), or the hub's own doing
-        if strayed:
-            notifier.let_go(agent_id)
-            log("notify-file-moved", agent=agent_id, path=path)
+    upto = notifier.written.get(pk, 0)
+    try:
+        if not upto or (last_id_in(rotated(path)) or 0) >= upto:
+            return
+        saved = _saved_place(notifier, agent_id)
+        after = upto - 1 if saved is None else min(upto - 1, max(saved, upto - HISTORY_LINES))
+        lines = _lines_between(db, pk, after, upto)
+        # Not synced, as notify lines never are: a power cut now costs these lines' wakes as `missed`, not mail.
+        write_private(rotated(path), b"".join(lines), sync=False)
+    except (OSError, apsw.Error) as exc:
+        log("notify-recover-failed", agent=agent_id, path=rotated(path), error=getattr(exc, "strerror", None) or exc)
         return
-    newest = sql.newest_delivery(db, pk)
-    _rewrite_rotated(notifier, db, pk, agent_id, newest)
-    notifier.let_go(agent_id)  # after the new `.1` exists: it cannot take the lost file's inode number
-    notifier.written[pk] = max(newest, notifier.written.get(pk, 0))  # `.1` holds all up to it, any the writer
-    notifier.behind.discard(pk)                                     # was behind on too
-    log("notify-file-lost", agent=agent_id, path=path, kept_in=rotated(path), upto=newest)
+    log("notify-file-lost", agent=agent_id, path=path, kept_in=rotated(path), lines=len(lines), upto=upto)
+
+
+def _saved_place(notifier: Notifier, agent_id: str) -> int | None:
+    """The id the seat's listener saved as rung (listen-<id>.offset), None when it saved none."""
+    if notifier.seats is None:
+        return None
+    offset = filenames.listen_file(os.fspath(notifier.seats), agent_id, "offset")
+    return saved_id(offset) if filenames.exists(offset) else None
+
+
+def _lines_between(db: apsw.Connection, pk: int, after: int, upto: int) -> list[bytes]:
+    """The notify lines of the seat's deliveries with after < id <= upto, from the database."""
+    lines = []
+    for rows in sql.deliveries_after(db, pk, after):
+        lines += notify_lines([row for row in rows if row["id"] <= upto])
+    return lines
 
 
 def _strayed(fd: int, path: Path) -> bool:
-    """Whether the open file `fd` is no longer the one under `path` (deleted, or renamed away)."""
+    """Whether the open file `fd` is no longer the one under `path` (deleted, renamed away, or its
+    directory moved: any name that cannot be looked at counts)."""
     held = os.fstat(fd)
     try:
         named = os.lstat(path)
-    except FileNotFoundError:
+    except OSError:
         return True
     return (held.st_dev, held.st_ino) != (named.st_dev, named.st_ino)
-
-
-def _rewrite_rotated(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str, newest: int) -> None:
-    """The seat's newest deliveries up to `newest` in a new `<id>-inbox.log.1`, synced before it takes the
-    name (as a rotation's: start-up replays only beyond the newest line)."""
-    staging = Path(tempfile.mkdtemp(prefix=".lost-", dir=notifier.directory))
-    try:
-        write_history(db, staging, notifier.rotate_bytes, [(pk, agent_id, newest)])
-        staged = notify_file(staging, agent_id)
-        sync_path(staged)
-        os.replace(staged, rotated(notifier.path(agent_id)))
-    finally:
-        shutil.rmtree(staging, ignore_errors=True)

@@ -41,8 +41,7 @@ def prepare(db: apsw.Connection, directory: Path, agents: list[str], rotate_byte
     directory.mkdir(mode=HOME_MODE, parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=".restore-", dir=directory))
     try:
-        write_history(db, staging, rotate_bytes, [(pk, agent_id, newest) for pk, agent_id, newest, _ in
-                                                  sql.delivery_marks(db)])
+        _write_history(db, staging, rotate_bytes)
         # Every new file exists before any old one goes, so none can be given an old one's inode
         # number: a listener whose saved inode came back would resume inside a file it never read.
         _make_empty(staging, agents)
@@ -63,13 +62,12 @@ def install(staging: Path, directory: Path, agents: list[str]) -> None:
         shutil.rmtree(staging, ignore_errors=True)
 
 
-def write_history(db: apsw.Connection, staging: Path, rotate_bytes: int, seats: list[tuple[int, str, int]]) -> None:
-    """The newest deliveries of each seat (pk, agent id, newest id), up to that id and one rotation's worth,
-    in staging/<id>-inbox.log, by the hub's own writer (a `.1` beside it holds any that did not fit)."""
+def _write_history(db: apsw.Connection, staging: Path, rotate_bytes: int) -> None:
+    """Each seat's newest deliveries in staging/<id>-inbox.log, by the hub's own writer."""
     history = rotate_bytes // _SHORTEST_LINE if rotate_bytes else None
     notifier = Notifier(staging, rotate_bytes)
     try:
-        for pk, agent_id, newest in seats:
+        for pk, agent_id, newest, _ in sql.delivery_marks(db):
             notifier.written[pk] = max(0, newest - history) if history else 0
             notifier.catch_up(db, pk)
             if notifier.written[pk] != newest:

@@ -57,7 +57,7 @@ class Survey:
         self.last_ids = (last_id_in(path) if present[0] else None,  # the file's, its `.1`'s
                          last_id_in(path + ROTATED_SUFFIX) if present[1] else None)
         self.file_ids = [i for i in self.last_ids if i is not None]
-        self.offset_id = _saved_id(offset_file)
+        self.offset_id = saved_id(offset_file)
         shown = max([*self.file_ids, self.offset_id, 0])
         # Lines naming deliveries the database lacks; or a listener that saw ids above both the
         # database and a floor already raised for them (a floor raised before needs no new file).
@@ -93,7 +93,7 @@ def _id(line: bytes) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _saved_id(offset_file: str | None) -> int:
+def saved_id(offset_file: str | None) -> int:
     """The delivery id a listener's saved offset (listen-<id>.offset) says it has rung; 0 if none."""
     if offset_file is None:
         return 0

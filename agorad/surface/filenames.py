@@ -157,13 +157,15 @@ def made_private(fd: int, info: os.stat_result | None = None) -> os.stat_result:
     return info
 
 
-def write_private(path: str | os.PathLike, text: str, sync: bool = True) -> None:
-    """Write `text` to `path` atomically (temp file, fsync unless told not to, rename), mode 0600."""
+def write_private(path: str | os.PathLike, text: str | bytes, sync: bool = True) -> None:
+    """Write `text` (or bytes) to `path` atomically (temp file, fsync unless told not to, rename), mode 0600."""
     directory, name = os.path.split(path)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, FILE_MODE)
     try:
-        os.write(fd, text.encode())
+        data = text if isinstance(text, bytes) else text.encode()
+        while data:  # a file this size can take more than one write(2)
+            data = data[os.write(fd, data):]
         if sync:
             os.fsync(fd)
     finally:
