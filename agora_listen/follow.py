@@ -41,6 +41,7 @@ class Follower:
         # Armed where the file did not exist yet: every line the name comes to hold is new, and so is
         # a `.1` found before the first read (the first file filled and rotated meanwhile).
         self.fileless = False
+        self.unplaced: tuple[int, int | None] | None = None  # (id rung, inode of the `.1` read) while placeless
 
     # --- arming ---------------------------------------------------------------
 
@@ -75,7 +76,9 @@ class Follower:
                 return
         # Rotated since: finish the old file (now .1) from where we were; if it was rotated
         # twice, re-read .1 from its start, skipping only ids already rung.
+        seen = None
         if self._open(self.rotated):
+            seen = self.inode
             place = _place(self.fd, offset) if self.inode == offset["inode"] else None
             if place is not None:
                 self.pos = place
@@ -86,7 +89,8 @@ class Follower:
             self.pending = self._read_lines()
             self.skip_upto = 0
             self._close()
-        self._open(self.path)
+        if not self._open(self.path):  # the saved file gone and no file under the name (see _read_kept)
+            self.unplaced = (offset["id"], seen)
 
     # --- reading --------------------------------------------------------------
 
@@ -119,6 +123,8 @@ class Follower:
         A `.1` that is the file just opened rotated after the open: it is read on through the descriptor.
         """
         current = self.inode if self._open(self.path) else None
+        if self.unplaced is not None:
+            return self._read_kept(current) if current is not None else []
         if not self.fileless:
             return []
         lines = []
@@ -132,11 +138,30 @@ class Follower:
             self.fileless = False
         return lines
 
+    def _read_kept(self, current: int) -> list[dict]:
+        """Armed on a place whose file was gone, with no file under the name: the hub, making the name again,
+        first puts what the lost file held and this listener may not have read into a new `.1`
+        (runtime/notify_lost.py). Read a `.1` made since arming skipping what was rung, then the new file from
+        its start (opened again here: reading `.1` closed it)."""
+        rung, seen = self.unplaced
+        self.unplaced = None
+        if _inode(self.rotated) in (None, seen, current):
+            return []
+        lines = []
+        if self._open(self.rotated):
+            self.skip_upto = rung
+            lines = self._read_lines()
+            self.skip_upto = 0
+        self._open(self.path)
+        return lines
+
     def offset(self) -> dict:
         """Where the next instance should resume: the start of any incomplete line."""
         return {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
 
     def _read_lines(self) -> list[dict]:
+        if self.pos and os.fstat(self.fd).st_size < self.pos:  # emptied under the reader (by hand, or a
+            self.pos, self.partial = 0, b""                    # copytruncate): what it holds now is new
         data = bytearray()
         while True:
             chunk = os.pread(self.fd, _CHUNK, self.pos)

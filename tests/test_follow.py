@@ -182,3 +182,41 @@ def test_a_first_arm_on_a_half_written_line_reads_that_line_once_it_is_whole(tmp
         notify.write(line[20:])
     _append(path, [5])
     assert ([line["id"] for line in follower.read_new()], follower.missed) == ([4, 5], 0)
+
+
+def test_a_file_emptied_under_the_follower_is_read_again_from_its_start(tmp_path):
+    """Emptied in place (by hand, or logrotate's copytruncate) while the follower reads it: the hub's next
+    lines land at its start, below the follower's place. It read nothing more until the file grew past
+    that place, then from the middle of a line."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, range(1, 4))
+    follower = Follower(path)
+    follower.arm(None)
+    assert follower.read_new() == []
+    os.truncate(path, 0)
+    _append(path, [4])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([4], 0)
+
+
+def test_a_place_whose_file_went_reads_the_kept_dot_one_once_the_name_comes_back(tmp_path):
+    """The saved file deleted, nothing under the name yet: the hub then puts the lines the listener had not
+    read into a new `.1` and makes the name again (runtime/notify_lost.py); they are read skipping what was
+    rung. A `.1` that was already there when the follower armed is not taken for it."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, range(1, 3))
+    os.replace(path, rotated(path))
+    _append(path, range(3, 6))
+    follower = Follower(path)
+    follower.arm(None)
+    saved = follower.offset()
+    follower.close()
+    assert saved["id"] == 5
+    path.unlink()  # ids 3-5 gone with it; the listener had read them
+    follower = Follower(path)
+    follower.arm(saved)
+    assert follower.read_new() == []  # no file under the name: nothing yet, and the old `.1` is not news
+    kept = tmp_path / "kept"
+    _append(kept, range(5, 8))  # what the hub kept: from the listener's saved place on (5 rung, 6-7 not)
+    os.replace(kept, rotated(path))
+    _append(path, [8])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([6, 7, 8], 0)

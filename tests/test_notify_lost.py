@@ -37,8 +37,8 @@ def connection(hub, agent: str) -> Raw:
     return raw
 
 
-def dm_frame(to: str, title: str) -> bytes:
-    params = {"target": f"@{to}", "title": title, "body": ""}
+def dm_frame(to: str, title: str, body: str = "") -> bytes:
+    params = {"target": f"@{to}", "title": title, "body": body}
     return json.dumps({"jsonrpc": "2.0", "id": 7, "method": "messages.send", "params": params}).encode() + b"\n"
 
 
@@ -144,10 +144,45 @@ def test_a_file_deleted_just_before_its_seat_is_renamed_keeps_its_lines_under_th
                                   "params": {"old": "runtime", "new": "builder", "reason": "split"}}).encode() + b"\n")
         path.unlink()  # noticed after the rename: under an id the seat no longer has
     assert "result" in operator.reply()
+    send(pair["memory"], "@builder", "after")  # the seat's next line opens its new name: what was unread is kept
     logged(hub, "notify-file-lost")
-    assert ids(hub.home / "builder-inbox.log.1") == [2]
+    assert ids(hub.home / "builder-inbox.log.1") == [2] and ids(hub.home / "builder-inbox.log") == [3]
     code, lines, _ = listen_once(hub, "--as", "builder", "--debounce", "0", "--max-wait", "5")
-    assert code == 2 and fields(lines[1])["n"] == "1" and "missed" not in fields(lines[1])
+    assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
+
+
+def test_a_rotation_due_as_the_file_is_deleted_writes_the_line_into_the_new_file(home):
+    hub = Hub(home, "--notify-rotate-mb", "0.002").start()  # 2,097 bytes
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            path = home / "runtime-inbox.log"
+            send(s["memory"], "@runtime", "0", "y" * 60)
+            line = len(path.read_bytes())
+            while path.stat().st_size + line <= 2097:  # the next line rotates the file
+                send(s["memory"], "@runtime", "filler", "y" * 60)
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")
+            sender = connection(hub, "memory")
+            with stopped(hub):
+                sender.send(dm_frame("runtime", "filler", "y" * 60))  # rotates a file that is gone
+                path.unlink()
+            assert "result" in sender.reply()
+            newest = json.loads(path.with_name(path.name + ".1").read_text().splitlines()[-1])["id"]
+            assert ids(path) == [newest + 1] and "notify-write-failed" not in hub.log()
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+            assert code == 2 and fields(lines[1])["n"] == "1" and "missed" not in fields(lines[1])
+    finally:
+        hub.stop()
+
+
+def test_a_name_no_seat_can_have_among_the_changes_does_not_stop_the_others(hub, pair):
+    send(pair["memory"], "@runtime", "one")
+    odd = os.fsencode(hub.home) + b"/\xff-inbox.log"
+    os.close(os.open(odd, os.O_CREAT | os.O_WRONLY, 0o600))
+    with stopped(hub):
+        os.unlink(odd)
+        (hub.home / "runtime-inbox.log").unlink()
+    logged(hub, "notify-file-renewed")
+    assert (hub.home / "runtime-inbox.log").exists() and "Traceback" not in hub.log()
 
 
 def test_a_fresh_listener_armed_after_a_deletion_rings_only_what_comes_next(hub, pair):
@@ -246,6 +281,24 @@ def without_inotify(home, tmp_path, *args: str) -> Hub:
     hub.start()
     hub.env = plain  # for the listeners: theirs is the real inotify
     return hub
+
+
+def test_a_listener_armed_before_the_hub_kept_the_lines_reads_them_when_the_name_comes_back(home, tmp_path):
+    hub = without_inotify(home, tmp_path)  # the deletion goes unseen until SIGUSR2: a window as long as wanted
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "commons", "first")
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")
+            send(s["memory"], "@runtime", "unread")
+            (home / "runtime-inbox.log").unlink()
+            ear = Listener(hub, "--as", "runtime", "--once", "--debounce", "0", "--max-wait", "20")
+            assert ear.next_line().startswith("AGORA_LISTEN armed")  # its place gone, no file under the name
+            hub.proc.send_signal(signal.SIGUSR2)  # `.1` with the unread line, then the name
+            code, lines, _ = ear.finish()
+            assert code == 2 and fields(lines[1])["channels"] == "dm:memory--runtime#1"
+            assert "missed" not in fields(lines[1])
+    finally:
+        hub.stop()
 
 
 def test_where_there_is_no_inotify_sigusr2_finds_a_file_that_left_its_name(home, tmp_path):

@@ -75,15 +75,16 @@ def _last_id(path: Path) -> int | None:
 
 def _compare_file(entry: dict, path: Path) -> None:
     on_disk, last = entry["file_id"], entry["database_id"]
-    lost = (f"no mail is lost: `agora inbox --as {entry['agent']}` shows it; only the wakes its listener had not "
-            "read are")
+    inbox = f"no mail is lost: `agora inbox --as {entry['agent']}` shows it"
     if on_disk is None and last and not (path.exists() or rotated(path).exists()):
-        # Deleted while no hub ran (a running one keeps the lines in `.1` at once, runtime/notify_lost.py).
-        entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} ({lost}; the "
-                                 "hub makes the file again at the seat's next delivery)")
+        # Deleted while no hub ran (a running one makes the file again at once, runtime/notify_lost.py).
+        entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} ({inbox}; the "
+                                 "hub makes the file again at the seat's next delivery, with what its listener had "
+                                 "not read in .1)")
     elif on_disk is None and last:  # emptied by hand: the hub does not write lines its file once held again
-        entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} ({lost}; "
-                                 "the file holds lines again from the seat's next delivery)")
+        entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} ({inbox}; "
+                                 "only wakes its listener had not read may be; the file holds lines again from "
+                                 "the seat's next delivery)")
     elif on_disk is not None and on_disk < last:
         entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
                                  "(the hub fills the file in at its next start or sweep)")

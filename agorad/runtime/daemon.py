@@ -27,7 +27,7 @@ from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
 from agorad.runtime.log import log
-from agorad.runtime.notify import raise_descriptor_limit, shared_dir_problem
+from agorad.runtime.notify_dir import raise_descriptor_limit, shared_dir_problem
 from agorad.runtime.renames import finish_cut_renames
 from agorad.runtime.server import serve
 from agorad.store import connect, write

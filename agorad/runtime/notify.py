@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import resource
-import stat
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,6 +23,7 @@ from agorad.domain.delivery import Deliveries
 from agorad.runtime.helper import Helper
 from agorad.surface.fence import one_line, preview
 from agorad.runtime.log import log
+from agorad.runtime.notify_dir import MIN_OPEN_FILES, tighten
 from agorad.runtime.notify_reconcile import Survey, rewrite_without_lost
 from agorad.store import messages as sql
 from agorad.store import write
@@ -32,8 +31,6 @@ from agorad.surface import filenames
 from agorad.surface.paths import notify_file, rotated
 from agorad.surface.protocol import encode_text as _text
 
-MIN_OPEN_FILES = 128     # notify descriptors kept open at least, whatever RLIMIT_NOFILE says
-MAX_OPEN_FILES = 32_768  # ... and at most: a channel this large reopens files on each post
 _OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
@@ -91,28 +88,6 @@ def _flag_array(flags: str | list) -> str:
     return text
 
 
-def notify_files_allowed() -> int:
-    """How many notify files the hub keeps open: half its descriptor limit (the rest is for
-    connections, the database and logs). With fewer open than a channel has members, every
-    post to it reopened each file by name (a post to 1,000 members: 18 us a member, not 6)."""
-    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
-    return MAX_OPEN_FILES if soft == resource.RLIM_INFINITY else min(MAX_OPEN_FILES, soft // 2)
-
-
-def raise_descriptor_limit() -> int:
-    """Raise the soft RLIMIT_NOFILE to the hard one (up to what the notify files can use twice over):
-    the hub's loop is epoll, so no select() limit applies. Return the soft limit now in force."""
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    wanted = 2 * MAX_OPEN_FILES if hard == resource.RLIM_INFINITY else min(hard, 2 * MAX_OPEN_FILES)
-    if soft != resource.RLIM_INFINITY and soft < wanted:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (wanted, hard))
-            soft = wanted
-        except (ValueError, OSError):
-            pass  # kept as it was: the notify files then share the lower limit
-    return soft
-
-
 def _flag_bytes(flags: str) -> bytes:
     found = _FLAG_BYTES.get(flags)
     if found is None:
@@ -145,8 +120,8 @@ class Notifier:
         self.behind: set[int] = set()      # agents whose last write failed
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
         self.helper = helper or Helper()
-        # Called with (agent pk, agent id) as an empty file under a seat's name is opened, before any line goes
-        # in: the hub's keeps what a file that left the name held and a listener had not read (notify_lost.py).
+        # Called with (agent pk, agent id) before a file under a seat's name is opened that is missing or empty:
+        # the hub's keeps what a file that left the name held and a listener had not read (notify_lost.py).
         self.on_empty_file: Callable[[int, str], None] | None = None
 
     @property
@@ -162,7 +137,7 @@ class Notifier:
         if not self.enabled:
             return 0
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _tighten(self.directory)
+        tighten(self.directory)
         replayed = 0
         for pk, newest, notified_upto, on_disk in self._reconciled(db):
             self.written[pk] = on_disk if on_disk is not None else min(notified_upto, newest)
@@ -361,6 +336,8 @@ class Notifier:
                 self._rotate(agent_id)
             else:
                 return opened.fd
+        if self.on_empty_file is not None and _missing_or_empty(self.path(agent_id)):
+            self.on_empty_file(agent_pk, agent_id)  # before the name is made: a listener finds `.1` first
         fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
         size = _private(fd, self.path(agent_id)).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -371,8 +348,6 @@ class Notifier:
             return self._fd(agent_pk, agent_id, incoming)
         while len(self._files) > self.open_files:
             self._close(next(iter(self._files)))
-        if not size and self.on_empty_file is not None:
-            self.on_empty_file(agent_pk, agent_id)
         return fd
 
     def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:
@@ -393,7 +368,10 @@ class Notifier:
         os.fsync(self._files[agent_id].fd)
         self._close(agent_id)
         path = self.path(agent_id)
-        os.replace(path, rotated(path))
+        try:
+            os.replace(path, rotated(path))
+        except FileNotFoundError:
+            pass  # deleted or moved away under the hub: the new file's opening keeps what it held (notify_lost.py)
 
     def _close(self, agent_id: str) -> None:
         entry = self._files.pop(agent_id, None)
@@ -463,6 +441,16 @@ def _names_in(directory: Path) -> set[str]:
         return set()
 
 
+def _missing_or_empty(path: Path) -> bool:
+    """Whether no file, or an empty one, is under `path`; False when it cannot be looked at (the open says why)."""
+    try:
+        return os.lstat(path).st_size == 0
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+
+
 def _whole_lines(lines: list[bytes], written: int) -> int:
     """How many of `lines` a write that got only `written` bytes out put in the file whole."""
     count = 0
@@ -482,30 +470,3 @@ def _private(fd: int, path: Path) -> os.stat_result:
         os.close(fd)
         raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not the hub's user; remove it")
     return filenames.made_private(fd, info)
-
-
-def shared_dir_problem(directory: Path) -> str | None:
-    """Why the hub will not keep its notify files in `directory`, or None: another user's directory, or a
-    sticky one (/tmp, /dev/shm), is shared, and a file planted there would carry the seats' titles out and
-    forged wakes in. A missing one is made 0700; one of ours that is merely loose is tightened."""
-    try:
-        link = os.lstat(directory)
-        info = os.stat(directory)  # a link to a directory of yours is yours to use, if the link is yours too
-    except FileNotFoundError:
-        return None
-    if stat.S_ISLNK(link.st_mode) and link.st_uid != os.geteuid():
-        return f"the notify directory {directory} is a symbolic link another user owns; give a directory of your own"
-    if not stat.S_ISDIR(info.st_mode):
-        return f"{directory} is not a directory"
-    if info.st_uid != os.geteuid() or info.st_mode & 0o1000:
-        owner = "another user's" if info.st_uid != os.geteuid() else "sticky (shared, as /tmp is)"
-        return (f"the notify directory {directory} is {owner} (mode {oct(info.st_mode & 0o7777)}): other users "
-                f"could plant or read notify files there; give --notify-dir a directory of your own, such as "
-                f"{directory}/agora-notify (made 0700)")
-    return None
-
-
-def _tighten(directory: Path) -> None:
-    """Make our own notify directory 0700 (shared_dir_problem has refused a shared one before start)."""
-    if os.stat(directory).st_mode & 0o077:
-        os.chmod(directory, 0o700)

@@ -47,15 +47,17 @@ import apsw
 
 from agorad.runtime.log import log
 from agorad.runtime.notify import Notifier, notify_lines
-from agorad.runtime.notify_reconcile import saved_id
+from agorad.runtime.notify_reconcile import saved_id, saved_offset
 from agorad.store import agents as agents_sql
 from agorad.store import messages as sql
 from agorad.surface import filenames, inotify
 from agorad.surface.filenames import notify_file_owner, write_private
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import rotated
+from agorad.surface.protocol import is_agent_id
 
-HISTORY_LINES = 1000  # at most this many unread deliveries kept in `.1`; a listener counts older ones as missed
+SEATS_A_TURN = 32    # seats `recover` takes in one loop turn (HubState.look_at_notify_files)
+HISTORY_LINES = 100  # at most this many unread deliveries kept in `.1`; a listener counts older ones as missed
 
 # A name leaves (unlink, a rename away) or is replaced (a rename onto it). Not IN_CREATE or
 # IN_MODIFY: the hub's own appends and new files would wake it for nothing.
@@ -102,7 +104,7 @@ class NameWatch:
                 owners = None
             elif owners is not None:
                 owner = notify_file_owner(name)
-                if owner:
+                if is_agent_id(owner):  # not some other file, nor a name no seat can have
                     owners.add(owner)
         return owners
 
@@ -134,9 +136,17 @@ def watch(directory: Path | None) -> NameWatch | None:
 
 def recover(notifier: Notifier, db: apsw.Connection, agent_ids: set[str] | None) -> None:
     """Open again, now, the name of each of `agent_ids` (None: every seat whose file is held open) whose
-    held file left it, or that has lines and no file under it (see the module docstring)."""
+    held file left it, or that has lines and no file under it (see the module docstring). Never raises: it
+    runs from the event loop and from SIGUSR2, whose reopening must follow all the same."""
+    try:
+        _recover(notifier, db, agent_ids)
+    except Exception as exc:  # a database error: the seats' next lines keep what they can (keep_unread)
+        log("notify-recover-failed", error=type(exc).__name__, detail=str(exc)[:200])
+
+
+def _recover(notifier: Notifier, db: apsw.Connection, agent_ids: set[str] | None) -> None:
     held = notifier.descriptors()
-    for agent_id, pk in sorted(_seats(db, set(held) if agent_ids is None else agent_ids).items()):
+    for agent_id, pk in sorted(agents_sql.pks_by_id(db, sorted(held if agent_ids is None else agent_ids)).items()):
         path = notifier.path(agent_id)
         try:
             fd = held.get(agent_id)
@@ -148,18 +158,6 @@ def recover(notifier: Notifier, db: apsw.Connection, agent_ids: set[str] | None)
             log("notify-file-renewed", agent=agent_id, path=path)
         except OSError as exc:  # the name's directory gone, say: the seat's next line tries again
             log("notify-recover-failed", agent=agent_id, path=path, error=exc.strerror or exc)
-
-
-def _seats(db: apsw.Connection, agent_ids: set[str]) -> dict[str, int]:
-    """{current id: pk} of the seats `agent_ids` name: by their ids, or by an id they were renamed from (the
-    event of a file deleted just before a rename comes after it). A removed seat's id names none."""
-    found = agents_sql.pks_by_id(db, sorted(agent_ids))
-    for former in agent_ids - found.keys():
-        alias = agents_sql.alias(db, former)
-        seat = agents_sql.by_pk(db, alias["agent_pk"]) if alias else None
-        if seat is not None:
-            found[seat["id"]] = seat["pk"]
-    return found
 
 
 def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str) -> None:
@@ -181,11 +179,14 @@ def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str)
 
 
 def _saved_place(notifier: Notifier, agent_id: str) -> int | None:
-    """The id the seat's listener saved as rung (listen-<id>.offset), None when it saved none."""
+    """The id the seat's listener saved as rung in a file (listen-<id>.offset); None when it saved no place in
+    one: a listener armed with no file reads a `.1` made since whole (agora_listen/follow.py), so it is given
+    only the newest line, not a history it would ring again."""
     if notifier.seats is None:
         return None
     offset = filenames.listen_file(os.fspath(notifier.seats), agent_id, "offset")
-    return saved_id(offset) if filenames.exists(offset) else None
+    saved = saved_offset(offset)  # none, or unreadable: such a listener too reads what it finds from its start
+    return saved_id(offset) if saved is not None and saved.get("inode") is not None else None
 
 
 def _lines_between(db: apsw.Connection, pk: int, after: int, upto: int) -> list[bytes]:

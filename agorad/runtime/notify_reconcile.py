@@ -93,15 +93,21 @@ def _id(line: bytes) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def saved_id(offset_file: str | None) -> int:
-    """The delivery id a listener's saved offset (listen-<id>.offset) says it has rung; 0 if none."""
+def saved_offset(offset_file: str | None) -> dict | None:
+    """A listener's saved offset (listen-<id>.offset) as the dict it wrote; None if none, or unreadable."""
     if offset_file is None:
-        return 0
+        return None
     try:
         with open(offset_file) as file:
-            value = json.loads(file.read()).get("id")
-    except (OSError, ValueError, AttributeError):
-        return 0
+            saved = json.loads(file.read())
+    except (OSError, ValueError):
+        return None
+    return saved if isinstance(saved, dict) else None
+
+
+def saved_id(offset_file: str | None) -> int:
+    """The delivery id a listener's saved offset says it has rung; 0 if none."""
+    value = (saved_offset(offset_file) or {}).get("id")
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
