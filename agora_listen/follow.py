@@ -90,7 +90,7 @@ class Follower:
             self.skip_upto = 0
             self._close()
         if not self._open(self.path):  # the saved file gone and no file under the name (see _read_kept)
-            self.unplaced = (offset["id"], seen)
+            self.unplaced = (self.last_id, seen)  # what was rung, the `.1` just read included
 
     # --- reading --------------------------------------------------------------
 

@@ -220,3 +220,28 @@ def test_a_place_whose_file_went_reads_the_kept_dot_one_once_the_name_comes_back
     os.replace(kept, rotated(path))
     _append(path, [8])
     assert ([line["id"] for line in follower.read_new()], follower.missed) == ([6, 7, 8], 0)
+
+
+def test_a_place_whose_file_went_after_a_rotation_skips_what_it_read_from_the_old_dot_one(tmp_path):
+    """The saved place's file rotated to `.1` with lines after the place, then the next file was deleted:
+    arming reads those lines from `.1` and finds no file under the name. The hub's kept `.1` starts after
+    the place the listener saved, behind what it has read since: those are skipped, not rung again."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, [1, 2])
+    first = Follower(path)
+    first.arm(None)
+    saved = first.offset()
+    first.close()
+    _append(path, [3, 4])
+    os.replace(path, rotated(path))  # the hub's rotation
+    _append(path, [5, 6])
+    path.unlink()  # the next file deleted by hand
+    follower = Follower(path)
+    follower.arm(saved)
+    rung = [line["id"] for line in follower.read_new()]
+    kept = tmp_path / "kept"
+    _append(kept, [3, 4, 5, 6])  # the hub's: after the place saved (2), up to its newest line
+    os.replace(kept, rotated(path))
+    _append(path, [7])
+    rung += [line["id"] for line in follower.read_new()]
+    assert (rung, follower.missed) == ([3, 4, 5, 6, 7], 0)

@@ -336,3 +336,56 @@ def test_sigusr2_still_reopens_when_a_name_cannot_be_looked_at(home, tmp_path):
             assert "notify-write-failed" in hub.log()
     finally:
         hub.stop()
+
+
+def test_a_listener_that_waited_with_no_file_keeps_its_place_for_the_lines_the_hub_keeps(home, tmp_path):
+    hub = without_inotify(home, tmp_path)
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "commons", "first")
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")
+            send(s["memory"], "@runtime", "unread one")
+            send(s["memory"], "@runtime", "unread two")
+            (home / "runtime-inbox.log").unlink()
+            assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0  # saves its place, no file
+            hub.proc.send_signal(signal.SIGUSR2)
+            logged(hub, "notify-file-lost")
+            assert ids(home / "runtime-inbox.log.1") == [2, 3]
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+            assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
+    finally:
+        hub.stop()
+
+
+def test_a_missing_notify_directory_costs_one_failure_line_not_one_a_delivery(home, tmp_path):
+    notify_dir = tmp_path / "n"
+    hub = Hub(home, "--notify-dir", str(notify_dir)).start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "one")
+            notify_dir.rename(tmp_path / "old")
+            logged(hub, "notify-recover-failed")
+            for i in range(3):
+                send(s["memory"], "@runtime", f"into nothing {i}")
+            hub.call("hub.sweep")
+            assert hub.log().count(" notify-recover-failed ") == 1 and " notify-write-failed " in hub.log()
+    finally:
+        hub.stop()
+
+
+def test_seats_still_queued_when_the_hub_stops_are_left_to_their_next_lines(home):
+    hub = Hub(home).start()
+    try:
+        names = [f"s{i:03d}" for i in range(400)]
+        for name in names:
+            hub.add_agent(name)
+        with seats(hub, "memory") as s:
+            send(s["memory"], "commons", "to all")
+        with stopped(hub):
+            for name in names:
+                (home / f"{name}-inbox.log").unlink()
+            hub.proc.send_signal(signal.SIGTERM)
+        assert hub.proc.wait(timeout=30) == 0
+    finally:
+        hub.stop()
+    assert "Traceback" not in hub.log() and " stopped" in hub.log()

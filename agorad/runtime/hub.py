@@ -112,12 +112,16 @@ class HubState:
         """Once the open batch is settled, stop writing to any of these seats' files (None: every one held
         open) that left its name, and keep what a listener may not have read (notify_lost.py). Many seats
         (`rm *-inbox.log`) are taken a few dozen a loop turn, so requests get in between (~1.5 ms a seat)."""
-        if agent_ids is not None and len(agent_ids) > notify_lost.SEATS_A_TURN:
-            ordered = sorted(agent_ids)
-            asyncio.get_running_loop().call_soon(self.look_at_notify_files, set(ordered[notify_lost.SEATS_A_TURN:]))
-            agent_ids = set(ordered[:notify_lost.SEATS_A_TURN])
-        if agent_ids is None or agent_ids:
-            self.batch.when_settled(lambda stored: notify_lost.recover(self.notifier, self.db, agent_ids))
+        ordered = sorted(self.notifier.descriptors() if agent_ids is None else agent_ids)
+        now, later = set(ordered[:notify_lost.SEATS_A_TURN]), set(ordered[notify_lost.SEATS_A_TURN:])
+        if later:
+            asyncio.get_running_loop().call_soon(self._look_at_notify_files_later, later)
+        if now:
+            self.batch.when_settled(lambda stored: notify_lost.recover(self.notifier, self.db, now))
+
+    def _look_at_notify_files_later(self, agent_ids: set[str]) -> None:
+        if self.notify_names is not None:  # None once the hub stops: its database is closing
+            self.look_at_notify_files(agent_ids)
 
     def reopen_notify_files(self) -> None:
         """SIGUSR2: look at every open notify file (a file moved away where no watch saw it), then close them

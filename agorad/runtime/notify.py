@@ -442,11 +442,12 @@ def _names_in(directory: Path) -> set[str]:
 
 
 def _missing_or_empty(path: Path) -> bool:
-    """Whether no file, or an empty one, is under `path`; False when it cannot be looked at (the open says why)."""
+    """Whether no file, or an empty one, is under `path`; False when it cannot be looked at, its directory
+    missing included (the open says why, once: the write's failure)."""
     try:
         return os.lstat(path).st_size == 0
     except FileNotFoundError:
-        return True
+        return os.path.isdir(os.path.dirname(path))
     except OSError:
         return False
 

@@ -47,7 +47,7 @@ import apsw
 
 from agorad.runtime.log import log
 from agorad.runtime.notify import Notifier, notify_lines
-from agorad.runtime.notify_reconcile import saved_id, saved_offset
+from agorad.runtime.notify_reconcile import saved_id
 from agorad.store import agents as agents_sql
 from agorad.store import messages as sql
 from agorad.surface import filenames, inotify
@@ -179,14 +179,12 @@ def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str)
 
 
 def _saved_place(notifier: Notifier, agent_id: str) -> int | None:
-    """The id the seat's listener saved as rung in a file (listen-<id>.offset); None when it saved no place in
-    one: a listener armed with no file reads a `.1` made since whole (agora_listen/follow.py), so it is given
-    only the newest line, not a history it would ring again."""
+    """The id the seat's listener saved as rung (listen-<id>.offset); None when it saved none, or 0: a first
+    arm with no file reads a `.1` made since whole (agora_listen/follow.py), so it is given only the newest
+    line, not a history it would ring again."""
     if notifier.seats is None:
         return None
-    offset = filenames.listen_file(os.fspath(notifier.seats), agent_id, "offset")
-    saved = saved_offset(offset)  # none, or unreadable: such a listener too reads what it finds from its start
-    return saved_id(offset) if saved is not None and saved.get("inode") is not None else None
+    return saved_id(filenames.listen_file(os.fspath(notifier.seats), agent_id, "offset")) or None
 
 
 def _lines_between(db: apsw.Connection, pk: int, after: int, upto: int) -> list[bytes]:

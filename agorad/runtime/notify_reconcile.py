@@ -93,21 +93,15 @@ def _id(line: bytes) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def saved_offset(offset_file: str | None) -> dict | None:
-    """A listener's saved offset (listen-<id>.offset) as the dict it wrote; None if none, or unreadable."""
+def saved_id(offset_file: str | None) -> int:
+    """The delivery id a listener's saved offset (listen-<id>.offset) says it has rung; 0 if none."""
     if offset_file is None:
-        return None
+        return 0
     try:
         with open(offset_file) as file:
-            saved = json.loads(file.read())
-    except (OSError, ValueError):
-        return None
-    return saved if isinstance(saved, dict) else None
-
-
-def saved_id(offset_file: str | None) -> int:
-    """The delivery id a listener's saved offset says it has rung; 0 if none."""
-    value = (saved_offset(offset_file) or {}).get("id")
+            value = json.loads(file.read()).get("id")
+    except (OSError, ValueError, AttributeError):
+        return 0
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
 
 
