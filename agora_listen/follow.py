@@ -35,7 +35,6 @@ class Follower:
         self.pos = 0
         self.partial = b""
         self.last_id = 0
-        self.skip_upto = 0  # while re-reading a file from its start: ids already rung
         self.missed = 0  # deliveries whose lines were rotated away before they were read
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
         # Armed where the file did not exist yet: every line the name comes to hold is new, and so is
@@ -80,14 +79,14 @@ class Follower:
         if self._open(self.rotated):
             seen = self.inode
             place = _place(self.fd, offset) if self.inode == offset["inode"] else None
+            rung = 0  # read on from the place: nothing before it comes again
             if place is not None:
                 self.pos = place
             else:
-                self.skip_upto = offset["id"]
-                if _last_id_before(self.fd, os.fstat(self.fd).st_size) <= self.skip_upto:
+                rung = offset["id"]
+                if _last_id_before(self.fd, os.fstat(self.fd).st_size) <= rung:
                     self.pos = _end_of_last_line(self.fd)  # ids ascend in a file: all of it rang, none to parse
-            self.pending = self._read_lines()
-            self.skip_upto = 0
+            self.pending = self._read_lines(rung)
             self._close()
         if not self._open(self.path):  # the saved file gone and no file under the name (see _read_kept)
             self.unplaced = (self.last_id, seen)  # what was rung, the `.1` just read included
@@ -147,11 +146,7 @@ class Follower:
         self.unplaced = None
         if _inode(self.rotated) in (None, seen, current):
             return []
-        lines = []
-        if self._open(self.rotated):
-            self.skip_upto = rung
-            lines = self._read_lines()
-            self.skip_upto = 0
+        lines = self._read_lines(rung) if self._open(self.rotated) else []
         self._open(self.path)
         return lines
 
@@ -159,7 +154,9 @@ class Follower:
         """Where the next instance should resume: the start of any incomplete line."""
         return {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
 
-    def _read_lines(self) -> list[dict]:
+    def _read_lines(self, rung: int = 0) -> list[dict]:
+        """The open file's complete lines from the read position on, but for ids up to `rung` (a file read
+        again from its start: those rang already)."""
         if self.pos and os.fstat(self.fd).st_size < self.pos:  # emptied under the reader (by hand, or a
             self.pos, self.partial = 0, b""                    # copytruncate): what it holds now is new
         data = bytearray()
@@ -175,7 +172,7 @@ class Follower:
         found = []
         for raw in complete:
             line = _parse(raw)
-            if line is None or line["id"] <= self.skip_upto:
+            if line is None or line["id"] <= rung:
                 continue
             if self.last_id and line["id"] > self.last_id + 1:
                 self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
