@@ -8,12 +8,13 @@ and waited, deaf to mail already delivered.
 
 Two parts:
 
-- `keep_unread`, called by the writer whenever it opens an empty file under a
-  seat's name (made anew, or emptied), before any line goes in. If neither that
-  file nor `.1` then holds the newest line the writer has written for the seat,
-  the file that held it left the name: the deliveries after the place the seat's
+- `keep_unread`, called by the writer whenever it is about to open a seat's file
+  by name and finds none there, or an empty one (`Notifier.on_empty_file`). If
+  `.1` does not hold the newest line the writer has written for the seat, the
+  file that held it left the name: the deliveries after the place the seat's
   listener saved (`listen-<id>.offset`), at most `HISTORY_LINES` and at least the
-  newest, go into a new `.1` from the database, ending at that line. A listener
+  newest, go into a new `.1` from the database, ending at that line, before the
+  name is made (a listener woken by the new name finds `.1` there). A listener
   resuming from a place in the lost file finds its inode gone and reads `.1`,
   skipping the ids it rang (agora_listen/follow.py): what it never read rings once.
   One still reading the lost file through its own descriptor has those lines
