@@ -376,3 +376,43 @@ def test_seats_still_queued_when_the_hub_stops_are_left_to_their_next_lines(home
     finally:
         hub.stop()
     assert "Traceback" not in hub.log() and " stopped" in hub.log()
+
+
+def _restarted(hub: Hub, how: str) -> Hub:
+    if how == "kill":
+        hub.kill9()
+    else:
+        assert hub.stop() == 0
+    return hub
+
+
+@pytest.mark.parametrize("how", ["stop", "kill"])
+@pytest.mark.parametrize("dot_one", [True, False], ids=["beside-dot-one", "alone"])
+def test_a_file_deleted_while_no_hub_ran_rings_what_was_unread_once_at_the_next_start(home, how, dot_one):
+    """The listener had read past what `.1` holds (or there is no `.1`): start-up puts the lines after its
+    saved place under the name, not every line after `.1`'s (which it had rung) nor only those after the
+    mark the hub stored (which the deleted file held, unread)."""
+    path = home / "runtime-inbox.log"
+    hub = Hub(home, "--notify-rotate-mb", "0.002").start()  # 2,097 bytes
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "0", "y" * 60)
+            while dot_one and not path.with_name(path.name + ".1").exists():
+                send(s["memory"], "@runtime", "filler", "y" * 60)
+            send(s["memory"], "@runtime", "read")  # under the name, past `.1`
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")  # arms at the end: rang it all
+            read = ids(path)[-1]
+            send(s["memory"], "@runtime", "unread one")
+            send(s["memory"], "@runtime", "unread two")
+        _restarted(hub, how)
+        path.unlink()
+        hub = Hub(home, "--notify-rotate-mb", "0.002").start()
+        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+        assert code == 2, lines
+        wake = fields(lines[1])
+        assert wake["n"] == "2" and "missed" not in wake, lines
+        assert ids(path.with_name(path.name + ".1")) == [read + 1, read + 2] and path.read_bytes() == b""
+        assert "notify-file-lost" in hub.log()
+        assert listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0  # rung once
+    finally:
+        hub.stop()

@@ -86,7 +86,7 @@ class HubState:
         directory = None if notify_dir == "" else (self.home.root if notify_dir is None else Home.resolve(notify_dir).root)
         self.notifier = Notifier(directory, int(self.settings.notify_rotate_mb * (1 << 20)), seats=self.home.root,
                                  open_files=notify_files_allowed(), helper=helper)
-        self.notifier.on_empty_file = lambda pk, agent_id: notify_lost.keep_unread(self.notifier, self.db, pk, agent_id)
+        notify_lost.keep_unread_for(self.notifier, self.db)
 
     @property
     def ephemeral_ttl(self) -> float:

@@ -139,8 +139,10 @@ class Notifier:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         tighten(self.directory)
         replayed = 0
-        for pk, newest, notified_upto, on_disk in self._reconciled(db):
+        for pk, agent_id, newest, notified_upto, on_disk, left in self._reconciled(db):
             self.written[pk] = on_disk if on_disk is not None else min(notified_upto, newest)
+            if left and self.on_empty_file is not None:
+                self._keep_what_left(pk, agent_id, newest)
             if newest > self.written[pk]:
                 replayed += self.catch_up(db, pk)
         if replayed:
@@ -171,11 +173,24 @@ class Notifier:
             dropped = rewrite_without_lost(survey)
             log("notify-reconciled", path=survey.path, dropped=dropped, database_id=survey.newest, floor=survey.floor)
         reconciled = []
-        for pk, _, newest, floor in marks:
+        for pk, agent_id, newest, floor in marks:
             survey = surveys.get(pk)
-            reconciled.append((pk, newest, floor, None) if survey is None else
-                              (pk, newest, survey.floor, survey.on_disk()))
+            reconciled.append((pk, agent_id, newest, floor, None, False) if survey is None else
+                              (pk, agent_id, newest, survey.floor, survey.on_disk(), survey.file_left()))
         return reconciled
+
+    def _keep_what_left(self, pk: int, agent_id: str, newest: int) -> None:
+        """A seat whose listener read lines from a file that is no longer under the name (deleted or emptied
+        while no hub ran): the running hub's remedy (`on_empty_file`, notify_lost.keep_unread) from the newest
+        line, which puts what the listener had not read in `.1` before the name is made, for it to read
+        skipping what it rang. Replaying after `.1` instead rang those lines again, and a file that was alone
+        got nothing back (its lines were behind the stored mark). If the name cannot be made, the replay
+        after `.1` is left to do what it can."""
+        replay_from, self.written[pk] = self.written[pk], newest
+        try:
+            self._fd(pk, agent_id, 0)
+        except OSError:
+            self.written[pk] = replay_from
 
     def _files_of_seat(self, agent_id: str, notify_names: set[str], offset_names: set[str]):
         """(notify file, offset file or None, (file there, `.1` there)) of a seat with any of the three in

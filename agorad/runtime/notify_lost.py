@@ -23,8 +23,9 @@ Two parts:
   start-up's reconciliation expects. Run at the one moment lines would start
   landing in a new file, it covers every order of events: a deletion noticed
   before or after the seat's next line, a file the hub did not hold open, a
-  seat renamed in between. (A file deleted while no hub ran is start-up's:
-  it replays beyond what `.1` holds, notify.py.)
+  seat renamed in between. A file deleted or emptied while no hub ran is
+  start-up's: when the seat's listener saved a place past `.1`'s last line, it
+  does the same from the newest delivery (`Notifier._keep_what_left`).
 - `NameWatch` watches the notify directory (inotify, Linux) for names that leave
   or are replaced, and `recover` opens each such seat's name again at once
   (`Notifier.renew`, which calls `keep_unread`) if the file the hub holds open
@@ -159,6 +160,11 @@ def _recover(notifier: Notifier, db: apsw.Connection, agent_ids: set[str] | None
             log("notify-file-renewed", agent=agent_id, path=path)
         except OSError as exc:  # the name's directory gone, say: the seat's next line tries again
             log("notify-recover-failed", agent=agent_id, path=path, error=exc.strerror or exc)
+
+
+def keep_unread_for(notifier: Notifier, db: apsw.Connection) -> None:
+    """Have the notifier call `keep_unread` before it opens a missing or empty file, as the hub's does."""
+    notifier.on_empty_file = lambda pk, agent_id: keep_unread(notifier, db, pk, agent_id)
 
 
 def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str) -> None:

@@ -30,6 +30,7 @@ from agorad.domain import inbox, obligations, registry
 from agorad.domain.messages import Draft, send
 from agorad.domain.policy import Actor
 from agorad.runtime.notify import Notifier
+from agorad.runtime.notify_lost import keep_unread_for
 from agorad.store import connect, write
 from agorad.store import agents as agents_sql
 from agorad.store.migrations import migrate
@@ -200,6 +201,7 @@ def power_session(home: Home, level: str, rng: random.Random, counter, listener:
     db = connect(home.db, level, vfs=vfs.name)
     db.execute("PRAGMA wal_autocheckpoint=0")
     notifier = Notifier(home.root, ROTATE, seats=home.root)
+    keep_unread_for(notifier, db)  # as the hub's: a file the listener read that left the name (notify_lost.py)
     power = Power(home)
     power.on()  # before the start-up replay: what it appends is not on disk until something syncs it
     try:
