@@ -140,14 +140,20 @@ class Follower:
     def _read_kept(self, current: int) -> list[dict]:
         """Armed on a place whose file was gone, with no file under the name: the hub, making the name again,
         first puts what the lost file held and this listener may not have read into a new `.1`
-        (runtime/notify_lost.py). Read a `.1` made since arming skipping what was rung, then the new file from
-        its start (opened again here: reading `.1` closed it)."""
+        (runtime/notify_lost.py). Read a `.1` made since arming skipping what was rung, through a descriptor
+        of its own: the file under the name, open already, is read next from its start by the caller, also if
+        a rotation moves it meanwhile (opened again by name, its lines would be missed)."""
         rung, seen = self.unplaced
         self.unplaced = None
         if _inode(self.rotated) in (None, seen, current):
             return []
-        lines = self._read_lines(rung) if self._open(self.rotated) else []
-        self._open(self.path)
+        named, self.fd = self.fd, None
+        try:
+            kept = self._open(self.rotated) and self.inode != current  # not the named file, rotated just now
+            lines = self._read_lines(rung) if kept else []
+            self._close()
+        finally:
+            self.fd, self.inode, self.pos, self.partial = named, current, 0, b""
         return lines
 
     def offset(self) -> dict:

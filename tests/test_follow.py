@@ -245,3 +245,43 @@ def test_a_place_whose_file_went_after_a_rotation_skips_what_it_read_from_the_ol
     _append(path, [7])
     rung += [line["id"] for line in follower.read_new()]
     assert (rung, follower.missed) == ([3, 4, 5, 6, 7], 0)
+
+
+def test_a_rotation_while_the_kept_dot_one_is_read_costs_no_line_of_the_file_under_the_name(tmp_path, monkeypatch):
+    """Armed on a place whose file went, the follower reads the hub's kept `.1` once the name comes back, then
+    the file under the name. The hub appending and rotating that file at any look of the follower's: its
+    lines are read from the old file (the follower's descriptor), never counted as missed. Only the kept
+    lines may be, when the rotation replaced the kept `.1` before the follower opened it."""
+    path = tmp_path / "runtime-inbox.log"
+    k = 0
+    while True:
+        k += 1
+        for leftover in (path, rotated(path), tmp_path / "kept"):
+            leftover.unlink(missing_ok=True)
+        _append(path, range(1, 6))
+        saved = _saved(path, os.stat(path).st_ino, 5)
+        path.unlink()  # 1-5 gone with it; the listener had read them
+        follower = Follower(path)
+        follower.arm(saved)
+        assert follower.read_new() == []
+        _append(tmp_path / "kept", range(5, 8))  # the hub's: from the saved place on
+        os.replace(tmp_path / "kept", rotated(path))
+        _append(path, [8])
+
+        def append_and_rotate():
+            _append(path, [9])
+            os.replace(path, rotated(path))
+            _append(path, [10])
+
+        hub = _HubActsAfterLook(k, append_and_rotate)
+        with monkeypatch.context() as patched:
+            patched.setattr(follow, "os", hub)
+            got = [line["id"] for line in follower.read_new()]
+        if hub.looks < k:
+            append_and_rotate()
+        got += [line["id"] for line in follower.read_new()]
+        follower.close()
+        kept = [6, 7] if 6 in got else []
+        assert (got, follower.missed) == (kept + [8, 9, 10], 2 - len(kept)), f"hub after look {k}"
+        if hub.looks < k:
+            break
