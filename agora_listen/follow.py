@@ -50,15 +50,7 @@ class Follower:
         A dict whose inode is None was saved by a follower that had no file yet: this one has none either.
         """
         if offset is None:
-            if self._open(self.path):
-                self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
-                self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
-                if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` is old news too
-                    from agorad.surface.notifyfile import last_id_in  # only here: not on every arm's import path
-
-                    self.last_id = last_id_in(self.rotated) or 0
-            else:
-                self.fileless = True
+            self._arm_at_end()
             return
         if offset == "corrupt":
             self.fileless = not self._open(self.path)
@@ -90,6 +82,32 @@ class Follower:
             self._close()
         if not self._open(self.path):  # the saved file gone and no file under the name (see _read_kept)
             self.unplaced = (self.last_id, seen)  # what was rung, the `.1` just read included
+
+    def _arm_at_end(self) -> None:
+        """First arm: what the files hold now is old news. With no file under the name but a `.1` (a rotation
+        under way, a file deleted or moved away), that is the end of `.1`: placed there with the name missing,
+        as after a saved place whose file went, a `.1` made since is read skipping what `.1` held, then the
+        name's file whole (`_read_kept`). `.1` is looked at first: looked at after the name, it could be the
+        first file, filled and rotated in between, its new lines taken for old ones."""
+        while True:
+            seen = self.inode if self._open(self.rotated) else None
+            if seen is not None:
+                self.pos = _end_of_last_line(self.fd)
+                self.last_id = _last_id_before(self.fd, self.pos)
+            if self._open(self.path):
+                self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
+                self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
+                if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` is old news too
+                    from agorad.surface.notifyfile import last_id_in  # only here: not on every arm's import path
+
+                    self.last_id = last_id_in(self.rotated) or 0
+                return
+            if seen is None:
+                self.fileless = True
+                return
+            if _inode(self.rotated) == seen:  # not rotated between the looks (then `.1` is older news still)
+                self.unplaced = (self.last_id, seen)
+                return
 
     # --- reading --------------------------------------------------------------
 

@@ -326,6 +326,30 @@ def test_where_there_is_no_inotify_sigusr2_keeps_what_was_not_read(home, tmp_pat
         hub.stop()
 
 
+def test_a_first_listener_while_only_dot_one_is_there_does_not_ring_it(home, tmp_path):
+    """No listener had run for the seat; its file is deleted and nothing noticed yet (no inotify here). A
+    first `--once` takes `.1` as old news (it rang it whole at once); the lines of the deleted file, which no
+    listener read, ring once the hub keeps them (SIGUSR2 here, the seat's next line without it)."""
+    hub = without_inotify(home, tmp_path, "--notify-rotate-mb", "0.002")  # 2,097 bytes
+    path = home / "runtime-inbox.log"
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            while not path.with_name(path.name + ".1").exists():
+                send(s["memory"], "@runtime", "filler", "y" * 60)
+            send(s["memory"], "@runtime", "in the file to be deleted")
+            deleted = ids(path)  # the line that rotated the first file, and this one
+            path.unlink()
+            assert listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0
+            hub.proc.send_signal(signal.SIGUSR2)
+            logged(hub, "notify-file-lost")
+            assert ids(path.with_name(path.name + ".1")) == deleted
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+            wake = fields(lines[1])
+            assert code == 2 and wake["n"] == str(len(deleted)) and "missed" not in wake, lines
+    finally:
+        hub.stop()
+
+
 def test_sigusr2_still_reopens_when_a_name_cannot_be_looked_at(home, tmp_path):
     notify_dir = tmp_path / "n"
     hub = without_inotify(home, tmp_path, "--notify-dir", str(notify_dir))
