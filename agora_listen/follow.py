@@ -133,7 +133,9 @@ class Follower:
     def _open_first(self) -> list[dict]:
         """Open the file under the name, to read from its start. Armed with no file, first read whole a
         `.1` made since: the first file, filled and rotated before this read (read once; a later gap
-        between its last id and the next file's first counts as missed, as after any rotation).
+        between its last id and the next file's first counts as missed, as after any rotation). Whole but
+        for ids up to the one a place saved with no file had rung: the hub may since have put a line the
+        listener rang in a `.1` (runtime/notify_lost.py).
 
         The name is opened before `.1` is looked at. In the other order the first file could rotate
         between the two looks (no `.1` yet, then the second file under the name): its lines were lost.
@@ -148,7 +150,7 @@ class Follower:
         if _inode(self.rotated) not in (None, current):
             if self._open(self.rotated):  # this closes the file under the name: it is opened again below
                 self.fileless = False
-                lines = self._read_lines()
+                lines = self._read_lines(self.last_id)  # but for what a place saved with no file had rung
                 self._close()
             current = self.inode if self._open(self.path) else None
         if current is not None:

@@ -277,12 +277,12 @@ def test_check_says_a_deleted_notify_file_is_missing_and_an_empty_one_holds_no_l
     report = {seat["agent"]: seat for seat in json.loads(cli("check", "--json", code=1).stdout)["seats"]}
     assert report["b"]["problems"] == [
         f"{hub.home / 'b-inbox.log'} is missing; the database has deliveries up to id 1 (no mail is lost: "
-        "`agora inbox --as b` shows it; the hub makes the file again at its next start if the seat's listener saved a "
-        "place, else at the seat's next delivery, with what the listener had not read in .1)"]
+        "`agora inbox --as b` shows it; the next start makes the file again with what the seat's listener had not "
+        "read if it saved a place, else the seat's next delivery does)"]
     assert report["c"]["problems"] == [
         f"{hub.home / 'c-inbox.log'} holds no line; the database has deliveries up to id 1 (no mail is lost: "
-        "`agora inbox --as c` shows it; only wakes its listener had not read may be, and if no hub ran then, the "
-        "next start puts them in .1; the file holds lines again from the seat's next delivery)"]
+        "`agora inbox --as c` shows it; wakes its listener had not read are lost if a running hub held the file, "
+        "else the next start writes them again if it saved a place; new lines come all the same)"]
     (hub.home / "c-inbox.log").write_bytes(kept)
     hub.start()
     with hub.client("a") as a:

@@ -410,12 +410,35 @@ def _restarted(hub: Hub, how: str) -> Hub:
     return hub
 
 
+def whole_line_ids(path) -> list[int]:
+    """The ids of the file's whole lines (a torn line or zeros left before them are not one)."""
+    found = []
+    for raw in path.read_bytes().split(b"\n")[:-1]:
+        try:
+            found.append(json.loads(raw)["id"])
+        except ValueError:
+            continue
+    return found
+
+
+def _leave(path, left: str) -> None:
+    """The notify file as a hand or a cut may leave it while no hub runs."""
+    if left == "deleted":
+        path.unlink()
+        return
+    data = path.read_bytes()
+    with open(path, "r+b") as file:  # in place: the same inode
+        file.truncate(0)
+        file.write({"emptied": b"", "torn": data[:25], "zeros": b"\0" * len(data)}[left])
+
+
+@pytest.mark.parametrize("left", ["deleted", "emptied", "torn", "zeros"])
 @pytest.mark.parametrize("how", ["stop", "kill"])
 @pytest.mark.parametrize("dot_one", [True, False], ids=["beside-dot-one", "alone"])
-def test_a_file_deleted_while_no_hub_ran_rings_what_was_unread_once_at_the_next_start(home, how, dot_one):
-    """The listener had read past what `.1` holds (or there is no `.1`): start-up puts the lines after its
-    saved place under the name, not every line after `.1`'s (which it had rung) nor only those after the
-    mark the hub stored (which the deleted file held, unread)."""
+def test_a_file_lost_while_no_hub_ran_rings_what_was_unread_once_at_the_next_start(home, how, dot_one, left):
+    """The listener had read past what `.1` holds (or there is no `.1`), and the file it read holds no whole
+    line now: start-up replays after its saved place, not after `.1`'s last line (which it had rung) nor
+    after the mark the hub stored (which the lost file held, unread)."""
     path = home / "runtime-inbox.log"
     hub = Hub(home, "--notify-rotate-mb", "0.002").start()  # 2,097 bytes
     try:
@@ -429,14 +452,96 @@ def test_a_file_deleted_while_no_hub_ran_rings_what_was_unread_once_at_the_next_
             send(s["memory"], "@runtime", "unread one")
             send(s["memory"], "@runtime", "unread two")
         _restarted(hub, how)
-        path.unlink()
+        _leave(path, left)
         hub = Hub(home, "--notify-rotate-mb", "0.002").start()
         code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
         assert code == 2, lines
         wake = fields(lines[1])
         assert wake["n"] == "2" and "missed" not in wake, lines
-        assert ids(path.with_name(path.name + ".1")) == [read + 1, read + 2] and path.read_bytes() == b""
-        assert "notify-file-lost" in hub.log()
+        assert ids(path.with_name(path.name + ".1")) == [read]  # `.1` ends where the listener had got to
+        assert whole_line_ids(path) == [read + 1, read + 2]
         assert listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0  # rung once
+    finally:
+        hub.stop()
+
+
+def test_a_listener_holding_the_deleted_file_across_a_restart_rings_what_the_crash_left_unwritten(home):
+    """The hub killed between a COMMIT and its line, the file deleted while no hub ran: the next start writes
+    that line under the name, where a listener still holding the deleted file goes on (it does not read `.1`)."""
+    from tests.test_notify import crash_during_send
+
+    hub = Hub(home).start()
+    with seats(hub, "memory", "runtime") as s:
+        send(s["memory"], "@runtime", "read")
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+    try:
+        ear.next_line()
+        assert hub.stop() == 0
+        crash_during_send(home, "after-commit")  # delivery 2 stored, its line never written
+        (home / "runtime-inbox.log").unlink()
+        hub = Hub(home).start()
+        wake = fields(ear.wait_for("AGORA_WAKE"))
+        assert (wake["channels"], wake["n"]) == ("dm:memory--runtime#2", "1") and "missed" not in wake
+    finally:
+        ear.stop()
+        hub.stop()
+
+
+def test_a_place_saved_with_no_file_does_not_ring_again_what_start_up_keeps_in_dot_one(home):
+    """Both files deleted while no hub ran, and a `--once` ran meanwhile: it saved its place with no file. The
+    next start ends a new `.1` at that place; the next `--once` reads it skipping what the place says it
+    rang (it read such a `.1` whole, ringing the newest delivery again)."""
+    path = home / "runtime-inbox.log"
+    hub = Hub(home).start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "@runtime", "read")
+            assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0  # arms at the end: rang it
+        assert hub.stop() == 0
+        path.unlink()
+        assert listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0
+        assert json.loads((home / "listen-runtime.offset").read_text()) == {"inode": None, "pos": 0, "id": 1}
+        hub = Hub(home).start()
+        assert ids(path.with_name(path.name + ".1")) == [1]
+        assert listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")[0] == 0
+        with hub.client("memory") as memory:
+            send(memory, "@runtime", "next")
+        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+        assert code == 2 and fields(lines[1])["n"] == "1" and "missed" not in fields(lines[1]), lines
+    finally:
+        hub.stop()
+
+
+def test_a_dot_one_start_up_cannot_write_leaves_no_delivery_out_of_the_files(home, tmp_path):
+    """The disk full when start-up would end `.1` at the listener's place (a sitecustomize makes writing a
+    `.1` fail): the replay after `.1` stands, so the files miss no line (some wake again) rather than the
+    lines between `.1` and the listener's place going missing for good."""
+    path = home / "runtime-inbox.log"
+    hub = Hub(home, "--notify-rotate-mb", "0.002").start()  # 2,097 bytes
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            while not path.with_name(path.name + ".1").exists():
+                send(s["memory"], "@runtime", "filler", "y" * 60)
+            send(s["memory"], "@runtime", "read")
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")  # rang the file under the name too
+            send(s["memory"], "@runtime", "unread")
+        assert hub.stop() == 0
+        kept = ids(path.with_name(path.name + ".1"))
+        lost = ids(path)
+        path.unlink()
+        (tmp_path / "sitecustomize.py").write_text(
+            "import errno\nfrom agorad.surface import filenames\n_write = filenames.write_private\n"
+            "def _full(path, *args, **kwargs):\n"
+            "    if str(path).endswith('.1'):\n"
+            "        raise OSError(errno.ENOSPC, 'No space left on device')\n"
+            "    return _write(path, *args, **kwargs)\n"
+            "filenames.write_private = _full\n")
+        hub = Hub(home, "--notify-rotate-mb", "0.002")
+        hub.env = {**hub.env, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [hub.env.get("PYTHONPATH")])])}
+        hub.start()
+        assert "notify-recover-failed" in hub.log()
+        assert ids(path.with_name(path.name + ".1")) == kept and ids(path) == lost  # replayed whole, after `.1`
+        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+        assert code == 2 and fields(lines[1])["n"] == str(len(lost)), lines  # the unread, and what rang again
     finally:
         hub.stop()

@@ -79,12 +79,12 @@ def _compare_file(entry: dict, path: Path) -> None:
     if on_disk is None and last and not (path.exists() or rotated(path).exists()):
         # Deleted while no hub ran (a running one makes the file again at once, runtime/notify_lost.py).
         entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} ({inbox}; the "
-                                 "hub makes the file again at its next start if the seat's listener saved a place, "
-                                 "else at the seat's next delivery, with what the listener had not read in .1)")
+                                 "next start makes the file again with what the seat's listener had not read if it "
+                                 "saved a place, else the seat's next delivery does)")
     elif on_disk is None and last:  # emptied by hand: the hub does not write lines its file once held again
         entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} ({inbox}; "
-                                 "only wakes its listener had not read may be, and if no hub ran then, the next "
-                                 "start puts them in .1; the file holds lines again from the seat's next delivery)")
+                                 "wakes its listener had not read are lost if a running hub held the file, else the "
+                                 "next start writes them again if it saved a place; new lines come all the same)")
     elif on_disk is not None and on_disk < last:
         entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
                                  "(the hub fills the file in at its next start or sweep)")

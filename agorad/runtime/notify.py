@@ -122,7 +122,8 @@ class Notifier:
         self.helper = helper or Helper()
         # Called with (agent pk, agent id) before a file under a seat's name is opened that is missing or empty:
         # the hub's keeps what a file that left the name held and a listener had not read (notify_lost.py).
-        self.on_empty_file: Callable[[int, str], None] | None = None
+        # True when `.1` ends at `written` (so start-up can rely on it), False when it could not be made to.
+        self.on_empty_file: Callable[[int, str], bool] | None = None
 
     @property
     def enabled(self) -> bool:
@@ -139,18 +140,19 @@ class Notifier:
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         tighten(self.directory)
         replayed = 0
-        for pk, agent_id, newest, notified_upto, on_disk, left in self._reconciled(db):
+        for pk, agent_id, newest, notified_upto, on_disk, rung in self._reconciled(db):
             self.written[pk] = on_disk if on_disk is not None else min(notified_upto, newest)
-            if left and self.on_empty_file is not None:
-                self._keep_what_left(pk, agent_id, newest)
+            if rung is not None:
+                self._replay_after_rung(pk, agent_id, min(rung, newest))
             if newest > self.written[pk]:
                 replayed += self.catch_up(db, pk)
         if replayed:
             log("notify-replayed", lines=replayed)
         return replayed
 
-    def _reconciled(self, db: apsw.Connection) -> list[tuple[int, int, int, int | None]]:
-        """Every seat's (pk, newest id, floor, the id its notify lines have got to or None), once no file
+    def _reconciled(self, db: apsw.Connection) -> list[tuple[int, str, int, int, int | None, int | None]]:
+        """Every seat's (pk, agent id, newest id, floor, the id its notify lines have got to or None, the id its
+        listener rang from a file no longer under the name or None: `Survey.rung_past_files`), once no file
         names a delivery the database lacks. Floors are stored (and checkpointed, so even NORMAL keeps
         them) before any file is rewritten: a cut in between then finds the files still ahead and does it
         again. A seat with no notify file and no saved offset has nothing to survey: one listing of each
@@ -175,21 +177,22 @@ class Notifier:
         reconciled = []
         for pk, agent_id, newest, floor in marks:
             survey = surveys.get(pk)
-            reconciled.append((pk, agent_id, newest, floor, None, False) if survey is None else
-                              (pk, agent_id, newest, survey.floor, survey.on_disk(), survey.file_left()))
+            reconciled.append((pk, agent_id, newest, floor, None, None) if survey is None else
+                              (pk, agent_id, newest, survey.floor, survey.on_disk(), survey.rung_past_files()))
         return reconciled
 
-    def _keep_what_left(self, pk: int, agent_id: str, newest: int) -> None:
-        """A seat whose listener read lines from a file that is no longer under the name (deleted or emptied
-        while no hub ran): the running hub's remedy (`on_empty_file`, notify_lost.keep_unread) from the newest
-        line, which puts what the listener had not read in `.1` before the name is made, for it to read
-        skipping what it rang. Replaying after `.1` instead rang those lines again, and a file that was alone
-        got nothing back (its lines were behind the stored mark). If the name cannot be made, the replay
-        after `.1` is left to do what it can."""
-        replay_from, self.written[pk] = self.written[pk], newest
-        try:
-            self._fd(pk, agent_id, 0)
-        except OSError:
+    def _replay_after_rung(self, pk: int, agent_id: str, rung: int) -> None:
+        """A seat whose listener rang lines from a file no longer under the name (deleted, emptied or torn
+        while no hub ran): the replay starts after the line it rang, not after `.1`'s last (it rang those
+        again), nor at the stored mark (a file that was alone got nothing back: its lines were behind it).
+        `on_empty_file` first ends `.1` at that line (notify_lost.keep_unread), so the files hold every line
+        from `.1`'s first on; a listener reads `.1` skipping what it rang, then the name's file whole, and one
+        still holding the lost file follows the name to the same lines. If `.1` cannot be written (a full
+        disk), the replay after `.1` stands: wakes again, but no line missing from the files."""
+        if self.on_empty_file is None:
+            return
+        replay_from, self.written[pk] = self.written[pk], rung
+        if not self.on_empty_file(pk, agent_id):
             self.written[pk] = replay_from
 
     def _files_of_seat(self, agent_id: str, notify_names: set[str], offset_names: set[str]):

@@ -23,9 +23,10 @@ Two parts:
   start-up's reconciliation expects. Run at the one moment lines would start
   landing in a new file, it covers every order of events: a deletion noticed
   before or after the seat's next line, a file the hub did not hold open, a
-  seat renamed in between. A file deleted or emptied while no hub ran is
-  start-up's: when the seat's listener saved a place past `.1`'s last line, it
-  does the same from the newest delivery (`Notifier._keep_what_left`).
+  seat renamed in between. A file deleted, emptied or torn while no hub ran is
+  start-up's: when the seat's listener saved a place past `.1`'s last line, `.1`
+  is ended at that place here and the rest replayed under the name
+  (`Notifier._replay_after_rung`).
 - `NameWatch` watches the notify directory (inotify, Linux) for names that leave
   or are replaced, and `recover` opens each such seat's name again at once
   (`Notifier.renew`, which calls `keep_unread`) if the file the hub holds open
@@ -167,13 +168,14 @@ def keep_unread_for(notifier: Notifier, db: apsw.Connection) -> None:
     notifier.on_empty_file = lambda pk, agent_id: keep_unread(notifier, db, pk, agent_id)
 
 
-def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str) -> None:
-    """Notifier.on_empty_file: see the module docstring. Never raises: the seat's line goes in all the same."""
+def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str) -> bool:
+    """Notifier.on_empty_file: see the module docstring. Never raises: the seat's line goes in all the same.
+    False when `.1` should have been written and could not be."""
     path = notifier.path(agent_id)
     upto = notifier.written.get(pk, 0)
     try:
         if not upto or (last_id_in(rotated(path)) or 0) >= upto:
-            return
+            return True
         saved = _saved_place(notifier, agent_id)
         after = upto - 1 if saved is None else min(upto - 1, max(saved, upto - HISTORY_LINES))
         lines = _lines_between(db, pk, after, upto)
@@ -181,8 +183,9 @@ def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str)
         write_private(rotated(path), b"".join(lines), sync=False)
     except (OSError, apsw.Error) as exc:
         log("notify-recover-failed", agent=agent_id, path=rotated(path), error=getattr(exc, "strerror", None) or exc)
-        return
+        return False
     log("notify-file-lost", agent=agent_id, path=path, kept_in=rotated(path), lines=len(lines), upto=upto)
+    return True
 
 
 def _saved_place(notifier: Notifier, agent_id: str) -> int | None:

@@ -48,17 +48,13 @@ class Survey:
         """The id the agent's notify lines have got to: the file's last, else its `.1`'s; None if neither."""
         return self.last_ids[0] if self.last_ids[0] is not None else self.last_ids[1]
 
-    def file_left(self) -> bool:
-        """Whether the listener saved a place past `.1`'s last line while the name holds no file, or an empty
-        one: the file it was reading left the name (`Notifier._keep_what_left`)."""
-        if self.offset_id <= (self.last_ids[1] or 0) or self.newest == 0:
-            return False
-        try:
-            return os.lstat(self.path).st_size == 0
-        except FileNotFoundError:
-            return True
-        except OSError:
-            return False
+    def rung_past_files(self) -> int | None:
+        """The id the listener saved as rung when it is past `.1`'s last line while the name holds no whole
+        line (no file, an empty one, a torn line, zeros): the file it read is gone (`Notifier._replay_after_rung`).
+        None otherwise."""
+        if self.last_ids[0] is None and self.offset_id > (self.last_ids[1] or 0) and self.newest:
+            return self.offset_id
+        return None
 
     def __init__(self, path: str, offset_file: str | None, newest: int, floor: int,
                  present: tuple[bool, bool] = (True, True)):
