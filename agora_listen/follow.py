@@ -59,9 +59,8 @@ class Follower:
         if offset["inode"] is None:  # saved with no file yet: all the name holds came since, a `.1` too (read_new)
             self.fileless = True
             return
-        if _inode(self.path) == offset["inode"]:
-            self._open(self.path)
-            place = _place(self.fd, offset)
+        if _inode(self.path) == offset["inode"] and self._open(self.path) and self.inode == offset["inode"]:
+            place = _place(self.fd, offset)  # (opened as looked at: not a file the name got in between)
             if place is not None:
                 self.pos = place
                 return
@@ -80,14 +79,16 @@ class Follower:
                     self.pos = _end_of_last_line(self.fd)  # ids ascend in a file: all of it rang, none to parse
             self.pending = self._read_lines(rung)
             self._close()
-        if not self._open(self.path):  # the saved file gone and no file under the name (see _read_kept)
+        if not self._open(self.path):  # the saved file gone and no file under the name (see _open_first)
             self.unplaced = (self.last_id, seen)  # what was rung, the `.1` just read included
+        else:  # the file under the name when `.1` was read, rotated since: it is `.1` now
+            self.pending += self._read_rotated((seen, self.inode), self.last_id)
 
     def _arm_at_end(self) -> None:
         """First arm: what the files hold now is old news. With no file under the name but a `.1` (a rotation
         under way, a file deleted or moved away), that is the end of `.1`: placed there with the name missing,
         as after a saved place whose file went, a `.1` made since is read skipping what `.1` held, then the
-        name's file whole (`_read_kept`). `.1` is looked at first: looked at after the name, it could be the
+        name's file whole (`_open_first`). `.1` is looked at first: looked at after the name, it could be the
         first file, filled and rotated in between, its new lines taken for old ones."""
         while True:
             seen = self.inode if self._open(self.rotated) else None
@@ -125,56 +126,61 @@ class Follower:
             current = _inode(self.path)
             if current is not None and current != self.inode:
                 lines += self._read_lines()  # drain the old file, then follow the name
+                finished = self.inode
                 self._close()
-                self._open(self.path)
-                lines += self._read_lines()
+                if self._open(self.path):  # a file between the two, rotated twice meanwhile, is `.1` now
+                    lines += self._read_rotated((finished, self.inode), self.last_id)
+                    lines += self._read_lines()
         return lines
 
     def _open_first(self) -> list[dict]:
-        """Open the file under the name, to read from its start. Armed with no file, first read whole a
-        `.1` made since: the first file, filled and rotated before this read (read once; a later gap
-        between its last id and the next file's first counts as missed, as after any rotation). Whole but
-        for ids up to the one a place saved with no file had rung: the hub may since have put a line the
-        listener rang in a `.1` (runtime/notify_lost.py).
+        """Open the file under the name, to read from its start, after a `.1` the follower has not read:
 
-        The name is opened before `.1` is looked at. In the other order the first file could rotate
-        between the two looks (no `.1` yet, then the second file under the name): its lines were lost.
-        A `.1` that is the file just opened rotated after the open: it is read on through the descriptor.
+        - armed on a place whose file was gone, with no file under the name: the hub, making the name again,
+          first puts what the lost file held and this listener may not have read into a new `.1`
+          (runtime/notify_lost.py), read skipping what was rung;
+        - armed with no file: the first file, filled and rotated before this read, read whole (a later gap
+          between its last id and the next file's first counts as missed, as after any rotation), but for
+          ids up to the one a place saved with no file had rung (the hub may since have put a line the
+          listener rang in a `.1`, runtime/notify_lost.py);
+        - otherwise (the name was missing when the follower last looked): a file rotated meanwhile, past
+          the one it finished.
+
+        The name is opened before `.1` is looked at, and stays open while `.1` is read: in the other order
+        the file under the name could rotate in between, its lines then lost to the follower.
         """
+        finished = self.inode
         current = self.inode if self._open(self.path) else None
         if self.unplaced is not None:
-            return self._read_kept(current) if current is not None else []
-        if not self.fileless:
-            return []
-        lines = []
-        if _inode(self.rotated) not in (None, current):
-            if self._open(self.rotated):  # this closes the file under the name: it is opened again below
-                self.fileless = False
-                lines = self._read_lines(self.last_id)  # but for what a place saved with no file had rung
-                self._close()
-            current = self.inode if self._open(self.path) else None
-        if current is not None:
-            self.fileless = False
-        return lines
+            if current is None:
+                return []
+            (rung, seen), self.unplaced = self.unplaced, None
+            return self._read_rotated((seen, current), rung)
+        if self.fileless:
+            lines = self._read_rotated((current,), self.last_id)
+            self.fileless = current is None and not lines
+            return lines
+        return self._read_rotated((finished, current), self.last_id) if current is not None else []
 
-    def _read_kept(self, current: int) -> list[dict]:
-        """Armed on a place whose file was gone, with no file under the name: the hub, making the name again,
-        first puts what the lost file held and this listener may not have read into a new `.1`
-        (runtime/notify_lost.py). Read a `.1` made since arming skipping what was rung, through a descriptor
-        of its own: the file under the name, open already, is read next from its start by the caller, also if
-        a rotation moves it meanwhile (opened again by name, its lines would be missed)."""
-        rung, seen = self.unplaced
-        self.unplaced = None
-        if _inode(self.rotated) in (None, seen, current):
+    def _read_rotated(self, passed: tuple, rung: int) -> list[dict]:
+        """`.1`'s lines but for ids up to `rung`, unless it is one of the files in `passed` (inode numbers: read
+        already, or the one under the name). Through a descriptor of its own: the followed file's stays open
+        where it was, so a rotation meanwhile moves that file, not its lines away from the follower.
+
+        Only while the followed file is still under the name once `.1` is open: `.1` is older then, and its
+        lines come first. Otherwise the followed file may have been rotated past, `.1` being its successor:
+        the follower finishes the followed file first and reaches `.1` by following the name (read_new)."""
+        if _inode(self.rotated) in (None, *passed):
             return []
-        named, self.fd = self.fd, None
+        followed = self.fd, self.inode, self.pos, self.partial
+        self.fd = None
         try:
-            kept = self._open(self.rotated) and self.inode != current  # not the named file, rotated just now
-            lines = self._read_lines(rung) if kept else []
-            self._close()
+            fresh = self._open(self.rotated) and self.inode not in passed  # not one of them, rotated just now
+            older = followed[0] is None or _inode(self.path) == followed[1]
+            return self._read_lines(rung) if fresh and older else []
         finally:
-            self.fd, self.inode, self.pos, self.partial = named, current, 0, b""
-        return lines
+            self._close()
+            self.fd, self.inode, self.pos, self.partial = followed
 
     def offset(self) -> dict:
         """Where the next instance should resume: the start of any incomplete line."""

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import json
 import os
+import random
+
+import pytest
 
 from agora_listen import follow
 from agora_listen.follow import Follower
@@ -49,6 +52,20 @@ class _HubActsAfterLook:
                 self.act()
 
 
+def _reads_with_the_hub_at_look(follower, k: int, act, monkeypatch) -> tuple[list[int], bool]:
+    """The ids the follower reads with the hub acting right after its k-th look, then once more after the hub
+    acted (after the first read, if that made fewer looks: then the sweep has passed every look, True)."""
+    hub = _HubActsAfterLook(k, act)
+    with monkeypatch.context() as patched:
+        patched.setattr(follow, "os", hub)
+        got = [line["id"] for line in follower.read_new()]
+    if hub.looks < k:
+        act()
+    got += [line["id"] for line in follower.read_new()]
+    follower.close()
+    return got, hub.looks < k
+
+
 def test_a_first_file_that_rotates_at_any_point_of_the_first_read_rings_whole(tmp_path, monkeypatch):
     # Armed with no file, the first read looked for a .1 (none yet), then opened the name; the first file
     # filling and rotating between the two looks left it reading only the second: 3 of 8 rang and none
@@ -59,18 +76,11 @@ def test_a_first_file_that_rotates_at_any_point_of_the_first_read_rings_whole(tm
         k += 1
         path.unlink(missing_ok=True)
         rotated(path).unlink(missing_ok=True)
-        hub = _HubActsAfterLook(k, lambda: _first_file_fills_and_rotates(path))
         follower = Follower(path)
         follower.arm(None)  # no file yet (what the files hold during the arm's looks is old news)
-        with monkeypatch.context() as patched:
-            patched.setattr(follow, "os", hub)
-            got = follower.read_new()
-        if hub.looks < k:  # the read ended before the k-th look: the hub acts after it, the last case
-            _first_file_fills_and_rotates(path)
-        got += follower.read_new()
-        follower.close()
-        assert ([line["id"] for line in got], follower.missed) == (list(range(1, 9)), 0), f"hub after look {k}"
-        if hub.looks < k:
+        got, last = _reads_with_the_hub_at_look(follower, k, lambda: _first_file_fills_and_rotates(path), monkeypatch)
+        assert (got, follower.missed) == (list(range(1, 9)), 0), f"hub after look {k}"
+        if last:
             break
 
 
@@ -273,17 +283,10 @@ def test_a_rotation_while_the_kept_dot_one_is_read_costs_no_line_of_the_file_und
             os.replace(path, rotated(path))
             _append(path, [10])
 
-        hub = _HubActsAfterLook(k, append_and_rotate)
-        with monkeypatch.context() as patched:
-            patched.setattr(follow, "os", hub)
-            got = [line["id"] for line in follower.read_new()]
-        if hub.looks < k:
-            append_and_rotate()
-        got += [line["id"] for line in follower.read_new()]
-        follower.close()
+        got, last = _reads_with_the_hub_at_look(follower, k, append_and_rotate, monkeypatch)
         kept = [6, 7] if 6 in got else []
         assert (got, follower.missed) == (kept + [8, 9, 10], 2 - len(kept)), f"hub after look {k}"
-        if hub.looks < k:
+        if last:
             break
 
 
@@ -351,3 +354,181 @@ def test_a_first_arm_during_a_rotation_rings_no_old_line_and_the_next_one(tmp_pa
         assert (got, follower.missed) == ([6], 0), f"hub after look {k}"
         if hub.looks < k:
             break
+
+
+@pytest.mark.parametrize("whole", [False, True], ids=["window", "whole-rotation"])
+def test_an_arm_whose_file_is_rotated_at_any_look_resumes_in_dot_one(tmp_path, monkeypatch, whole):
+    """The hub rotates at any look of an arm from a saved place (the file under the name becomes `.1`; the
+    next file is made with the next line, at once or later): the follower reads on from its place, then
+    the new file, missing nothing. It raised TypeError when the name was empty between its look and open."""
+    path = tmp_path / "runtime-inbox.log"
+
+    def rotate():
+        os.replace(path, rotated(path))
+        if whole:
+            _append(path, [4])
+
+    k = 0
+    while True:
+        k += 1
+        path.unlink(missing_ok=True)
+        rotated(path).unlink(missing_ok=True)
+        _append(path, range(1, 4))
+        saved = _saved(path, os.stat(path).st_ino, 2)
+        follower = Follower(path)
+        hub = _HubActsAfterLook(k, rotate)
+        with monkeypatch.context() as patched:
+            patched.setattr(follow, "os", hub)
+            follower.arm(saved)
+            got = [line["id"] for line in follower.read_new()]
+        if hub.looks < k:
+            rotate()
+        if not whole:
+            _append(path, [4])
+        got += [line["id"] for line in follower.read_new()]
+        follower.close()
+        assert (got, follower.missed) == ([3, 4], 0), f"hub after look {k}"
+        if hub.looks < k:
+            break
+
+
+def test_a_file_rotated_twice_while_the_follower_waited_is_read_from_dot_one(tmp_path):
+    """Between two reads the file the follower holds is rotated, and so is the next one: that one is in `.1`
+    still, so its lines ring (they were counted as missed); the follower's own file is finished first."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, [1, 2])
+    follower = Follower(path)
+    follower.arm(None)
+    _append(path, [3])
+    os.replace(path, rotated(path))
+    _append(path, [4, 5])
+    os.replace(path, rotated(path))
+    _append(path, [6])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([3, 4, 5, 6], 0)
+    follower.close()
+
+
+def test_the_first_read_with_no_file_at_the_arm_reads_dot_one_in_order_at_every_look(tmp_path, monkeypatch):
+    """Armed with no file; the first file filled and rotated (`.1` 1-5), the name holds 6-8. At any look of
+    the first read the hub appends 9 and 10 and rotates again: 6-10 are in the files all along, so they ring,
+    in order and once (the follower closed the named file to read `.1` and counted them as missed)."""
+    path = tmp_path / "runtime-inbox.log"
+    k = 0
+    while True:
+        k += 1
+        path.unlink(missing_ok=True)
+        rotated(path).unlink(missing_ok=True)
+        follower = Follower(path)
+        follower.arm(None)
+        _append(path, range(1, 6))
+        os.replace(path, rotated(path))
+        _append(path, range(6, 9))
+
+        def append_and_rotate():
+            _append(path, [9, 10])
+            os.replace(path, rotated(path))
+            _append(path, [11])
+
+        got, last = _reads_with_the_hub_at_look(follower, k, append_and_rotate, monkeypatch)
+        assert got == sorted(set(got)) and got[-6:] == [6, 7, 8, 9, 10, 11], f"hub after look {k}: {got}"
+        if last:
+            break
+
+
+def test_a_named_file_rotated_twice_while_dot_one_is_looked_at_is_finished_first(tmp_path, monkeypatch):
+    """A first arm with only `.1` there (1-3); the hub makes the name (4). At any look of the next read the
+    hub appends 5 and rotates twice (6 in the file between, 7 under the name): `.1` is then newer than the
+    file the follower opened, so that file is finished before `.1` is read, and everything rings in order."""
+    path = tmp_path / "runtime-inbox.log"
+
+    def twice():
+        _append(path, [5])
+        os.replace(path, rotated(path))
+        _append(path, [6])
+        os.replace(path, rotated(path))
+        _append(path, [7])
+
+    k = 0
+    while True:
+        k += 1
+        path.unlink(missing_ok=True)
+        rotated(path).unlink(missing_ok=True)
+        _append(path, range(1, 4))
+        os.replace(path, rotated(path))
+        (tmp_path / "held").unlink(missing_ok=True)
+        os.link(rotated(path), tmp_path / "held")  # its inode number is not freed for the file between to take
+        follower = Follower(path)
+        follower.arm(None)
+        _append(path, [4])
+        got, last = _reads_with_the_hub_at_look(follower, k, twice, monkeypatch)
+        assert (got, follower.missed) == ([4, 5, 6, 7], 0), f"hub after look {k}"
+        if last:
+            break
+
+
+class _Hub:
+    """A seat's notify files as the hub writes them: appends, rotations at `per_file` lines, and the window
+    of a rotation before the next file is made. `gone` are the ids rotated out of both files."""
+
+    def __init__(self, path, per_file: int):
+        self.path, self.per_file = path, per_file
+        self.newest, self.in_file, self.window, self.gone = 0, 0, False, set()
+
+    def step(self, rng) -> None:
+        if not self.window and rng.random() < 0.2 and self.in_file:
+            self._rotate()
+            self.window = True  # the next file is made with the next line
+            return
+        if not self.window and self.in_file >= self.per_file:
+            self._rotate()
+        self.window, self.newest, self.in_file = False, self.newest + 1, self.in_file + 1
+        _append(self.path, [self.newest])
+
+    def _rotate(self) -> None:
+        if rotated(self.path).exists():
+            self.gone |= {json.loads(line)["id"] for line in rotated(self.path).read_text().splitlines()}
+        os.replace(self.path, rotated(self.path))
+        self.in_file = 0
+
+
+@pytest.mark.parametrize("seed", range(300))
+def test_once_runs_with_the_hub_acting_at_any_look_ring_every_line_once(tmp_path, monkeypatch, seed):
+    """`--once` runs, each arming from the place the last one saved, the hub appending and rotating at a
+    random look of each: no line rings twice or out of order, none that was in the files at the first arm
+    rings, and every later one rings or, rotated out of both files before a run read it, counts as missed."""
+    rng = random.Random(seed)
+    path = tmp_path / "runtime-inbox.log"
+    hub = _Hub(path, rng.choice([2, 3, 5]))
+    for _ in range(rng.randrange(1, 12)):
+        hub.step(rng)
+    old, saved, rung, missed = hub.newest, None, [], 0
+    for _ in range(rng.randrange(2, 10)):
+        steps, k = rng.randrange(0, 4), rng.randrange(1, 8)
+        spy = _HubActsAfterLook(k, lambda: [hub.step(rng) for _ in range(steps)])
+        follower = Follower(path)
+        if saved is None:  # a first arm (test_a_first_arm_during_a_rotation_... puts the hub within it)
+            follower.arm(None)
+        with monkeypatch.context() as patched:
+            patched.setattr(follow, "os", spy)
+            if saved is not None:
+                follower.arm(saved)
+            got = [line["id"] for line in follower.read_new()]
+        if spy.looks < k:
+            spy.act()
+        rung += got
+        missed += follower.missed
+        saved = follower.offset()
+        follower.close()
+        for _ in range(rng.randrange(0, 6)):
+            hub.step(rng)
+    while hub.window:
+        hub.step(rng)
+    follower = Follower(path)
+    follower.arm(saved)
+    rung += [line["id"] for line in follower.read_new()]
+    missed += follower.missed
+    follower.close()
+    assert rung == sorted(set(rung)), "rang twice or out of order"
+    assert min(rung, default=old + 1) > old, "old news rang"
+    unrung = set(range(old + 1, hub.newest + 1)) - set(rung)
+    assert unrung <= hub.gone and missed == len(unrung), (sorted(unrung), missed)
