@@ -40,7 +40,7 @@ class Follower:
         # Armed where the file did not exist yet: every line the name comes to hold is new, and so is
         # a `.1` found before the first read (the first file filled and rotated meanwhile).
         self.fileless = False
-        self.unplaced: tuple[int, int | None] | None = None  # (id rung, inode of the `.1` read) while placeless
+        self.unplaced: int | None = None  # while placeless: the id rung (a `.1` made since is read above it)
 
     # --- arming ---------------------------------------------------------------
 
@@ -66,9 +66,7 @@ class Follower:
                 return
         # Rotated since: finish the old file (now .1) from where we were; if it was rotated
         # twice, re-read .1 from its start, skipping only ids already rung.
-        seen = None
         if self._open(self.rotated):
-            seen = self.inode
             place = _place(self.fd, offset) if self.inode == offset["inode"] else None
             rung = 0  # read on from the place: nothing before it comes again
             if place is not None:
@@ -80,35 +78,38 @@ class Follower:
             self.pending = self._read_lines(rung)
             self._close()
         if not self._open(self.path):  # the saved file gone and no file under the name (see _open_first)
-            self.unplaced = (self.last_id, seen)  # what was rung, the `.1` just read included
-        else:  # the file under the name when `.1` was read, rotated since: it is `.1` now
-            self.pending += self._read_rotated((seen, self.inode), self.last_id)
+            self.unplaced = self.last_id  # what was rung, the `.1` just read included
+        else:  # (a file rotated between the look at `.1` and the open of the name is `.1` now)
+            self.pending += self._read_rotated(self.last_id)
 
     def _arm_at_end(self) -> None:
         """First arm: what the files hold now is old news. With no file under the name but a `.1` (a rotation
         under way, a file deleted or moved away), that is the end of `.1`: placed there with the name missing,
         as after a saved place whose file went, a `.1` made since is read skipping what `.1` held, then the
-        name's file whole (`_open_first`). `.1` is looked at first: looked at after the name, it could be the
-        first file, filled and rotated in between, its new lines taken for old ones."""
+        name's file whole (`_open_first`). `.1` is looked at first (looked at after the name, it could be the
+        first file, filled and rotated in between, its new lines taken for old ones), and held open until
+        the name has been looked at: if `.1` is not the same file then (a rotation between the looks), or
+        is there only then, the arm looks again."""
         while True:
-            seen = self.inode if self._open(self.rotated) else None
-            if seen is not None:
-                self.pos = _end_of_last_line(self.fd)
-                self.last_id = _last_id_before(self.fd, self.pos)
-            if self._open(self.path):
-                self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
-                self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
-                if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` is old news too
-                    from agorad.surface.notifyfile import last_id_in  # only here: not on every arm's import path
-
-                    self.last_id = last_id_in(self.rotated) or 0
-                return
-            if seen is None:
-                self.fileless = True
-                return
-            if _inode(self.rotated) == seen:  # not rotated between the looks (then `.1` is older news still)
-                self.unplaced = (self.last_id, seen)
-                return
+            kept = _open_or_none(self.rotated)
+            try:
+                if self._open(self.path):
+                    self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
+                    self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
+                    if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` now is old
+                        self.last_id = _last_id_of(self.rotated)  # news too (not `kept`: one made since came first)
+                    return
+                now = _inode(self.rotated)
+                if kept is None and now is None:
+                    self.fileless = True
+                    return
+                if kept is not None and now == os.fstat(kept).st_ino:  # held open: no other file has its number
+                    self.unplaced = _last_id_before(kept, _end_of_last_line(kept))
+                    self.last_id, self.inode, self.pos = self.unplaced, now, _end_of_last_line(kept)
+                    return
+            finally:
+                if kept is not None:
+                    os.close(kept)
 
     # --- reading --------------------------------------------------------------
 
@@ -126,11 +127,12 @@ class Follower:
             current = _inode(self.path)
             if current is not None and current != self.inode:
                 lines += self._read_lines()  # drain the old file, then follow the name
-                finished = self.inode
                 self._close()
                 if self._open(self.path):  # a file between the two, rotated twice meanwhile, is `.1` now
-                    lines += self._read_rotated((finished, self.inode), self.last_id)
+                    lines += self._read_rotated(self.last_id)
                     lines += self._read_lines()
+            elif current is None:  # the name between two files: one rotated since the followed one is `.1`
+                lines += self._read_rotated(self.last_id, finished=True)
         return lines
 
     def _open_first(self) -> list[dict]:
@@ -149,35 +151,39 @@ class Follower:
         The name is opened before `.1` is looked at, and stays open while `.1` is read: in the other order
         the file under the name could rotate in between, its lines then lost to the follower.
         """
-        finished = self.inode
         current = self.inode if self._open(self.path) else None
         if self.unplaced is not None:
             if current is None:
                 return []
-            (rung, seen), self.unplaced = self.unplaced, None
-            return self._read_rotated((seen, current), rung)
+            rung, self.unplaced = self.unplaced, None
+            return self._read_rotated(rung)
         if self.fileless:
-            lines = self._read_rotated((current,), self.last_id)
+            lines = self._read_rotated(self.last_id)
             self.fileless = current is None and not lines
             return lines
-        return self._read_rotated((finished, current), self.last_id) if current is not None else []
+        return self._read_rotated(self.last_id) if current is not None else []
 
-    def _read_rotated(self, passed: tuple, rung: int) -> list[dict]:
-        """`.1`'s lines but for ids up to `rung`, unless it is one of the files in `passed` (inode numbers: read
-        already, or the one under the name). Through a descriptor of its own: the followed file's stays open
+    def _read_rotated(self, rung: int, finished: bool = False) -> list[dict]:
+        """`.1`'s lines with ids above `rung`, through a descriptor of its own: the followed file's stays open
         where it was, so a rotation meanwhile moves that file, not its lines away from the follower.
 
-        Only while the followed file is still under the name once `.1` is open: `.1` is older then, and its
-        lines come first. Otherwise the followed file may have been rotated past, `.1` being its successor:
-        the follower finishes the followed file first and reaches `.1` by following the name (read_new)."""
-        if _inode(self.rotated) in (None, *passed):
-            return []
+        Nothing when `.1` is the followed file, or holds no id above `rung` (a file read already, whatever
+        its inode number: ext4 hands a freed one to the next new file). Unless the followed file is
+        `finished` (drained, and no longer under the name), only `.1`'s lines below the followed file's
+        first, which it is read after: the lines from there on are the followed file's, or come after it and
+        are reached by following the name (a `.1` the hub kept after a deletion may hold both kinds,
+        runtime/notify_lost.py). A followed file still empty once `.1` is open has not rotated: `.1` is older."""
         followed = self.fd, self.inode, self.pos, self.partial
+        if followed[0] is not None and _inode(self.rotated) == followed[1]:
+            return []
         self.fd = None
         try:
-            fresh = self._open(self.rotated) and self.inode not in passed  # not one of them, rotated just now
-            older = followed[0] is None or _inode(self.path) == followed[1]
-            return self._read_lines(rung) if fresh and older else []
+            if not self._open(self.rotated) or self.inode == followed[1]:
+                return []
+            if _last_id_before(self.fd, os.fstat(self.fd).st_size) <= rung:
+                return []
+            first = None if finished or followed[0] is None else _first_id(followed[0])
+            return self._read_lines(rung, below=first)
         finally:
             self._close()
             self.fd, self.inode, self.pos, self.partial = followed
@@ -186,9 +192,9 @@ class Follower:
         """Where the next instance should resume: the start of any incomplete line."""
         return {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
 
-    def _read_lines(self, rung: int = 0) -> list[dict]:
+    def _read_lines(self, rung: int = 0, below: int | None = None) -> list[dict]:
         """The open file's complete lines from the read position on, but for ids up to `rung` (a file read
-        again from its start: those rang already)."""
+        again from its start: those rang already) and from `below` on (another file's, read next)."""
         if self.pos and os.fstat(self.fd).st_size < self.pos:  # emptied under the reader (by hand, or a
             self.pos, self.partial = 0, b""                    # copytruncate): what it holds now is new
         data = bytearray()
@@ -204,7 +210,7 @@ class Follower:
         found = []
         for raw in complete:
             line = _parse(raw)
-            if line is None or line["id"] <= rung:
+            if line is None or line["id"] <= rung or (below is not None and line["id"] >= below):
                 continue
             if self.last_id and line["id"] > self.last_id + 1:
                 self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
@@ -277,6 +283,34 @@ def _place(fd: int, offset: dict) -> int | None:
             line = _parse(raw)
             if line is not None and line["id"] == last:
                 return at
+    return None
+
+
+def _open_or_none(path: str | Path) -> int | None:
+    try:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except FileNotFoundError:
+        return None
+
+
+def _last_id_of(path: str | Path) -> int:
+    """The id of the last complete line of the file under `path`; 0 if there is none, or no file."""
+    fd = _open_or_none(path)
+    if fd is None:
+        return 0
+    try:
+        return _last_id_before(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
+
+
+def _first_id(fd: int) -> int | None:
+    """The id of the open file's first complete line; None if it has none yet."""
+    head = os.pread(fd, _LINE_MAX, 0)
+    for raw in head.split(b"\n")[:-1]:
+        line = _parse(raw)
+        if line is not None:
+            return line["id"]
     return None
 
 

@@ -466,6 +466,76 @@ def test_a_named_file_rotated_twice_while_dot_one_is_looked_at_is_finished_first
             break
 
 
+def test_a_dot_one_with_the_number_of_one_read_before_is_still_read(tmp_path):
+    """Placed with the name missing, the follower read `.1` (4); two rotations later a new `.1` (6) may have
+    that file's inode number (ext4 and tmpfs hand a freed number to the next new file): it is told apart by
+    its ids, so 6 rings and only 5, rotated out of both files, counts as missed."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, [1, 2, 3])
+    follower = Follower(path)
+    follower.arm(None)
+    saved = follower.offset()
+    follower.close()
+    os.replace(path, rotated(path))
+    _append(path, [4])
+    os.replace(path, rotated(path))  # the name missing: a rotation under way
+    follower = Follower(path)
+    follower.arm(saved)
+    for line_id in (5, 6):
+        _append(path, [line_id])
+        os.replace(path, rotated(path))
+    _append(path, [7])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([4, 6, 7], 1)
+
+
+def test_a_first_arm_that_finds_dot_one_only_at_its_second_look_takes_it_as_old_news(tmp_path, monkeypatch):
+    """No `.1` at the arm's first look; the hub rotates the file under the name before its look at the name:
+    1 is old news either way, so only 2 rings (the arm took itself for fileless and rang `.1` whole)."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, [1])
+    follower = Follower(path)
+    with monkeypatch.context() as patched:
+        patched.setattr(follow, "os", _HubActsAfterLook(1, lambda: os.replace(path, rotated(path))))
+        follower.arm(None)
+    _append(path, [2])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([2], 0)
+
+
+def test_while_the_name_is_missing_a_file_rotated_since_is_read_from_dot_one(tmp_path):
+    """The followed file rotated, the next one took a line and rotated too, the name not made again yet: the
+    follower reads that line from `.1` now, rather than wait for a name that may come after `.1` is gone."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, [1])
+    follower = Follower(path)
+    follower.arm(None)
+    os.replace(path, rotated(path))
+    _append(path, [2])
+    os.replace(path, rotated(path))
+    assert [line["id"] for line in follower.read_new()] == [2]
+    _append(path, [3])
+    assert ([line["id"] for line in follower.read_new()], follower.missed) == ([3], 0)
+
+
+def test_a_dot_one_opened_before_the_followed_file_rotates_is_read_all_the_same(tmp_path, monkeypatch):
+    """The hub rotates the file the follower just opened, right after the follower opened `.1` (older): `.1`'s
+    lines ring, then the followed file's, then the next."""
+    path = tmp_path / "runtime-inbox.log"
+    _append(path, [1])
+    follower = Follower(path)
+    follower.arm(None)
+    os.replace(path, rotated(path))
+    _append(path, [2])
+    os.replace(path, rotated(path))
+    _append(path, [3])
+
+    def rotate():
+        os.replace(path, rotated(path))
+        _append(path, [4])
+
+    got, _ = _reads_with_the_hub_at_look(follower, 4, rotate, monkeypatch)  # the 4th look: `.1` opened
+    assert (got, follower.missed) == ([2, 3, 4], 0)
+
+
 class _Hub:
     """A seat's notify files as the hub writes them: appends, rotations at `per_file` lines, and the window
     of a rotation before the next file is made. `gone` are the ids rotated out of both files."""
