@@ -97,17 +97,15 @@ class Follower:
                     self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
                     self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
                     if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` now is old
-                        from agorad.surface.notifyfile import last_id_in  # news too (not `kept`: one made since
-                                                                          # came first); imported only here
-                        self.last_id = last_id_in(self.rotated) or 0
+                        self.last_id = _last_id_of(self.rotated)  # news too (not `kept`: one made since came first)
                     return
                 now = _inode(self.rotated)
                 if kept is None and now is None:
                     self.fileless = True
                     return
                 if kept is not None and now == os.fstat(kept).st_ino:  # held open: no other file has its number
-                    self.inode, self.pos = now, _end_of_last_line(kept)
-                    self.last_id = self.unplaced = _last_id_before(kept, self.pos)
+                    self.unplaced = _last_id_before(kept, _end_of_last_line(kept))
+                    self.last_id, self.inode, self.pos = self.unplaced, now, _end_of_last_line(kept)
                     return
             finally:
                 if kept is not None:
@@ -293,6 +291,17 @@ def _open_or_none(path: str | Path) -> int | None:
         return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
+
+
+def _last_id_of(path: str | Path) -> int:
+    """The id of the last complete line of the file under `path`; 0 if there is none, or no file."""
+    fd = _open_or_none(path)
+    if fd is None:
+        return 0
+    try:
+        return _last_id_before(fd, os.fstat(fd).st_size)
+    finally:
+        os.close(fd)
 
 
 def _first_id(fd: int) -> int | None:
