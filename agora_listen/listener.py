@@ -190,9 +190,9 @@ def _no_file_yet(options: Options, path: str) -> str:
     start = f"start the hub (`agora up --home {options.home}`) or check --home and --notify-dir"
     if not os.path.isdir(options.notify_dir):  # e.g. a home where no hub has ever run
         return f"no notify file yet at {path}: the directory {options.notify_dir} does not exist; {start}"
-    if options.confirmed:  # the hub answered: the file comes with the seat's first delivery
-        return (f"no notify file yet at {path}: the hub creates it at the seat's first delivery; "
-                "leave out --source file to wait for it")
+    if options.confirmed:  # the hub answered: the file went (or the hub wrote none when it added the seat)
+        return (f"no notify file yet at {path}: the hub makes it when it adds a seat, and again at the seat's "
+                "next delivery; leave out --source file to wait for it")
     return f"no notify file yet at {path} and no hub answering; {start}, or leave out --source file to wait for it"
 
 

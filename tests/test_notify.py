@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agora_listen.follow import Follower
 from tests.hubproc import Hub
 from tests.seats import seats, send
 
@@ -22,7 +23,7 @@ def lines(path) -> list[dict]:
 def test_one_line_per_delivery_for_every_member_but_the_sender(hub):
     with seats(hub, "memory", "runtime", "lead") as s:
         send(s["memory"], "commons", "schema v2 ready", "see migration 0004", to=["runtime"])
-        assert not (hub.home / "memory-inbox.log").exists()
+        assert (hub.home / "memory-inbox.log").read_bytes() == b""  # made empty at the add (Notifier.create)
         line = lines(hub.home / "runtime-inbox.log")[0]
         assert set(line) == {"v", "id", "ts", "agent", "channel", "seq", "sender", "title", "flags", "preview", "owed"}
         assert (line["v"], line["id"], line["agent"], line["channel"], line["seq"], line["sender"]) == (
@@ -52,6 +53,27 @@ def test_rotation_moves_the_file_to_dot_one(home):
         assert rotated.exists() and current.stat().st_size <= 1100
         ids = [line["id"] for line in lines(rotated) + lines(current)]
         assert ids == sorted(ids) and ids[-1] == 12 and len(ids) == len(set(ids))
+    finally:
+        small.stop()
+
+
+def test_a_new_seat_has_an_empty_file_so_a_listener_armed_before_its_first_delivery_counts_every_line(home):
+    """Armed on a seat with no delivery yet, the follower holds the file the first lines go to: whatever
+    rotates before its first read is read, or counted as missed. (Armed with no file it had no id to count
+    from: the first file's lines, rotated out of `.1` before that read, were neither rung nor counted.)"""
+    small = Hub(home, "--notify-rotate-mb", "0.001").start()  # about 1 KiB: a rotation every few lines
+    try:
+        with seats(small, "memory", "runtime") as s:
+            path = home / "runtime-inbox.log"
+            assert path.stat().st_size == 0 and stat.S_IMODE(path.stat().st_mode) == 0o600
+            follower = Follower(path)
+            follower.arm(None)  # a first arm, as `agora listen`'s
+            for i in range(30):
+                send(s["memory"], "commons", f"message {i}", "y" * 100)
+            assert lines(path)[0]["id"] > lines(home / "runtime-inbox.log.1")[0]["id"] > 2  # the first file went
+            read = [line["id"] for line in follower.read_new()]
+            assert read == sorted(set(read)) and read[-1] == 30 and len(read) + follower.missed == 30
+            follower.close()
     finally:
         small.stop()
 
@@ -172,6 +194,7 @@ def test_notify_file_symlink_is_not_followed(hub, tmp_path):
     target = tmp_path / "outside"
     target.write_text("")
     with seats(hub, "memory", "runtime") as s:
+        (hub.home / "runtime-inbox.log").unlink()  # the empty file the add made, swapped for a link
         os.symlink(target, hub.home / "runtime-inbox.log")
         send(s["memory"], "@runtime", "one")
         assert target.read_text() == ""

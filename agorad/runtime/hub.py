@@ -221,8 +221,10 @@ class HubState:
               lambda: seat_files.remove(self.home, agent_id))
 
     def agent_added(self, agent_id: str) -> None:
-        """After a committed add (before its key file is put in place): see _clear_leftovers."""
+        """After a committed add (before its key file is put in place): see _clear_leftovers; then its
+        notify file, empty, for a listener to arm on before the first delivery (Notifier.create)."""
         self._clear_leftovers(agent_id)
+        _each(lambda: self.notifier.create(agent_id))
 
     def _clear_leftovers(self, agent_id: str) -> None:
         """An id just taken (an add, or a rename's new id) may hold the files of a removed seat whose removal a

@@ -411,6 +411,19 @@ class Notifier:
             if stray is not None:
                 os.close(stray.fd)
 
+    def create(self, agent_id: str) -> None:
+        """Make a new seat's file, empty, under its name. A listener armed before the seat's first delivery
+        then holds the file its first lines go to: however many rotations pass before it reads, it reads that
+        file to its end and counts what rotated out of `.1` after it (agora_listen/follow.py). Armed with no
+        file it has no id to count from, and the first file's lines, rotated away twice before it read,
+        were neither rung nor counted. OSError when the file cannot be made (the first delivery tries again)."""
+        if not self.enabled:
+            return
+        path = self.path(agent_id)
+        fd = os.open(path, _OPEN_FLAGS, 0o600)
+        _private(fd, path)  # (closes it when refusing a file another user made)
+        os.close(fd)
+
     def rename(self, old_id: str, new_id: str) -> None:
         """Follow an agent rename: its files take the new name."""
         if not self.enabled:
