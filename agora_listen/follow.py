@@ -38,7 +38,9 @@ class Follower:
         self.missed = 0  # deliveries whose lines were rotated away before they were read
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
         # Armed where the file did not exist yet: every line the name comes to hold is new, and so is
-        # a `.1` found before the first read (the first file filled and rotated meanwhile).
+        # a `.1` found before the first read (the first file filled and rotated meanwhile). Rare: the hub
+        # makes a seat's file, empty, when it adds the seat (Notifier.create); with no id to count from,
+        # lines rotated out of both files before the first read are neither rung nor counted.
         self.fileless = False
         self.unplaced: int | None = None  # while placeless: the id rung (a `.1` made since is read above it)
 
@@ -97,15 +99,17 @@ class Follower:
                     self.pos = _end_of_last_line(self.fd)  # a line half written is new: read it once it is whole
                     self.last_id = _last_id_before(self.fd, self.pos)  # same descriptor, same bytes: no race
                     if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` now is old
-                        self.last_id = _last_id_of(self.rotated)  # news too (not `kept`: one made since came first)
+                        from agorad.surface.notifyfile import last_id_in  # news too (not `kept`: one made since
+                                                                          # came first); imported only here
+                        self.last_id = last_id_in(self.rotated) or 0
                     return
                 now = _inode(self.rotated)
                 if kept is None and now is None:
                     self.fileless = True
                     return
                 if kept is not None and now == os.fstat(kept).st_ino:  # held open: no other file has its number
-                    self.unplaced = _last_id_before(kept, _end_of_last_line(kept))
-                    self.last_id, self.inode, self.pos = self.unplaced, now, _end_of_last_line(kept)
+                    self.inode, self.pos = now, _end_of_last_line(kept)
+                    self.last_id = self.unplaced = _last_id_before(kept, self.pos)
                     return
             finally:
                 if kept is not None:
@@ -291,17 +295,6 @@ def _open_or_none(path: str | Path) -> int | None:
         return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
     except FileNotFoundError:
         return None
-
-
-def _last_id_of(path: str | Path) -> int:
-    """The id of the last complete line of the file under `path`; 0 if there is none, or no file."""
-    fd = _open_or_none(path)
-    if fd is None:
-        return 0
-    try:
-        return _last_id_before(fd, os.fstat(fd).st_size)
-    finally:
-        os.close(fd)
 
 
 def _first_id(fd: int) -> int | None:

@@ -3,6 +3,7 @@ writes put at each point between the follower's looks at the files: no hub, no w
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import random
@@ -52,18 +53,30 @@ class _HubActsAfterLook:
                 self.act()
 
 
-def _reads_with_the_hub_at_look(follower, k: int, act, monkeypatch) -> tuple[list[int], bool]:
-    """The ids the follower reads with the hub acting right after its k-th look, then once more after the hub
-    acted (after the first read, if that made fewer looks: then the sweep has passed every look, True)."""
-    hub = _HubActsAfterLook(k, act)
+def _every_look(monkeypatch, act):
+    """For k = 1, 2, ...: k, and a context under which the hub does `act` once, right after the follower's
+    k-th look. If the calls under it make fewer looks, the hub acts on leaving it, and that k is the last:
+    every look has been swept."""
+    k = 0
+    while True:
+        k += 1
+        hub = _HubActsAfterLook(k, act)
+        yield k, _acting(monkeypatch, hub)
+        if hub.looks < k:
+            return
+
+
+@contextlib.contextmanager
+def _acting(monkeypatch, hub: _HubActsAfterLook):
     with monkeypatch.context() as patched:
         patched.setattr(follow, "os", hub)
-        got = [line["id"] for line in follower.read_new()]
-    if hub.looks < k:
-        act()
-    got += [line["id"] for line in follower.read_new()]
-    follower.close()
-    return got, hub.looks < k
+        yield
+    if hub.looks < hub.k:
+        hub.act()
+
+
+def _ids(lines: list[dict]) -> list[int]:
+    return [line["id"] for line in lines]
 
 
 def test_a_first_file_that_rotates_at_any_point_of_the_first_read_rings_whole(tmp_path, monkeypatch):
@@ -71,17 +84,16 @@ def test_a_first_file_that_rotates_at_any_point_of_the_first_read_rings_whole(tm
     # filling and rotating between the two looks left it reading only the second: 3 of 8 rang and none
     # counted as missed (the CI failure of test_listen's ..._rotates_before_the_first_read_rings_whole).
     path = tmp_path / "runtime-inbox.log"
-    k = 0
-    while True:
-        k += 1
+    for k, hub_acting in _every_look(monkeypatch, lambda: _first_file_fills_and_rotates(path)):
         path.unlink(missing_ok=True)
         rotated(path).unlink(missing_ok=True)
         follower = Follower(path)
         follower.arm(None)  # no file yet (what the files hold during the arm's looks is old news)
-        got, last = _reads_with_the_hub_at_look(follower, k, lambda: _first_file_fills_and_rotates(path), monkeypatch)
+        with hub_acting:
+            got = _ids(follower.read_new())
+        got += _ids(follower.read_new())
+        follower.close()
         assert (got, follower.missed) == (list(range(1, 9)), 0), f"hub after look {k}"
-        if last:
-            break
 
 
 def _saved(path, inode: int, after_id: int) -> dict:
@@ -263,9 +275,13 @@ def test_a_rotation_while_the_kept_dot_one_is_read_costs_no_line_of_the_file_und
     lines are read from the old file (the follower's descriptor), never counted as missed. Only the kept
     lines may be, when the rotation replaced the kept `.1` before the follower opened it."""
     path = tmp_path / "runtime-inbox.log"
-    k = 0
-    while True:
-        k += 1
+
+    def append_and_rotate():
+        _append(path, [9])
+        os.replace(path, rotated(path))
+        _append(path, [10])
+
+    for k, hub_acting in _every_look(monkeypatch, append_and_rotate):
         for leftover in (path, rotated(path), tmp_path / "kept"):
             leftover.unlink(missing_ok=True)
         _append(path, range(1, 6))
@@ -277,17 +293,12 @@ def test_a_rotation_while_the_kept_dot_one_is_read_costs_no_line_of_the_file_und
         _append(tmp_path / "kept", range(5, 8))  # the hub's: from the saved place on
         os.replace(tmp_path / "kept", rotated(path))
         _append(path, [8])
-
-        def append_and_rotate():
-            _append(path, [9])
-            os.replace(path, rotated(path))
-            _append(path, [10])
-
-        got, last = _reads_with_the_hub_at_look(follower, k, append_and_rotate, monkeypatch)
+        with hub_acting:
+            got = _ids(follower.read_new())
+        got += _ids(follower.read_new())
+        follower.close()
         kept = [6, 7] if 6 in got else []
         assert (got, follower.missed) == (kept + [8, 9, 10], 2 - len(kept)), f"hub after look {k}"
-        if last:
-            break
 
 
 def test_a_first_arm_while_only_dot_one_is_there_takes_it_as_old_news(tmp_path):
@@ -332,28 +343,20 @@ def test_a_first_arm_during_a_rotation_rings_no_old_line_and_the_next_one(tmp_pa
     both files were there before the arm, so none rings; the new file's line does. Looking at `.1` again
     after a missing name is what keeps a `.1` replaced between the looks from passing for news."""
     path = tmp_path / "runtime-inbox.log"
-    k = 0
-    while True:
-        k += 1
+    for k, hub_acting in _every_look(monkeypatch, lambda: os.replace(path, rotated(path))):
         path.unlink(missing_ok=True)
         rotated(path).unlink(missing_ok=True)
         _append(path, range(1, 4))
         os.replace(path, rotated(path))
         _append(path, [4, 5])
-        hub = _HubActsAfterLook(k, lambda: os.replace(path, rotated(path)))
         follower = Follower(path)
-        with monkeypatch.context() as patched:
-            patched.setattr(follow, "os", hub)
+        with hub_acting:
             follower.arm(None)
-        if hub.looks < k:
-            os.replace(path, rotated(path))
-        got = [line["id"] for line in follower.read_new()]
+        got = _ids(follower.read_new())
         _append(path, [6])
-        got += [line["id"] for line in follower.read_new()]
+        got += _ids(follower.read_new())
         follower.close()
         assert (got, follower.missed) == ([6], 0), f"hub after look {k}"
-        if hub.looks < k:
-            break
 
 
 @pytest.mark.parametrize("whole", [False, True], ids=["window", "whole-rotation"])
@@ -368,28 +371,20 @@ def test_an_arm_whose_file_is_rotated_at_any_look_resumes_in_dot_one(tmp_path, m
         if whole:
             _append(path, [4])
 
-    k = 0
-    while True:
-        k += 1
+    for k, hub_acting in _every_look(monkeypatch, rotate):
         path.unlink(missing_ok=True)
         rotated(path).unlink(missing_ok=True)
         _append(path, range(1, 4))
         saved = _saved(path, os.stat(path).st_ino, 2)
         follower = Follower(path)
-        hub = _HubActsAfterLook(k, rotate)
-        with monkeypatch.context() as patched:
-            patched.setattr(follow, "os", hub)
+        with hub_acting:
             follower.arm(saved)
-            got = [line["id"] for line in follower.read_new()]
-        if hub.looks < k:
-            rotate()
+            got = _ids(follower.read_new())
         if not whole:
             _append(path, [4])
-        got += [line["id"] for line in follower.read_new()]
+        got += _ids(follower.read_new())
         follower.close()
         assert (got, follower.missed) == ([3, 4], 0), f"hub after look {k}"
-        if hub.looks < k:
-            break
 
 
 def test_a_file_rotated_twice_while_the_follower_waited_is_read_from_dot_one(tmp_path):
@@ -413,9 +408,13 @@ def test_the_first_read_with_no_file_at_the_arm_reads_dot_one_in_order_at_every_
     the first read the hub appends 9 and 10 and rotates again: 6-10 are in the files all along, so they ring,
     in order and once (the follower closed the named file to read `.1` and counted them as missed)."""
     path = tmp_path / "runtime-inbox.log"
-    k = 0
-    while True:
-        k += 1
+
+    def append_and_rotate():
+        _append(path, [9, 10])
+        os.replace(path, rotated(path))
+        _append(path, [11])
+
+    for k, hub_acting in _every_look(monkeypatch, append_and_rotate):
         path.unlink(missing_ok=True)
         rotated(path).unlink(missing_ok=True)
         follower = Follower(path)
@@ -423,16 +422,11 @@ def test_the_first_read_with_no_file_at_the_arm_reads_dot_one_in_order_at_every_
         _append(path, range(1, 6))
         os.replace(path, rotated(path))
         _append(path, range(6, 9))
-
-        def append_and_rotate():
-            _append(path, [9, 10])
-            os.replace(path, rotated(path))
-            _append(path, [11])
-
-        got, last = _reads_with_the_hub_at_look(follower, k, append_and_rotate, monkeypatch)
+        with hub_acting:
+            got = _ids(follower.read_new())
+        got += _ids(follower.read_new())
+        follower.close()
         assert got == sorted(set(got)) and got[-6:] == [6, 7, 8, 9, 10, 11], f"hub after look {k}: {got}"
-        if last:
-            break
 
 
 def test_a_named_file_rotated_twice_while_dot_one_is_looked_at_is_finished_first(tmp_path, monkeypatch):
@@ -448,9 +442,7 @@ def test_a_named_file_rotated_twice_while_dot_one_is_looked_at_is_finished_first
         os.replace(path, rotated(path))
         _append(path, [7])
 
-    k = 0
-    while True:
-        k += 1
+    for k, hub_acting in _every_look(monkeypatch, twice):
         path.unlink(missing_ok=True)
         rotated(path).unlink(missing_ok=True)
         _append(path, range(1, 4))
@@ -460,10 +452,11 @@ def test_a_named_file_rotated_twice_while_dot_one_is_looked_at_is_finished_first
         follower = Follower(path)
         follower.arm(None)
         _append(path, [4])
-        got, last = _reads_with_the_hub_at_look(follower, k, twice, monkeypatch)
+        with hub_acting:
+            got = _ids(follower.read_new())
+        got += _ids(follower.read_new())
+        follower.close()
         assert (got, follower.missed) == ([4, 5, 6, 7], 0), f"hub after look {k}"
-        if last:
-            break
 
 
 def test_a_dot_one_with_the_number_of_one_read_before_is_still_read(tmp_path):
@@ -532,8 +525,12 @@ def test_a_dot_one_opened_before_the_followed_file_rotates_is_read_all_the_same(
         os.replace(path, rotated(path))
         _append(path, [4])
 
-    got, _ = _reads_with_the_hub_at_look(follower, 4, rotate, monkeypatch)  # the 4th look: `.1` opened
-    assert (got, follower.missed) == ([2, 3, 4], 0)
+    hub = _HubActsAfterLook(4, rotate)  # the 4th look: `.1` opened
+    with _acting(monkeypatch, hub):
+        got = _ids(follower.read_new())
+    got += _ids(follower.read_new())
+    follower.close()
+    assert hub.looks >= 4 and (got, follower.missed) == ([2, 3, 4], 0)
 
 
 class _Hub:
