@@ -17,6 +17,7 @@ from tests.conftest import Cli
 from tests.hubproc import Hub
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
+from tests.test_notify import crash_during_send
 
 
 def mode_of(path) -> int:
@@ -264,6 +265,28 @@ def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
     assert "is not an offset" in report["a"]["problems"][0]
     text = cli("check", code=1).stdout
     assert "problem: b:" in text and "check: something is wrong" in text
+
+
+def test_check_says_the_next_start_writes_what_a_crash_kept_from_the_file_made_at_the_add(home):
+    """The hub crashed after the seat's first delivery committed, before its line: the file the add made
+    is empty, no place is saved, and the hub stored no line as written, so the next start writes line 1."""
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime"):
+        pass
+    first.stop()
+    crash_during_send(home, "after-commit")
+    report = {seat["agent"]: seat for seat in json.loads(Cli(home)("check", "--json", code=1).stdout)["seats"]}
+    assert report["runtime"]["problems"] == [
+        f"{home / 'runtime-inbox.log'} holds no line; the database has deliveries up to id 1 (no mail is lost: "
+        "`agora inbox --as runtime` shows it; wakes its listener had not read are lost if a running hub held the "
+        "file, else the next start writes them again if it saved a place, or else the lines after id 0, the last "
+        "the hub stored as written; new lines come all the same)"]
+    again = Hub(home).start()
+    try:
+        assert [json.loads(line)["id"] for line in (home / "runtime-inbox.log").read_text().splitlines()] == [1]
+        assert json.loads(Cli(home)("check", "--json").stdout)["ok"]
+    finally:
+        again.stop()
 
 
 def test_check_says_a_deleted_notify_file_is_missing_and_an_empty_one_holds_no_line(hub, cli):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import stat
 
@@ -12,6 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from agora_listen.follow import Follower
+from agorad.surface.paths import Home
 from tests.hubproc import Hub
 from tests.seats import seats, send
 
@@ -425,6 +427,39 @@ def test_lines_for_deliveries_the_database_lost_are_dropped_and_ids_never_reused
         follower.arm(offset)
         assert [line["title"] for line in follower.read_new()] == ["one", "two", "three", "after"]
         follower.close()
+    finally:
+        again.stop()
+
+
+def test_a_seat_whose_every_delivery_the_database_lost_has_its_lines_dropped_and_ids_never_reused(home, tmp_path):
+    """As above, where the database kept none of the seat's deliveries: start-up passes over a seat with no
+    delivery only when its file is the empty one its add made, not one holding lines the database lost."""
+    first = Hub(home).start()
+    first.add_agent("memory")
+    first.add_agent("runtime")
+    first.stop()
+    before = tmp_path / "before"
+    before.mkdir()
+    for part in Home(home).db_files:
+        if part.exists():
+            shutil.copy2(part, before / part.name)
+    second = Hub(home).start()
+    with second.client("memory") as memory:
+        send(memory, "@runtime", "one")
+        send(memory, "@runtime", "two")
+    second.stop()
+    for part in Home(home).db_files:  # the database as it was before the two: as a cut at NORMAL can leave it
+        part.unlink(missing_ok=True)
+    for part in before.iterdir():
+        shutil.copy2(part, home / part.name)
+    path = home / "runtime-inbox.log"
+    assert [line["id"] for line in lines(path)] == [1, 2]
+    again = Hub(home).start()
+    try:
+        assert lines(path) == [] and "notify-reconciled" in again.log()
+        with again.client("memory") as memory:
+            send(memory, "@runtime", "after")
+        assert [(line["id"], line["title"]) for line in lines(path)] == [(3, "after")]
     finally:
         again.stop()
 

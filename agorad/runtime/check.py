@@ -31,16 +31,17 @@ def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
             found = integrity.problems(db, quick)
             version = integrity.schema_version(db)
             marks = snapshot.summary(db)["last_delivery_id"] if version is not None else {}
+            stored = _stored_marks(db) if version is not None else {}
         finally:
             db.close()
     except apsw.Error as exc:
-        found, version, marks = [f"cannot read the database: {exc}"], None, {}
+        found, version, marks, stored = [f"cannot read the database: {exc}"], None, {}, {}
     newest = max(number for number, _, _ in available())
     if version is None:
         found.append("not an Agora database (its tables are missing)")
     elif version > newest:
         found.append(f"schema {version} is newer than this agora knows ({newest})")
-    seats = [_seat(home, notify_dir, agent, last) for agent, last in marks.items()]
+    seats = [_seat(home, notify_dir, agent, last, stored.get(agent)) for agent, last in marks.items()]
     return {"ok": not found and not any(seat["problems"] for seat in seats), "database": str(home.db),
             "integrity": found, "schema": version, "notify_dir": str(notify_dir) if notify_dir else None,
             "seats": seats}
@@ -58,12 +59,21 @@ def _reader(home: Home) -> apsw.Connection:
     return db
 
 
-def _seat(home: Home, notify_dir: Path | None, agent: str, last: int) -> dict:
+def _stored_marks(db: apsw.Connection) -> dict[str, int]:
+    """{agent: the last id the hub stored as written to its notify file} (`agents.notified_upto`, which the
+    sweep and a clean stop store): a start with no line to go by replays from there."""
+    try:
+        return dict(db.execute("SELECT id, notified_upto FROM agents"))
+    except apsw.SQLError:  # a copy from before the column
+        return {}
+
+
+def _seat(home: Home, notify_dir: Path | None, agent: str, last: int, stored: int | None = None) -> dict:
     entry = {"agent": agent, "database_id": last, "file_id": None, "offset": None, "problems": [], "notes": []}
     if notify_dir is not None:
         path = notify_file(notify_dir, agent)
         entry["file_id"] = _last_id(path)
-        _compare_file(entry, path)
+        _compare_file(entry, path, stored)
         _judge_offset(entry, home, path)
     return entry
 
@@ -73,18 +83,25 @@ def _last_id(path: Path) -> int | None:
     return found if found is not None else last_id_in(rotated(path))
 
 
-def _compare_file(entry: dict, path: Path) -> None:
+def _compare_file(entry: dict, path: Path, stored: int | None = None) -> None:
     on_disk, last = entry["file_id"], entry["database_id"]
     inbox = f"no mail is lost: `agora inbox --as {entry['agent']}` shows it"
+    # With no line to go by and no place saved, a start replays after the stored mark: all of the lines when
+    # the hub stopped before it stored one (a crash before its first sweep, or before the seat's first line).
+    unsaved = f"the lines after id {stored}, the last the hub stored as written"
+    replays = stored is not None and stored < last
     if on_disk is None and last and not (path.exists() or rotated(path).exists()):
         # Deleted while no hub ran (a running one makes the file again at once, runtime/notify_lost.py).
+        otherwise = f"with {unsaved}" if replays else "the seat's next delivery does"
         entry["problems"].append(f"{path} is missing; the database has deliveries up to id {last} ({inbox}; the "
                                  "next start makes the file again with what the seat's listener had not read if it "
-                                 "saved a place, else the seat's next delivery does)")
-    elif on_disk is None and last:  # emptied by hand: the hub does not write lines its file once held again
+                                 f"saved a place, else {otherwise})")
+    elif on_disk is None and last:  # emptied by hand (or made empty at the add, the hub stopping before line 1)
+        otherwise = f", or else {unsaved}" if replays else ""
         entry["problems"].append(f"{path} holds no line; the database has deliveries up to id {last} ({inbox}; "
                                  "wakes its listener had not read are lost if a running hub held the file, else the "
-                                 "next start writes them again if it saved a place; new lines come all the same)")
+                                 f"next start writes them again if it saved a place{otherwise}; new lines come all "
+                                 "the same)")
     elif on_disk is not None and on_disk < last:
         entry["problems"].append(f"{path} ends at id {on_disk}, the database at {last} "
                                  "(the hub fills the file in at its next start or sweep)")

@@ -162,7 +162,7 @@ class Notifier:
         offset_names = _names_in(self.seats) if self.seats is not None else set()
         surveys = {}
         for pk, agent_id, newest, floor in marks:
-            found = self._files_of_seat(agent_id, notify_names, offset_names)
+            found = self._files_of_seat(agent_id, newest, notify_names, offset_names)
             if found is not None:
                 path, offset, present = found
                 surveys[pk] = Survey(path, offset, newest, floor, present)
@@ -195,16 +195,20 @@ class Notifier:
         if not self.on_empty_file(pk, agent_id):
             self.written[pk] = replay_from
 
-    def _files_of_seat(self, agent_id: str, notify_names: set[str], offset_names: set[str]):
+    def _files_of_seat(self, agent_id: str, newest: int, notify_names: set[str], offset_names: set[str]):
         """(notify file, offset file or None, (file there, `.1` there)) of a seat with any of the three in
-        those listings, as Survey takes them; None for a seat with none."""
+        those listings, as Survey takes them; None for a seat with none, or with only the empty file its add
+        made (`create`) and no delivery: a stat, not the survey's open and reads (at 10,000 such seats,
+        174 ms of start-up against 38 ms with no files)."""
         name = os.path.basename(filenames.notify_file("", agent_id))
         present = (name in notify_names, name + filenames.ROTATED_SUFFIX in notify_names)
         offset = filenames.listen_file(os.fspath(self.seats), agent_id, "offset") if self.seats is not None else None
         saved = offset is not None and os.path.basename(offset) in offset_names
-        if not (present[0] or present[1] or saved):
+        path = filenames.notify_file(os.fspath(self.directory), agent_id)
+        if not (present[0] or present[1] or saved) or (newest == 0 and not (present[1] or saved)
+                                                       and _missing_or_empty(path)):
             return None
-        return filenames.notify_file(os.fspath(self.directory), agent_id), offset if saved else None, present
+        return path, offset if saved else None, present
 
     def unstored(self) -> dict[int, int]:
         """The marks in `written` the database does not hold yet: what a sweep stores (at 10,000 seats,
