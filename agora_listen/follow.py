@@ -43,9 +43,6 @@ class Follower:
         # lines rotated out of both files before the first read are neither rung nor counted.
         self.fileless = False
         self.unplaced: int | None = None  # while placeless: the id rung (a `.1` made since is read above it)
-        # Placed in an empty file with no line in `.1` (as the hub makes a seat's file at its add, before any
-        # delivery): ids count from 0, so lines rotated out of both files before the first read count as missed.
-        self.from_first = False
 
     # --- arming ---------------------------------------------------------------
 
@@ -61,7 +58,6 @@ class Follower:
             self.fileless = not self._open(self.path)
             return
         self.last_id = offset["id"]
-        self.from_first = offset["inode"] is not None and offset["pos"] == 0 and offset["id"] == 0
         if offset["inode"] is None:  # saved with no file yet: all the name holds came since, a `.1` too (read_new)
             self.fileless = True
             return
@@ -106,7 +102,6 @@ class Follower:
                         from agorad.surface.notifyfile import last_id_in  # news too (not `kept`: one made since
                                                                           # came first); imported only here
                         self.last_id = last_id_in(self.rotated) or 0
-                        self.from_first = self.last_id == 0
                     return
                 now = _inode(self.rotated)
                 if kept is None and now is None:
@@ -221,7 +216,7 @@ class Follower:
             line = _parse(raw)
             if line is None or line["id"] <= rung or (below is not None and line["id"] >= below):
                 continue
-            if (self.last_id or self.from_first) and line["id"] > self.last_id + 1:
+            if self.last_id and line["id"] > self.last_id + 1:
                 self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
             self.last_id = line["id"]
             found.append(line)

@@ -387,28 +387,6 @@ def test_an_arm_whose_file_is_rotated_at_any_look_resumes_in_dot_one(tmp_path, m
         assert (got, follower.missed) == ([3, 4], 0), f"hub after look {k}"
 
 
-def test_a_place_saved_in_an_empty_file_counts_what_rotated_out_of_both_files_as_missed(tmp_path):
-    """A first arm on an empty file with no `.1` (as the hub makes a seat's file at its add) saves its place
-    at 0 with id 0; the file then fills and rotates twice before the next arm: 1 and 2 are gone, and count
-    as missed (a place at 0 has no line to check, and from id 0 a gap had nothing to count from)."""
-    path = tmp_path / "runtime-inbox.log"
-    path.touch()
-    follower = Follower(path)
-    follower.arm(None)
-    saved = follower.offset()
-    follower.close()
-    assert (saved["pos"], saved["id"]) == (0, 0)
-    _append(path, [1, 2])
-    os.replace(path, rotated(path))
-    _append(path, [3, 4])
-    os.replace(path, rotated(path))
-    _append(path, [5])
-    follower = Follower(path)
-    follower.arm(saved)
-    assert (_ids(follower.read_new()), follower.missed) == ([3, 4, 5], 2)
-    follower.close()
-
-
 def test_a_file_rotated_twice_while_the_follower_waited_is_read_from_dot_one(tmp_path):
     """Between two reads the file the follower holds is rotated, and so is the next one: that one is in `.1`
     still, so its lines ring (they were counted as missed); the follower's own file is finished first."""
