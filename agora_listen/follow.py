@@ -43,21 +43,27 @@ class Follower:
         # lines rotated out of both files before the first read are neither rung nor counted.
         self.fileless = False
         self.unplaced: int | None = None  # while placeless: the id rung (a `.1` made since is read above it)
+        # last_id 0 as the hub's word (a first arm asked it: the seat had no delivery yet), not "nothing known":
+        # a gap before the first line read counts as missed. Saved as "zero": true, for the next run.
+        self.zero_known = False
 
     # --- arming ---------------------------------------------------------------
 
-    def arm(self, offset) -> None:
+    def arm(self, offset, newest: int | None = None) -> None:
         """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start).
 
         A dict whose inode is None was saved by a follower that had no file yet: this one has none either.
+        `newest`, for a first arm: the id the seat's next delivery follows, as the hub said just before
+        (None if it did not), counted from where the files hold no line to go by.
         """
         if offset is None:
-            self._arm_at_end()
+            self._arm_at_end(newest)
             return
         if offset == "corrupt":
             self.fileless = not self._open(self.path)
             return
         self.last_id = offset["id"]
+        self.zero_known = offset["id"] == 0 and offset.get("zero") is True
         if offset["inode"] is None:  # saved with no file yet: all the name holds came since, a `.1` too (read_new)
             self.fileless = True
             return
@@ -84,7 +90,7 @@ class Follower:
         else:  # (a file rotated between the look at `.1` and the open of the name is `.1` now)
             self.pending += self._read_rotated(self.last_id)
 
-    def _arm_at_end(self) -> None:
+    def _arm_at_end(self, newest: int | None = None) -> None:
         """First arm: what the files hold now is old news. With no file under the name but a `.1` (a rotation
         under way, a file deleted or moved away), that is the end of `.1`: placed there with the name missing,
         as after a saved place whose file went, a `.1` made since is read skipping what `.1` held, then the
@@ -101,7 +107,11 @@ class Follower:
                     if self.pos == 0:  # an empty file (a restore leaves one, its history in `.1`): `.1` now is old
                         from agorad.surface.notifyfile import last_id_in  # news too (not `kept`: one made since
                                                                           # came first); imported only here
-                        self.last_id = last_id_in(self.rotated) or 0
+                        # With no line there either, the hub's newest: so a first file rotated out of both
+                        # before a later run read it counts as missed (the add makes the file empty; from 0,
+                        # deliveries a power cut or a --notify-dir change left out of the files would count)
+                        self.last_id = max(last_id_in(self.rotated) or 0, newest or 0)
+                        self.zero_known = newest == 0 and self.last_id == 0
                     return
                 now = _inode(self.rotated)
                 if kept is None and now is None:
@@ -194,7 +204,10 @@ class Follower:
 
     def offset(self) -> dict:
         """Where the next instance should resume: the start of any incomplete line."""
-        return {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
+        place = {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
+        if self.zero_known and self.last_id == 0:
+            place["zero"] = True  # (a reader that does not know the key counts nothing: as before)
+        return place
 
     def _read_lines(self, rung: int = 0, below: int | None = None) -> list[dict]:
         """The open file's complete lines from the read position on, but for ids up to `rung` (a file read
@@ -216,7 +229,7 @@ class Follower:
             line = _parse(raw)
             if line is None or line["id"] <= rung or (below is not None and line["id"] >= below):
                 continue
-            if self.last_id and line["id"] > self.last_id + 1:
+            if (self.last_id or self.zero_known) and line["id"] > self.last_id + 1:
                 self.missed += line["id"] - self.last_id - 1  # ids are gapless per agent
             self.last_id = line["id"]
             found.append(line)

@@ -24,12 +24,13 @@ class Answer:
     """The hub's word on a seat. Plain, and its directory text: an armed listener imports neither
     dataclasses nor pathlib (listener.Options says why)."""
 
-    __slots__ = ("agent", "notify_dir", "redirected")
+    __slots__ = ("agent", "notify_dir", "redirected", "newest_id")
 
-    def __init__(self, agent: str, notify_dir: str | None, redirected: dict | None):
+    def __init__(self, agent: str, notify_dir: str | None, redirected: dict | None, newest_id: int | None = None):
         self.agent = agent  # the current id behind the one asked for
         self.notify_dir = notify_dir  # as pathlib spells it; None: the hub writes no notify files
         self.redirected = redirected  # {"from", "to", "reason"} when the id asked for is an alias
+        self.newest_id = newest_id  # the id the seat's next delivery follows (None from a hub that does not say)
 
 
 class Rearm(Exception):
@@ -62,7 +63,23 @@ def ask(home: str | os.PathLike, agent: str, timeout: float = 5.0) -> Answer | N
         if exc.reason == "not-found":
             raise
         return None
-    return Answer(resolved["agent"], pathlib_form(told) if told else None, resolved["redirected"])
+    newest = resolved.get("newest_id")
+    return Answer(resolved["agent"], pathlib_form(told) if told else None, resolved["redirected"],
+                  newest if type(newest) is int and newest >= 0 else None)
+
+
+def newest_before_first_arm(options) -> int | None:
+    """The id the seat's next delivery follows, asked before a first arm looks at the files (None while no
+    hub answers, or when it names another seat: the arm is confirmed later). Where the files hold no line
+    to go by (an empty file, no line in `.1`), the follower counts gaps from it: from 0 it would count
+    deliveries from before the arm that a power cut or a `--notify-dir` change left out of the files."""
+    from agorad.surface.errors import AgoraError
+
+    try:
+        answer = ask(options.home, options.agent, timeout=HUB_RETRY)
+    except AgoraError:
+        return None
+    return answer.newest_id if answer is not None and answer.agent == options.agent else None
 
 
 def confirm(options, seat) -> bool:

@@ -19,7 +19,7 @@ from agora_listen import backoff, headlines, rering, sentinels
 from agora_listen.backlog import ask, remember, unrung
 from agora_listen.follow import Follower
 from agora_listen.harness import Gone, Harness, write
-from agora_listen.identity import Asker, Rearm, Refused
+from agora_listen.identity import Asker, Rearm, Refused, newest_before_first_arm
 from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface import settings
@@ -249,7 +249,8 @@ def _listen(options: Options, seat: Seat, notify_path: str, harness: Harness) ->
     follower = Follower(notify_path)
     saved = _offset(seat)
     since = options.since if saved is None else None
-    follower.arm(CORRUPT if since is not None else saved)  # a re-arm with no saved place reads for `since`
+    newest = newest_before_first_arm(options) if saved is None and since is None else None
+    follower.arm(CORRUPT if since is not None else saved, newest)  # a re-arm with no saved place reads for `since`
     if saved is None and since is None:  # a first arm starts at the end: remember it, so later mail is never behind us
         seat.save("offset", follower.offset())
     seat.write_pid(options.heartbeat, "file", only_if_free=options.once and not options.lock)

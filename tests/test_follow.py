@@ -387,6 +387,45 @@ def test_an_arm_whose_file_is_rotated_at_any_look_resumes_in_dot_one(tmp_path, m
         assert (got, follower.missed) == ([3, 4], 0), f"hub after look {k}"
 
 
+def test_a_first_arm_on_an_empty_file_counts_gaps_from_the_newest_id_the_hub_gave(tmp_path):
+    """A first arm on an empty file with no `.1`, the hub having said the seat's next delivery follows id 4
+    (its lines went elsewhere): its place keeps 4, so after two rotations before the next arm, 5 and 6 are
+    gone and count as missed, and 1-4 (from before the arm) do not; with the hub's 0, 1 and 2 count."""
+    path = tmp_path / "runtime-inbox.log"
+    path.touch()
+    follower = Follower(path)
+    follower.arm(None, newest=4)
+    saved = follower.offset()
+    follower.close()
+    assert (saved["pos"], saved["id"]) == (0, 4)
+    _append(path, [5, 6])
+    os.replace(path, rotated(path))
+    _append(path, [7, 8])
+    os.replace(path, rotated(path))
+    _append(path, [9])
+    follower = Follower(path)
+    follower.arm(saved)
+    assert (_ids(follower.read_new()), follower.missed) == ([7, 8, 9], 2)
+    follower.close()
+    for leftover in (path, rotated(path)):
+        leftover.unlink()
+    path.touch()
+    follower = Follower(path)
+    follower.arm(None, newest=0)  # a new seat
+    saved = follower.offset()
+    follower.close()
+    assert saved == {"inode": os.stat(path).st_ino, "pos": 0, "id": 0, "zero": True}
+    _append(path, [1, 2])
+    os.replace(path, rotated(path))
+    _append(path, [3])
+    os.replace(path, rotated(path))
+    _append(path, [4])
+    follower = Follower(path)
+    follower.arm(saved)
+    assert (_ids(follower.read_new()), follower.missed) == ([3, 4], 2)
+    follower.close()
+
+
 def test_a_file_rotated_twice_while_the_follower_waited_is_read_from_dot_one(tmp_path):
     """Between two reads the file the follower holds is rotated, and so is the next one: that one is in `.1`
     still, so its lines ring (they were counted as missed); the follower's own file is finished first."""

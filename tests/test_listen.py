@@ -168,6 +168,58 @@ def test_a_first_file_that_rotates_before_the_first_read_rings_whole(home, file_
         hub.stop()
 
 
+def test_once_runs_on_the_file_the_add_made_count_what_rotated_away_between_them(home):
+    # A run armed on the empty file the add made saves its place at 0; 30 deliveries then rotate the first
+    # file out of .1 before the next run. Those lines count as missed: the first arm asked the hub for the
+    # seat's newest id (0) and counts from it. Before, a place at 0 with no id to count from left them
+    # neither rung nor counted (found by a review).
+    hub = Hub(home, "--notify-rotate-mb", "0.001").start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0
+            for i in range(30):
+                send(s["memory"], "commons", f"m{i}", "y" * 100)
+            first = json.loads((home / "runtime-inbox.log.1").read_text().splitlines()[0])["id"]
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
+            wake = fields(lines[1])
+            assert first > 2 and code == 2 and (wake["n"], wake.get("missed")) == ("30", str(first - 1))
+    finally:
+        hub.stop()
+
+
+@pytest.mark.parametrize("left_empty_by", ["notify-dir-change", "power-cut"])
+def test_a_first_arm_on_a_file_left_empty_counts_from_the_hubs_newest_id(home, tmp_path, left_empty_by):
+    # The seat has deliveries 1-3, but its file is empty and has no .1: they went to another --notify-dir,
+    # or a power cut took the unsynced file's lines. A first arm counts from the hub's newest id (3): the next
+    # delivery rings alone, with nothing counted as missed, and the 3 the hub keeps in .1 when it writes to
+    # the empty file is not rung again (a review found both: missed=2, and 3 rung again).
+    first = Hub(home).start()
+    with seats(first, "memory", "runtime") as s:
+        if left_empty_by == "power-cut":
+            for n in range(3):
+                send(s["memory"], "@runtime", f"m{n}")
+    first.stop()
+    if left_empty_by == "power-cut":
+        os.truncate(home / "runtime-inbox.log", 0)
+    else:
+        moved = Hub(home, "--notify-dir", str(tmp_path / "notify")).start()
+        with moved.client("memory") as memory:
+            for n in range(3):
+                send(memory, "@runtime", f"m{n}")
+        moved.stop()
+    hub = Hub(home).start()
+    try:
+        assert (home / "runtime-inbox.log").read_bytes() == b"" and not (home / "runtime-inbox.log.1").exists()
+        assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0  # the first arm
+        with hub.client("memory") as memory:
+            send(memory, "@runtime", "new")
+        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+        wake = fields(lines[1])
+        assert code == 2 and (wake["n"], wake.get("missed")) == ("1", None)
+    finally:
+        hub.stop()
+
+
 def test_a_first_file_that_rotates_between_two_once_runs_rings_whole(home):
     # A run armed before the seat had a notify file saves that it had none; the next run finds the first file
     # rotated to .1 and rings it too. That saved place ({"inode": null}) used to read back as corrupt, which

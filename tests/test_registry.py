@@ -194,6 +194,19 @@ def test_rename_keeps_an_alias_that_redirects(hub):
         assert conn.call("agents.heartbeat")["agent"] == "engine"
 
 
+def test_resolve_says_the_id_the_seats_next_delivery_follows(hub):
+    # What a listener's first arm counts gaps from (agora_listen/identity.newest_before_first_arm).
+    hub.add_agent("memory")
+    hub.add_agent("runtime")
+    assert hub.call("agents.resolve", agent="runtime")["newest_id"] == 0
+    with hub.client("memory") as memory:
+        for title in ("one", "two"):
+            memory.call("messages.send", target="@runtime", title=title, body="")
+    hub.call("agents.rename", old="runtime", new="engine", reason="split")
+    assert hub.call("agents.resolve", agent="runtime") == {
+        "agent": "engine", "redirected": {"from": "runtime", "to": "engine", "reason": "split"}, "newest_id": 2}
+
+
 def test_chained_rename_and_rename_back(hub):
     hub.add_agent("a1")
     hub.call("agents.rename", old="a1", new="a2", reason="first")

@@ -67,6 +67,11 @@ OWED = "(SELECT COUNT(*) FROM debts x WHERE x.debtor_pk = a.pk AND x.discharged_
 MARKS = f"{NEWEST}, h.last_seq, {OWED}"
 
 
+def newest_id(db: apsw.Connection, agent_pk: int) -> int:
+    """The id the agent's next delivery will follow: its newest, or its floor after a power cut lost some."""
+    return db.execute(f"SELECT {NEWEST} FROM agents a {HEADS} WHERE a.pk = ?", (agent_pk,)).fetchone()[0]
+
+
 def recipient_marks(db: Database, agent_pks: list[int]) -> dict[int, tuple[int, int | None, int]]:
     """{pk: (newest delivery id, its seq, open debts)} of each agent, in one statement."""
     if len(agent_pks) == 1:

@@ -6,6 +6,7 @@ from agorad.domain import inbox, intervals, roster
 from agorad.domain import registry
 from agorad.domain.policy import require
 from agorad.runtime.handlers import Call
+from agorad.store import messages as messages_sql
 from agorad.surface import settings
 from agorad.surface.errors import InvalidParams
 from agorad.surface.protocol import check_agent_id
@@ -36,7 +37,7 @@ def resolve(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
     row, redirect = registry.resolve(call.hub.db, agent_id)
-    return {"agent": row["id"], "redirected": redirect}
+    return {"agent": row["id"], "redirected": redirect, "newest_id": messages_sql.newest_id(call.hub.db, row["pk"])}
 
 
 def list_agents(call: Call) -> dict:
