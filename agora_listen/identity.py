@@ -79,7 +79,9 @@ def newest_before_first_arm(options) -> int | None:
         answer = ask(options.home, options.agent, timeout=HUB_RETRY)
     except AgoraError:
         return None
-    return answer.newest_id if answer is not None and answer.agent == options.agent else None
+    if answer is None or answer.agent != options.agent or answer.notify_dir != options.notify_dir:
+        return None  # (a --notify-dir not the hub's may lag behind its lines)
+    return answer.newest_id
 
 
 def confirm(options, seat) -> bool:

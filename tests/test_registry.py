@@ -205,6 +205,9 @@ def test_resolve_says_the_id_the_seats_next_delivery_follows(hub):
     hub.call("agents.rename", old="runtime", new="engine", reason="split")
     assert hub.call("agents.resolve", agent="runtime") == {
         "agent": "engine", "redirected": {"from": "runtime", "to": "engine", "reason": "split"}, "newest_id": 2}
+    with hub.client("memory") as memory:  # another seat's count is not the caller's to see
+        assert memory.call("agents.resolve", agent="engine")["newest_id"] is None
+        assert memory.call("agents.resolve", agent="memory")["newest_id"] == 0
 
 
 def test_chained_rename_and_rename_back(hub):
