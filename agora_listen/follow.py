@@ -53,8 +53,8 @@ class Follower:
         """Start from a saved offset: a dict, None (first arm: at the end) or "corrupt" (from the start).
 
         A dict whose inode is None was saved by a follower that had no file yet: this one has none either.
-        `newest`, for a first arm: the id the seat's next delivery follows, as the hub said just before
-        (None if it did not), counted from where the files hold no line to go by.
+        `newest`, for a first arm: the id the seat's notify files have got to, as the hub said just before
+        (None if it did not), counted from where the file under the name holds no line to go by.
         """
         if offset is None:
             self._arm_at_end(newest)

@@ -30,7 +30,7 @@ class Answer:
         self.agent = agent  # the current id behind the one asked for
         self.notify_dir = notify_dir  # as pathlib spells it; None: the hub writes no notify files
         self.redirected = redirected  # {"from", "to", "reason"} when the id asked for is an alias
-        self.newest_id = newest_id  # the id the seat's next delivery follows (None from a hub that does not say)
+        self.newest_id = newest_id  # the id its notify files have got to (None: the hub did not say)
 
 
 class Rearm(Exception):
@@ -69,10 +69,10 @@ def ask(home: str | os.PathLike, agent: str, timeout: float = 5.0) -> Answer | N
 
 
 def newest_before_first_arm(options) -> int | None:
-    """The id the seat's next delivery follows, asked before a first arm looks at the files (None while no
-    hub answers, or when it names another seat: the arm is confirmed later). Where the files hold no line
-    to go by (an empty file, no line in `.1`), the follower counts gaps from it: from 0 it would count
-    deliveries from before the arm that a power cut or a `--notify-dir` change left out of the files."""
+    """The id the seat's notify files have got to, asked before a first arm looks at them (None while no hub
+    answers, or when it names another seat or notify directory: the arm is confirmed later). Where the file
+    under the name is empty, the follower counts gaps from it (or from `.1`'s last id, if higher): from 0
+    it would count deliveries from before the arm that a power cut or a `--notify-dir` change left out."""
     from agorad.surface.errors import AgoraError
 
     try:

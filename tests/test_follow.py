@@ -533,16 +533,22 @@ def test_a_first_arm_that_finds_dot_one_only_at_its_second_look_takes_it_as_old_
     assert ([line["id"] for line in follower.read_new()], follower.missed) == ([2], 0)
 
 
-def test_while_the_name_is_missing_a_file_rotated_since_is_read_from_dot_one(tmp_path):
-    """The followed file rotated, the next one took a line and rotated too, the name not made again yet: the
-    follower reads that line from `.1` now, rather than wait for a name that may come after `.1` is gone."""
-    path = tmp_path / "runtime-inbox.log"
+def _armed_then_rotated_twice(path) -> Follower:
+    """A follower armed at the end of a file holding 1; the file rotates, the next takes 2 and rotates too."""
     _append(path, [1])
     follower = Follower(path)
     follower.arm(None)
     os.replace(path, rotated(path))
     _append(path, [2])
     os.replace(path, rotated(path))
+    return follower
+
+
+def test_while_the_name_is_missing_a_file_rotated_since_is_read_from_dot_one(tmp_path):
+    """The followed file rotated, the next one took a line and rotated too, the name not made again yet: the
+    follower reads that line from `.1` now, rather than wait for a name that may come after `.1` is gone."""
+    path = tmp_path / "runtime-inbox.log"
+    follower = _armed_then_rotated_twice(path)
     assert [line["id"] for line in follower.read_new()] == [2]
     _append(path, [3])
     assert ([line["id"] for line in follower.read_new()], follower.missed) == ([3], 0)
@@ -552,12 +558,7 @@ def test_a_dot_one_opened_before_the_followed_file_rotates_is_read_all_the_same(
     """The hub rotates the file the follower just opened, right after the follower opened `.1` (older): `.1`'s
     lines ring, then the followed file's, then the next."""
     path = tmp_path / "runtime-inbox.log"
-    _append(path, [1])
-    follower = Follower(path)
-    follower.arm(None)
-    os.replace(path, rotated(path))
-    _append(path, [2])
-    os.replace(path, rotated(path))
+    follower = _armed_then_rotated_twice(path)
     _append(path, [3])
 
     def rotate():

@@ -204,10 +204,11 @@ class Notifier:
         present = (name in notify_names, name + filenames.ROTATED_SUFFIX in notify_names)
         offset = filenames.listen_file(os.fspath(self.seats), agent_id, "offset") if self.seats is not None else None
         saved = offset is not None and os.path.basename(offset) in offset_names
-        path = filenames.notify_file(os.fspath(self.directory), agent_id)
-        if not (present[0] or present[1] or saved) or (newest == 0 and not (present[1] or saved)
-                                                       and _missing_or_empty(path)):
+        if not (present[0] or present[1] or saved):
             return None
+        path = filenames.notify_file(os.fspath(self.directory), agent_id)
+        if newest == 0 and not (present[1] or saved) and _missing_or_empty(path):
+            return None  # only the empty file its add made
         return path, offset if saved else None, present
 
     def unstored(self) -> dict[int, int]:
@@ -414,6 +415,11 @@ class Notifier:
         finally:
             if stray is not None:
                 os.close(stray.fd)
+
+    def got_to(self, agent_pk: int, newest: int) -> int:
+        """The id the agent's notify files have got to, its newest delivery's being `newest`: lower while a
+        failed write waits for its catch-up (`behind`)."""
+        return min(newest, self.written.get(agent_pk, 0)) if agent_pk in self.behind else newest
 
     def create(self, agent_id: str) -> None:
         """Make a new seat's file, empty, under its name. A listener armed before the seat's first delivery

@@ -38,16 +38,10 @@ def resolve(call: Call) -> dict:
     call.finish()
     row, redirect = registry.resolve(call.hub.db, agent_id)
     own = call.actor.is_operator or call.actor.agent_pk == row["pk"]  # another seat's mail count is not theirs
-    return {"agent": row["id"], "redirected": redirect, "newest_id": _notified_newest(call.hub, row["pk"]) if own else None}
-
-
-def _notified_newest(hub, agent_pk: int) -> int:
-    """The id the seat's notify files have got to: its newest delivery's (or its floor after a power cut),
-    lower while a failed write waits for its catch-up. A listener's first arm counts from it, and a line
-    that comes later at or below it would be skipped by a later run (Follower.arm re-reads `.1` above it)."""
-    newest = messages_sql.newest_id(hub.db, agent_pk)
-    notifier = hub.notifier
-    return min(newest, notifier.written.get(agent_pk, 0)) if agent_pk in notifier.behind else newest
+    # Where its notify files have got to (a listener's first arm counts from it: a line that came later at
+    # or below it would be skipped by a later run, Follower.arm re-reading `.1` above it).
+    newest = call.hub.notifier.got_to(row["pk"], messages_sql.newest_id(call.hub.db, row["pk"])) if own else None
+    return {"agent": row["id"], "redirected": redirect, "newest_id": newest}
 
 
 def list_agents(call: Call) -> dict:
