@@ -68,7 +68,7 @@ def test_a_deleted_file_is_noticed_and_a_listener_resuming_rings_what_it_had_not
         hub.proc.send_signal(signal.SIGUSR2)
         logged(hub, "sigusr2")
     path.unlink()
-    logged(hub, "notify-file-lost")
+    logged(hub, "notify-file-renewed")  # logged once the name is made; `notify-file-lost` comes before that
     assert ids(path.with_name(path.name + ".1")) == [2]  # what the listener had not read, from the database
     assert path.read_bytes() == b""  # made at once: a fresh listener arms on it, and takes `.1` as old news
     code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
@@ -238,7 +238,7 @@ def test_the_hubs_own_rotation_rename_and_removal_are_not_taken_for_lost_files(h
             hub.call("agents.remove", agent="engine")
             send(s["memory"], "@witness", "one")
             (home / "witness-inbox.log").unlink()  # one event after all of the hub's own: a barrier
-            logged(hub, "notify-file-lost")
+            logged(hub, "notify-file-renewed")  # after `notify-file-lost`, once the name is made again
             assert hub.log().count(" notify-file-lost ") == hub.log().count(" notify-file-renewed ") == 1
             assert "agent=witness" in hub.log()
             assert ids(home / "builder-inbox.log.1")[0] == 1  # the hub's own rotation, as it wrote it
