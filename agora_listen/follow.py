@@ -37,10 +37,11 @@ class Follower:
         self.last_id = 0
         self.missed = 0  # deliveries whose lines were rotated away before they were read
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
-        # Armed where the file did not exist yet: every line the name comes to hold is new, and so is
-        # a `.1` found before the first read (the first file filled and rotated meanwhile). Rare: the hub
-        # makes a seat's file, empty, when it adds the seat (Notifier.create); with no id to count from,
-        # lines rotated out of both files before the first read are neither rung nor counted.
+        # Armed where the file did not exist yet: every line the name comes to hold above the id armed on
+        # is new, and so is a `.1` found before the first read (the first file filled and rotated
+        # meanwhile). Rare: the hub makes a seat's file, empty, when it adds the seat (Notifier.create).
+        # A first arm counts from the hub's newest id; with none (no hub answered), lines rotated out of
+        # both files before the first read are neither rung nor counted.
         self.fileless = False
         self.unplaced: int | None = None  # while placeless: the id rung (a `.1` made since is read above it)
         # last_id 0 as the hub's word (a first arm asked it: the seat had no delivery yet), not "nothing known":
@@ -114,8 +115,10 @@ class Follower:
                         self.zero_known = newest == 0 and self.last_id == 0
                     return
                 now = _inode(self.rotated)
-                if kept is None and now is None:
-                    self.fileless = True
+                if kept is None and now is None:  # no file at all (deleted by hand, a seat added while the
+                    self.fileless = True          # hub wrote none): count from the hub's newest, as above
+                    self.last_id = newest or 0
+                    self.zero_known = newest == 0
                     return
                 if kept is not None and now == os.fstat(kept).st_ino:  # held open: no other file has its number
                     self.inode, self.pos = now, _end_of_last_line(kept)

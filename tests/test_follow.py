@@ -387,42 +387,45 @@ def test_an_arm_whose_file_is_rotated_at_any_look_resumes_in_dot_one(tmp_path, m
         assert (got, follower.missed) == ([3, 4], 0), f"hub after look {k}"
 
 
-def test_a_first_arm_on_an_empty_file_counts_gaps_from_the_newest_id_the_hub_gave(tmp_path):
-    """A first arm on an empty file with no `.1`, the hub having said the seat's next delivery follows id 4
-    (its lines went elsewhere): its place keeps 4, so after two rotations before the next arm, 5 and 6 are
-    gone and count as missed, and 1-4 (from before the arm) do not; with the hub's 0, 1 and 2 count."""
+@pytest.mark.parametrize("made", [True, False], ids=["empty-file", "no-file"])
+def test_a_first_arm_on_no_line_counts_gaps_from_the_newest_id_the_hub_gave(tmp_path, made):
+    """A first arm on an empty file, or on no file at all, with no `.1`, the hub having said the seat's files
+    have got to id 4 (its lines went elsewhere): its place keeps 4, so after two rotations before the next
+    arm, 5 and 6 are gone and count as missed, and 1-4 (from before the arm) do not; with the hub's 0, 1 and
+    2 count."""
     path = tmp_path / "runtime-inbox.log"
-    path.touch()
+    for newest, first, expected in ((4, 5, ([7, 8, 9], 2)), (0, 1, ([3, 4, 5], 2))):
+        for leftover in (path, rotated(path)):
+            leftover.unlink(missing_ok=True)
+        if made:
+            path.touch()
+        follower = Follower(path)
+        follower.arm(None, newest=newest)
+        saved = follower.offset()
+        follower.close()
+        inode = os.stat(path).st_ino if made else None
+        assert saved == {"inode": inode, "pos": 0, "id": newest} | ({"zero": True} if newest == 0 else {})
+        _append(path, [first, first + 1])
+        os.replace(path, rotated(path))
+        _append(path, [first + 2, first + 3])
+        os.replace(path, rotated(path))
+        _append(path, [first + 4])
+        follower = Follower(path)
+        follower.arm(saved)
+        assert (_ids(follower.read_new()), follower.missed) == expected
+        follower.close()
+
+
+def test_a_first_arm_with_no_file_takes_what_the_hub_kept_up_to_its_newest_id_as_old_news(tmp_path):
+    """No file at the first arm, the hub's newest 3; the hub then keeps the deleted file's newest line, 3, in
+    a `.1` (runtime/notify_lost.py) and makes the name: 3 was there before the arm (old news), 4 rings."""
+    path = tmp_path / "runtime-inbox.log"
     follower = Follower(path)
-    follower.arm(None, newest=4)
-    saved = follower.offset()
-    follower.close()
-    assert (saved["pos"], saved["id"]) == (0, 4)
-    _append(path, [5, 6])
-    os.replace(path, rotated(path))
-    _append(path, [7, 8])
-    os.replace(path, rotated(path))
-    _append(path, [9])
-    follower = Follower(path)
-    follower.arm(saved)
-    assert (_ids(follower.read_new()), follower.missed) == ([7, 8, 9], 2)
-    follower.close()
-    for leftover in (path, rotated(path)):
-        leftover.unlink()
-    path.touch()
-    follower = Follower(path)
-    follower.arm(None, newest=0)  # a new seat
-    saved = follower.offset()
-    follower.close()
-    assert saved == {"inode": os.stat(path).st_ino, "pos": 0, "id": 0, "zero": True}
-    _append(path, [1, 2])
-    os.replace(path, rotated(path))
-    _append(path, [3])
-    os.replace(path, rotated(path))
+    follower.arm(None, newest=3)
+    assert follower.read_new() == []
+    _append(rotated(path), [3])
     _append(path, [4])
-    follower = Follower(path)
-    follower.arm(saved)
-    assert (_ids(follower.read_new()), follower.missed) == ([3, 4], 2)
+    assert (_ids(follower.read_new()), follower.missed) == ([4], 0)
     follower.close()
 
 

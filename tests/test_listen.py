@@ -168,15 +168,20 @@ def test_a_first_file_that_rotates_before_the_first_read_rings_whole(home, file_
         hub.stop()
 
 
-def test_once_runs_on_the_file_the_add_made_count_what_rotated_away_between_them(home):
+@pytest.mark.parametrize("deleted", [False, True], ids=["on-the-file", "the-file-deleted"])
+def test_once_runs_on_the_file_the_add_made_count_what_rotated_away_between_them(home, deleted):
     # A run armed on the empty file the add made saves its place at 0; 30 deliveries then rotate the first
     # file out of .1 before the next run. Those lines count as missed: the first arm asked the hub for the
     # seat's newest id (0) and counts from it. Before, a place at 0 with no id to count from left them
-    # neither rung nor counted (found by a review).
+    # neither rung nor counted (found by a review). The same with the file deleted before the first run (the
+    # hub makes it again only at the seat's first delivery): a place saved with no file, counted from 0.
     hub = Hub(home, "--notify-rotate-mb", "0.001").start()
     try:
         with seats(hub, "memory", "runtime") as s:
+            if deleted:
+                (home / "runtime-inbox.log").unlink()
             assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0
+            assert (home / "runtime-inbox.log").exists() is not deleted
             for i in range(30):
                 send(s["memory"], "commons", f"m{i}", "y" * 100)
             first = json.loads((home / "runtime-inbox.log.1").read_text().splitlines()[0])["id"]

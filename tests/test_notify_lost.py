@@ -81,6 +81,20 @@ def test_a_deleted_file_is_noticed_and_a_listener_resuming_rings_what_it_had_not
     assert ids(path) == [3]  # under the name, not into the deleted file
 
 
+def test_a_deleted_file_whose_listener_armed_before_the_first_delivery_keeps_every_line_it_had_not_read(hub, pair):
+    # Its place is at 0 as the hub's word ("zero": the seat had no delivery yet), so all three are unread and
+    # kept; before, a place at 0 counted as none saved: only the newest was kept, and 1-2 rang as missed.
+    path = hub.home / "runtime-inbox.log"
+    assert listen_once(hub, "--as", "runtime", "--max-wait", "1")[0] == 0
+    for n in range(3):
+        send(pair["memory"], "@runtime", f"unread {n}")
+    path.unlink()
+    logged(hub, "notify-file-renewed")
+    assert ids(path.with_name(path.name + ".1")) == [1, 2, 3]
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+    assert code == 2 and fields(lines[1])["n"] == "3" and "missed" not in fields(lines[1])
+
+
 def test_a_listener_reading_the_deleted_file_goes_on_with_the_new_one_and_rings_nothing_twice(hub, pair):
     ear = Listener(hub, "--as", "runtime", "--debounce", "0")
     ear.next_line()

@@ -425,8 +425,9 @@ class Notifier:
         """Make a new seat's file, empty, under its name. A listener armed before the seat's first delivery
         then holds the file its first lines go to: however many rotations pass before it reads, it reads that
         file to its end and counts what rotated out of `.1` after it (agora_listen/follow.py). Armed with no
-        file it has no id to count from, and the first file's lines, rotated away twice before it read,
-        were neither rung nor counted. OSError when the file cannot be made (the first delivery tries again)."""
+        file, it counts from the id the hub gave it, and with none (no hub answered) the first file's lines,
+        rotated away twice before it read, are neither rung nor counted. OSError when the file cannot be
+        made (the first delivery tries again)."""
         if not self.enabled:
             return
         path = self.path(agent_id)

@@ -50,7 +50,7 @@ import apsw
 
 from agorad.runtime.log import log
 from agorad.runtime.notify import Notifier, notify_lines
-from agorad.runtime.notify_reconcile import saved_id
+from agorad.runtime.notify_reconcile import rung_id
 from agorad.store import agents as agents_sql
 from agorad.store import messages as sql
 from agorad.surface import filenames, inotify
@@ -189,12 +189,13 @@ def keep_unread(notifier: Notifier, db: apsw.Connection, pk: int, agent_id: str)
 
 
 def _saved_place(notifier: Notifier, agent_id: str) -> int | None:
-    """The id the seat's listener saved as rung (listen-<id>.offset); None when it saved none, or 0: a first
-    arm with no file reads a `.1` made since whole (agora_listen/follow.py), so it is given only the newest
-    line, not a history it would ring again."""
+    """The id the seat's listener saved as rung (listen-<id>.offset); 0 for a place at 0 saved as the hub's
+    word (`"zero"`: everything since is unread); None when it saved none, or 0 with no word: a listener that
+    knows nothing reads a `.1` made since above nothing (agora_listen/follow.py), so it is given only the
+    newest line, not a history it would ring again."""
     if notifier.seats is None:
         return None
-    return saved_id(filenames.listen_file(os.fspath(notifier.seats), agent_id, "offset")) or None
+    return rung_id(filenames.listen_file(os.fspath(notifier.seats), agent_id, "offset"))
 
 
 def _lines_between(db: apsw.Connection, pk: int, after: int, upto: int) -> list[bytes]:

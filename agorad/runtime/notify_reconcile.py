@@ -103,14 +103,23 @@ def _id(line: bytes) -> int | None:
 
 def saved_id(offset_file: str | None) -> int:
     """The delivery id a listener's saved offset (listen-<id>.offset) says it has rung; 0 if none."""
+    return rung_id(offset_file) or 0
+
+
+def rung_id(offset_file: str | None) -> int | None:
+    """As `saved_id`, but None when no place says an id, and 0 only for a place saved at 0 as the hub's
+    word (`"zero": true`, agora-files(5)): a seat with no delivery when its listener first armed."""
     if offset_file is None:
-        return 0
+        return None
     try:
         with open(offset_file) as file:
-            value = json.loads(file.read()).get("id")
+            place = json.loads(file.read())
+        value = place.get("id")
     except (OSError, ValueError, AttributeError):
-        return 0
-    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else 0
+        return None
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        return None
+    return value if value > 0 or place.get("zero") is True else None
 
 
 def _sync_directory(directory: Path) -> None:
