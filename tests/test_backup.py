@@ -335,6 +335,19 @@ def test_check_notes_an_offset_on_a_file_that_is_gone_without_failing(hub, cli):
     assert report["ok"] and seat["problems"] == [] and "gone" in seat["notes"][0]
 
 
+def test_check_says_from_which_id_a_place_saved_with_no_file_reads_the_first_file(hub, cli):
+    # A place saved with no file is read above its id (the hub's newest at the first arm): 0 with no word
+    # from the hub is "nothing known" and reads the file whole.
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    for place, reads in (({"id": 1}, "above id 1"), ({"id": 0, "zero": True}, "above id 0"), ({"id": 0}, "whole")):
+        (hub.home / "listen-b.offset").write_text(json.dumps({"inode": None, "pos": 0} | place))
+        report = json.loads(cli("check", "--json").stdout)
+        seat = next(seat for seat in report["seats"] if seat["agent"] == "b")
+        assert report["ok"] and seat["notes"] == [
+            f"offset saved with no notify file: the next listener reads the first file {reads}"]
+
+
 def test_a_listener_running_across_a_restore_rings_only_what_the_restored_hub_writes(hub, cli, tmp_path, watcher):
     """A persistent listener outlives hubs; the restore replaces the file it holds open. It must follow
     the name to the new file and ring each new delivery once, never the history put back in `.1`."""

@@ -124,7 +124,8 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
         return
     entry["offset"] = offset
     if offset["inode"] is None:
-        entry["notes"].append("offset saved before the seat had a notify file: the next listener reads it whole")
+        above = f"above id {offset['id']}" if offset["id"] or offset.get("zero") is True else "whole"
+        entry["notes"].append(f"offset saved with no notify file: the next listener reads the first file {above}")
         return
     for name, candidate in (("file", path), ("rotated file", rotated(path))):
         try:
