@@ -340,12 +340,13 @@ def test_check_says_from_which_id_a_place_saved_with_no_file_reads_the_first_fil
     # from the hub is "nothing known" and reads the file whole.
     with seats(hub, "a", "b") as s:
         send(s["a"], "@b", "one")
-    for place, reads in (({"id": 1}, "above id 1"), ({"id": 0, "zero": True}, "above id 0"), ({"id": 0}, "whole")):
+    for place, reads in (({"id": 1}, " above id 1"), ({"id": 0, "zero": True}, " above id 0"), ({"id": 0}, "")):
         (hub.home / "listen-b.offset").write_text(json.dumps({"inode": None, "pos": 0} | place))
         report = json.loads(cli("check", "--json").stdout)
         seat = next(seat for seat in report["seats"] if seat["agent"] == "b")
         assert report["ok"] and seat["notes"] == [
-            f"offset saved with no notify file: the next listener reads the first file {reads}"]
+            f"offset saved with no notify file: the next listener reads the first file whole, and a .1 it rotated "
+            f"to{reads}"]
 
 
 def test_a_listener_running_across_a_restore_rings_only_what_the_restored_hub_writes(hub, cli, tmp_path, watcher):

@@ -192,6 +192,40 @@ def test_once_runs_on_the_file_the_add_made_count_what_rotated_away_between_them
         hub.stop()
 
 
+def test_a_place_a_run_saved_after_its_seat_was_removed_does_not_hide_the_new_seats_first_file(home):
+    # A --once run with no file (deleted while no hub ran) counts from the hub's newest id, 5; the seat is
+    # removed under it (its place goes with it), and having no file to notice that by, the run saves its place
+    # at 5 as it ends. The seat is added again, ids from 1, and its first file rotates before the next run: that
+    # run read `.1` only above 5, and 1-4 were neither rung nor counted (a review found it). The add makes a
+    # place it finds the start of the new seat.
+    hub = Hub(home, "--notify-rotate-mb", "0.001").start()
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(5):
+            send(s["memory"], "commons", f"old {i}")
+    hub.stop()
+    for name in ("runtime-inbox.log", "runtime-inbox.log.1"):
+        (home / name).unlink(missing_ok=True)
+    hub.start()
+    try:
+        ear = Listener(hub, "--as", "runtime", "--once", "--max-wait", "3")
+        assert ear.next_line().startswith("AGORA_LISTEN armed")
+        hub.call("agents.remove", agent="runtime")
+        code, lines, _ = ear.finish()
+        assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait"
+        assert json.loads((home / "listen-runtime.offset").read_text())["id"] == 5
+        with seats(hub, "memory2", "runtime") as s:
+            assert json.loads((home / "listen-runtime.offset").read_text()) == {
+                "inode": None, "pos": 0, "id": 0, "zero": True}
+            for i in range(8):
+                send(s["memory2"], "commons", f"new {i}", "y" * 100)
+        assert (home / "runtime-inbox.log.1").exists()
+        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
+        wake = fields(lines[1])
+        assert code == 2 and int(wake["n"]) + int(wake.get("missed", 0)) == 8
+    finally:
+        hub.stop()
+
+
 @pytest.mark.parametrize("left_empty_by", ["notify-dir-change", "power-cut"])
 def test_a_first_arm_on_a_file_left_empty_counts_from_the_hubs_newest_id(home, tmp_path, left_empty_by):
     # The seat has deliveries 1-3, but its file is empty and has no .1: they went to another --notify-dir,

@@ -124,8 +124,9 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
         return
     entry["offset"] = offset
     if offset["inode"] is None:
-        above = f"above id {offset['id']}" if offset["id"] or offset.get("zero") is True else "whole"
-        entry["notes"].append(f"offset saved with no notify file: the next listener reads the first file {above}")
+        above = f" above id {offset['id']}" if offset["id"] or offset.get("zero") is True else ""
+        entry["notes"].append(f"offset saved with no notify file: the next listener reads the first file whole, "
+                              f"and a .1 it rotated to{above}")
         return
     for name, candidate in (("file", path), ("rotated file", rotated(path))):
         try:

@@ -221,9 +221,11 @@ class HubState:
               lambda: seat_files.remove(self.home, agent_id))
 
     def agent_added(self, agent_id: str) -> None:
-        """After a committed add (before its key file is put in place): see _clear_leftovers; then its
-        notify file, empty, for a listener to arm on before the first delivery (Notifier.create)."""
+        """After a committed add (before its key file is put in place): see _clear_leftovers; a listener place
+        left under the id made the start of the new seat (seat_files.restart_listen_place); then its notify
+        file, empty, for a listener to arm on before the first delivery (Notifier.create)."""
         self._clear_leftovers(agent_id)
+        _each(lambda: seat_files.restart_listen_place(self.home, agent_id))
         _each(lambda: self.notifier.create(agent_id))
 
     def _clear_leftovers(self, agent_id: str) -> None:

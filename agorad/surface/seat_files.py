@@ -6,7 +6,12 @@ from __future__ import annotations
 
 import os
 
-from agorad.surface.paths import Home, seat_state_files
+from agorad.surface.filenames import write_private
+from agorad.surface.paths import Home, listen_file, seat_state_files
+
+# A listener's place at the start of a new seat, "at 0" as the hub's word (agora-files(5)): with no file, so
+# whatever files the seat's listener finds it reads from id 1, and counts a gap from 0 as missed.
+NEW_SEAT_PLACE = '{"inode": null, "pos": 0, "id": 0, "zero": true}'
 
 
 def rename(home: Home, old_id: str, new_id: str) -> None:
@@ -20,3 +25,14 @@ def rename(home: Home, old_id: str, new_id: str) -> None:
 def remove(home: Home, agent_id: str) -> None:
     for path in seat_state_files(home.root, agent_id):
         path.unlink(missing_ok=True)
+
+
+def restart_listen_place(home: Home, agent_id: str) -> None:
+    """A seat just added: a listener place left under its id counts another seat's ids (a listener of a
+    removed seat of that id, with no file to notice the removal by, saved it after the removal took the
+    seat's files), or knows nothing (saved while no hub answered). The new seat's ids start at 1: the place
+    becomes the start of the seat, so all its files come to hold is read. Not removed: a next listener with no
+    place would take what came before its first arm for old news."""
+    path = listen_file(home.root, agent_id, "offset")
+    if path.exists():
+        write_private(path, NEW_SEAT_PLACE)
