@@ -247,8 +247,7 @@ def _install_signals(stop: asyncio.Event, hub: HubState) -> None:
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
     loop.add_signal_handler(signal.SIGHUP, lambda: log("sighup", action="nothing to reload"))
-    loop.add_signal_handler(signal.SIGUSR2, lambda: (hub.reopen_notify_files(),
-                                                     log("sigusr2", action="reopened notify files")))
+    loop.add_signal_handler(signal.SIGUSR2, hub.reopen_notify_files)  # logs `sigusr2` once it has reopened
 
 
 async def _sweep_forever(hub: HubState) -> None:

@@ -127,7 +127,8 @@ class HubState:
         """SIGUSR2: look at every open notify file (a file moved away where no watch saw it), then close them
         all, so that each seat's next line opens its file by name."""
         self.batch.when_settled(lambda stored: (notify_lost.recover(self.notifier, self.db, None),
-                                                self.notifier.reopen()))
+                                                self.notifier.reopen(),
+                                                log("sigusr2", action="reopened notify files")))
 
     def after_commit(self, effect) -> None:
         """Run `effect` once what was written so far is committed (now, if nothing is pending)."""
