@@ -80,6 +80,9 @@ class Follower:
             rung = 0  # read on from the place: nothing before it comes again
             if place is not None:
                 self.pos = place
+            elif self.inode == offset["inode"] and offset["pos"] == 0:
+                pass  # saved at the start of this very file: none of it was read, all of it is new (the id may be
+                      # another seat's: a listener alive across its seat's removal and re-add kept the old ids)
             else:
                 rung = offset["id"]
                 if _last_id_before(self.fd, os.fstat(self.fd).st_size) <= rung:

@@ -642,3 +642,18 @@ def test_once_runs_with_the_hub_acting_at_any_look_ring_every_line_once(tmp_path
     assert min(rung, default=old + 1) > old, "old news rang"
     unrung = set(range(old + 1, hub.newest + 1)) - set(rung)
     assert unrung <= hub.gone and missed == len(unrung), (sorted(unrung), missed)
+
+
+def test_a_place_at_the_start_of_the_file_now_in_dot_one_reads_all_of_it_whatever_its_id(tmp_path):
+    """A place at byte 0 of a file read none of it; its id may be another seat's (a listener alive across its
+    seat's removal and re-add): once that file is `.1`, all of it rings, not only the ids above the place's."""
+    path = tmp_path / "runtime-inbox.log"
+    path.touch()
+    saved = {"inode": os.stat(path).st_ino, "pos": 0, "id": 5}
+    _append(path, [1, 2, 3])
+    os.replace(path, rotated(path))
+    _append(path, [4])
+    follower = Follower(path)
+    follower.arm(saved)
+    assert (_ids(follower.read_new()), follower.missed) == ([1, 2, 3, 4], 0)
+    follower.close()

@@ -226,6 +226,46 @@ def test_a_place_a_run_saved_after_its_seat_was_removed_does_not_hide_the_new_se
         hub.stop()
 
 
+@pytest.mark.parametrize("followed", [False, True], ids=["no-file", "the-old-file"])
+def test_a_run_alive_across_its_seats_removal_and_add_does_not_hide_the_new_seats_first_file(home, followed):
+    # As above, but the seat is added again before the run ends, so the run saves its place at the old seat's
+    # 5 after the add made the place the start of the new seat: on the empty file the add made, at byte 0.
+    # Either it had no file, or it followed the old seat's file and was held up (SIGSTOP: a busy machine)
+    # across the removal and the add, then took the new file for a rotation. That file rotated, the next run
+    # read `.1` only above 5, and 1-4 were neither rung nor counted (a review found it). A place at byte 0 of
+    # the file now in `.1` had read none of it: all of it is read.
+    hub = Hub(home, "--notify-rotate-mb", "0.001").start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            for i in range(5):
+                send(s["memory"], "commons", f"old {i}")
+        if not followed:
+            hub.stop()
+            for name in ("runtime-inbox.log", "runtime-inbox.log.1"):
+                (home / name).unlink(missing_ok=True)
+            hub.start()
+        ear = Listener(hub, "--as", "runtime", "--once", "--max-wait", "4")
+        assert ear.next_line().startswith("AGORA_LISTEN armed")
+        if followed:
+            ear.proc.send_signal(signal.SIGSTOP)
+        hub.call("agents.remove", agent="runtime")
+        with seats(hub, "memory2", "runtime") as s:
+            if followed:
+                ear.proc.send_signal(signal.SIGCONT)
+            code, lines, _ = ear.finish()
+            assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait", lines
+            place = json.loads((home / "listen-runtime.offset").read_text())
+            assert (place["pos"], place["id"]) == (0, 5)
+            for i in range(8):
+                send(s["memory2"], "commons", f"new {i}", "y" * 100)
+        assert (home / "runtime-inbox.log.1").exists()
+        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
+        wake = fields(lines[1])
+        assert code == 2 and int(wake["n"]) + int(wake.get("missed", 0)) == 8, lines
+    finally:
+        hub.stop()
+
+
 @pytest.mark.parametrize("left_empty_by", ["notify-dir-change", "power-cut"])
 def test_a_first_arm_on_a_file_left_empty_counts_from_the_hubs_newest_id(home, tmp_path, left_empty_by):
     # The seat has deliveries 1-3, but its file is empty and has no .1: they went to another --notify-dir,
