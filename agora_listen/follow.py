@@ -39,7 +39,8 @@ class Follower:
         self.pending: list[dict] = []  # lines read while arming (from .1 after a rotation)
         # Armed where the file did not exist yet: every line the name comes to hold is new, and so is a
         # `.1` found before the first read above the id armed on (the first file filled and rotated
-        # meanwhile; a `.1` the hub keeps when it makes the name again holds lines from before the arm). Rare: the hub makes a seat's file, empty, when it adds the seat (Notifier.create).
+        # meanwhile; a `.1` the hub keeps when it makes the name again holds lines from before the arm).
+        # Rare: the hub makes a seat's file, empty, when it adds the seat (Notifier.create).
         # A first arm counts from the hub's newest id; with none (no hub answered), lines rotated out of
         # both files before the first read are neither rung nor counted.
         self.fileless = False

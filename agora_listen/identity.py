@@ -137,7 +137,8 @@ class Asker:
     def notice_change(self, follower) -> None:
         """After file events. Unconfirmed, the hub may be up now. A followed file deleted, or whose name is
         gone with no new file in its place (a rotation puts one there at once), was moved by a rename or
-        deleted by a removal (or by hand: the hub then confirms the seat): ask once per such file. A seat with no file yet never asks (other seats' files come and go)."""
+        deleted by a removal (or by hand: the hub then confirms the seat): ask once per such file. A seat
+        with no file yet never asks (other seats' files come and go)."""
         if self.at is not None:
             self.at = time.monotonic()
         elif follower.inode is not None and follower.inode != self._vanished and _gone(follower):

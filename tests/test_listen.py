@@ -199,14 +199,8 @@ def test_a_place_a_run_saved_after_its_seat_was_removed_does_not_hide_the_new_se
     # run read `.1` only above 5, and 1-4 were neither rung nor counted (a review found it). The add makes a
     # place it finds the start of the new seat.
     hub = Hub(home, "--notify-rotate-mb", "0.001").start()
-    with seats(hub, "memory", "runtime") as s:
-        for i in range(5):
-            send(s["memory"], "commons", f"old {i}")
-    hub.stop()
-    for name in ("runtime-inbox.log", "runtime-inbox.log.1"):
-        (home / name).unlink(missing_ok=True)
-    hub.start()
     try:
+        _five_deliveries(hub, files_deleted=True)
         ear = Listener(hub, "--as", "runtime", "--once", "--max-wait", "3")
         assert ear.next_line().startswith("AGORA_LISTEN armed")
         hub.call("agents.remove", agent="runtime")
@@ -216,14 +210,32 @@ def test_a_place_a_run_saved_after_its_seat_was_removed_does_not_hide_the_new_se
         with seats(hub, "memory2", "runtime") as s:
             assert json.loads((home / "listen-runtime.offset").read_text()) == {
                 "inode": None, "pos": 0, "id": 0, "zero": True}
-            for i in range(8):
-                send(s["memory2"], "commons", f"new {i}", "y" * 100)
-        assert (home / "runtime-inbox.log.1").exists()
-        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
-        wake = fields(lines[1])
-        assert code == 2 and int(wake["n"]) + int(wake.get("missed", 0)) == 8
+            _eight_to_the_new_seat_ring_or_count(hub, s["memory2"])
     finally:
         hub.stop()
+
+
+def _five_deliveries(hub, files_deleted: bool) -> None:
+    """runtime's deliveries 1-5; its files deleted while no hub ran, if asked (the restarted hub makes none)."""
+    with seats(hub, "memory", "runtime") as s:
+        for i in range(5):
+            send(s["memory"], "commons", f"old {i}")
+    if files_deleted:
+        hub.stop()
+        for name in ("runtime-inbox.log", "runtime-inbox.log.1"):
+            (hub.home / name).unlink(missing_ok=True)
+        hub.start()
+
+
+def _eight_to_the_new_seat_ring_or_count(hub, sender) -> None:
+    """Eight deliveries to runtime, added again, rotate its first file to `.1`: the next run rings or counts
+    each of them."""
+    for i in range(8):
+        send(sender, "commons", f"new {i}", "y" * 100)
+    assert (hub.home / "runtime-inbox.log.1").exists()
+    code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
+    wake = fields(lines[1])
+    assert code == 2 and int(wake["n"]) + int(wake.get("missed", 0)) == 8, lines
 
 
 @pytest.mark.parametrize("followed", [False, True], ids=["no-file", "the-old-file"])
@@ -236,14 +248,7 @@ def test_a_run_alive_across_its_seats_removal_and_add_does_not_hide_the_new_seat
     # the file now in `.1` had read none of it: all of it is read.
     hub = Hub(home, "--notify-rotate-mb", "0.001").start()
     try:
-        with seats(hub, "memory", "runtime") as s:
-            for i in range(5):
-                send(s["memory"], "commons", f"old {i}")
-        if not followed:
-            hub.stop()
-            for name in ("runtime-inbox.log", "runtime-inbox.log.1"):
-                (home / name).unlink(missing_ok=True)
-            hub.start()
+        _five_deliveries(hub, files_deleted=not followed)
         ear = Listener(hub, "--as", "runtime", "--once", "--max-wait", "4")
         assert ear.next_line().startswith("AGORA_LISTEN armed")
         if followed:
@@ -256,12 +261,7 @@ def test_a_run_alive_across_its_seats_removal_and_add_does_not_hide_the_new_seat
             assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait", lines
             place = json.loads((home / "listen-runtime.offset").read_text())
             assert (place["pos"], place["id"]) == (0, 5)
-            for i in range(8):
-                send(s["memory2"], "commons", f"new {i}", "y" * 100)
-        assert (home / "runtime-inbox.log.1").exists()
-        code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "1", "--max-wait", "5")
-        wake = fields(lines[1])
-        assert code == 2 and int(wake["n"]) + int(wake.get("missed", 0)) == 8, lines
+            _eight_to_the_new_seat_ring_or_count(hub, s["memory2"])
     finally:
         hub.stop()
 
