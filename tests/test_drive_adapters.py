@@ -95,7 +95,27 @@ def test_command_argv_and_environment():
     assert environment(command.DRIVE, t) == {"AGORA_DRIVE_PROMPT": "answer your mail", "AGORA_DRIVE_SESSION": "s9",
                                              "AGORA_DRIVE_MODEL": "small"}
     assert environment(command.DRIVE, turn(command=("x",))) == {"AGORA_DRIVE_PROMPT": "answer your mail"}
-    assert environment(claude.DRIVE, t) == {}
+    assert environment(codex.DRIVE, t) == {} and environment(cursor.DRIVE, t) == {}
+
+
+def test_a_claude_turn_waits_for_its_mcp_servers_unless_the_caller_said_otherwise(monkeypatch):
+    """Claude Code connects MCP servers in the background unless told to wait, and a late server's tools are
+    left out of the first request (tests/harness/test_drive.py, an agora mcp slow to start)."""
+    for name in claude.MCP_WAIT:
+        monkeypatch.delenv(name, raising=False)
+    assert environment(claude.DRIVE, turn()) == {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000"}
+    monkeypatch.setenv("MCP_CONNECT_TIMEOUT_MS", "60000")
+    assert environment(claude.DRIVE, turn())["MCP_CONNECT_TIMEOUT_MS"] == "60000"
+
+
+def test_the_claude_preflight_does_not_wait_for_mcp_servers(monkeypatch, tmp_path):
+    """The probe stops at the --verbose check and reaches no model: waiting for the servers there only
+    delayed the arm (measured with the real Claude Code, 1.4 -> 3.1 s)."""
+    seen = []
+    monkeypatch.setattr(claude.checks, "run", lambda argv, workspace, env: seen.append(env) or "stop here")
+    env = {"PATH": "/bin", **claude.MCP_WAIT}
+    assert claude.DRIVE.preflight("claude", Turn("x", tmp_path), env) == "stop here"
+    assert seen[0] == {**env, "MCP_CONNECTION_NONBLOCKING": "1"} and env["MCP_CONNECTION_NONBLOCKING"] == "0"
 
 
 def test_environment_is_empty_for_a_drive_object_without_one():

@@ -11,6 +11,7 @@ adapter rests on was measured with Claude Code 2.1.197 against the scripted mode
 from __future__ import annotations
 
 import dataclasses
+import os
 
 from agora_setup import rules
 from agora_setup.harnesses import events, preflight as checks
@@ -66,6 +67,14 @@ PROBE_PROMPT = "[agora drive] preflight"
 # What a result's `errors` says when --resume names a session Claude does not have (measured: exit 1, a
 # result of subtype error_during_execution and no model request).
 SESSION_GONE = "No conversation found"
+# A driven turn answers through `agora mcp`'s tools, and Claude Code connects MCP servers in the background
+# unless told not to (2.1.197: with MCP_CONNECTION_NONBLOCKING unset or true, nothing waits for them): its
+# first model request offers only the tools of the servers connected by then, and says nothing of the rest.
+# On a loaded host agora mcp (the SDK's import alone about 0.45 s) came too late: a harness run's turn got no
+# agora tools and left its debt (tests/harness/test_drive.py, a seat started slowly on purpose). Told to
+# block, Claude waits for each server up to MCP_CONNECT_TIMEOUT_MS (5 s unless set) before the first request
+# (read in 2.1.197's code, and measured: the slow seat's turn answers). A value the caller set is kept.
+MCP_WAIT = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000"}
 # The assistant message's `error` field for a provider failure (measured: 429 -> "rate_limit",
 # 500 and 529 -> "server_error"; a 400 gives "invalid_request", which is not the provider's).
 PROVIDER_ERRORS = ("rate_limit", "server_error", "overloaded")
@@ -98,7 +107,7 @@ class ClaudeDrive:
         return [*argv, *turn.args, "--", turn.prompt]
 
     def environment(self, turn: Turn) -> dict[str, str]:
-        return {}
+        return {name: os.environ.get(name, value) for name, value in MCP_WAIT.items()}
 
     def reader(self) -> "ClaudeReader":
         return ClaudeReader()
@@ -114,7 +123,10 @@ class ClaudeDrive:
             return refused
         argv = self.argv(exe, dataclasses.replace(turn, prompt=turn.prompt or PROBE_PROMPT))
         argv.remove("--verbose")  # the first: the adapter's own, before `--` and the prompt
-        probe = checks.run(argv, turn.workspace, env)
+        # The probe reaches no model, so it need not wait for the MCP servers as a turn does (MCP_WAIT: the
+        # wait came before the --verbose check, measured: arm 1.4 -> 3.1 s with agora mcp alone).
+        probe = checks.run(argv, turn.workspace, {**(os.environ if env is None else env),
+                                                  "MCP_CONNECTION_NONBLOCKING": "1"})
         if isinstance(probe, str):
             return probe
         if VERBOSE_REQUIRED in probe.said:

@@ -147,10 +147,12 @@ class DriverProcess:
 
 
 def process_env(harness_env: dict) -> dict:
-    """The harness's private environment plus what runs this worktree's agora (PYTHONPATH, when set)."""
+    """The harness's private environment plus what runs this worktree's agora (PYTHONPATH, when set), after
+    the test's own (a sitecustomize in the harness's PYTHONPATH)."""
     env = dict(harness_env)
-    if os.environ.get("PYTHONPATH"):
-        env["PYTHONPATH"] = os.environ["PYTHONPATH"]
+    paths = os.pathsep.join(filter(None, [harness_env.get("PYTHONPATH"), os.environ.get("PYTHONPATH")]))
+    if paths:
+        env["PYTHONPATH"] = paths
     return env
 
 

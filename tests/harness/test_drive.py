@@ -106,6 +106,21 @@ def test_claude_driver_answers_an_ask_dm_through_the_wired_mcp_tools(claude_seat
     _drive_process(claude_seat, model, "claude", drive.mcp_answer)
 
 
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_claude_driver_waits_for_an_agora_mcp_slow_to_start(claude_seat, model, tmp_path):
+    """A loaded host, made on purpose: the wired `agora mcp` sleeps 6 s before it starts (a sitecustomize),
+    longer than Claude takes to its first model request (about 3 s here). Claude connects MCP servers in the
+    background by default and leaves a late one's tools out, silently; the driver tells it to wait for them
+    (agora_setup/harnesses/claude.MCP_WAIT), so the turn has the agora tools and answers. The CI of 7c1976f
+    lost them this way on a loaded host (a remote seat's turn: tools=0, debt-left)."""
+    slow = tmp_path / "slow-mcp"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import sys\nimport time\n\nif sys.argv[1:2] == ['mcp']:\n    time.sleep(6)\n")
+    claude_seat.env = {**claude_seat.env, "PYTHONPATH": str(slow)}
+    _drive_process(claude_seat, model, "claude", drive.mcp_answer, ", agora mcp slow to start")
+
+
 @pytest.mark.harness("codex")
 @pytest.mark.timeout(150)
 def test_codex_driver_answers_an_ask_dm_through_the_wired_mcp_tools(codex_seat, model):
