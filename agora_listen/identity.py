@@ -127,7 +127,7 @@ class Asker:
     def __init__(self, options, seat):
         self.options, self.seat = options, seat
         self.at: float | None = None if options.confirmed else time.monotonic()  # monotonic; None: no need
-        self._vanished: int | None = None  # the inode already asked about
+        self._vanished: int | None = None  # the inode number of the followed file already asked about
 
     def ask_if_due(self) -> None:
         """Ask now if due (raises Rearm or Refused as `confirm` does); while no hub answers, again later."""
@@ -139,9 +139,11 @@ class Asker:
         gone with no new file in its place (a rotation puts one there at once), was moved by a rename or
         deleted by a removal (or by hand: the hub then confirms the seat): ask once per such file. A seat
         with no file yet never asks (other seats' files come and go)."""
+        if follower.inode != self._vanished:  # moved on from the file asked about, whose number, freed, a later
+            self._vanished = None             # file may get (ext4 gives it to the next): that one is asked about
         if self.at is not None:
             self.at = time.monotonic()
-        elif follower.inode is not None and follower.inode != self._vanished and _gone(follower):
+        elif follower.inode is not None and self._vanished is None and _gone(follower):
             self._vanished = follower.inode
             self.at = time.monotonic()
 

@@ -71,6 +71,29 @@ def test_a_rotation_is_followed_by_name(kind, tmp_path):
         watch.close()
 
 
+def test_a_new_file_given_a_deleted_files_number_is_watched(kind, tmp_path):
+    """ext4 gives a freed inode number to the next new file: a file deleted (its watch goes with it) and
+    one made under the name that got its number must still be watched, not taken for the one watched."""
+    path = tmp_path / "runtime-inbox.log"
+    path.write_text('{"id": 1}\n')
+    watch = open_watcher(kind, str(tmp_path), str(path))
+    try:
+        number = path.stat().st_ino
+        path.unlink()
+        assert woken(watch)
+        settle(watch)  # inotify: the name is missing, so the directory is watched until it is back
+        path.write_text('{"id": 2}\n')
+        assert woken(watch)
+        settle(watch)
+        watch.drain()  # the watcher's own events (inotify's IN_IGNORED for the directory watch it ended,
+                       # queued by the removal itself): the next wake is the append's
+        with open(path, "a") as notify:
+            notify.write('{"id": 3}\n')
+        assert woken(watch), f"no wake for an append; the file's number {'was' if path.stat().st_ino == number else 'was not'} reused"
+    finally:
+        watch.close()
+
+
 def test_neighbours_in_the_directory_do_not_ring(kind, tmp_path):
     path = tmp_path / "runtime-inbox.log"
     path.write_text("")

@@ -51,6 +51,8 @@ class Inotify:
             inode = os.stat(self.path).st_ino
         except FileNotFoundError:
             inode = None
+        if inode is None:  # the next file under the name is watched, whatever its number: a deleted file's,
+            self._file_inode = None  # freed, may be given to it (ext4 gives it to the next), and its watch went
         if inode is not None and inode != self._file_inode:
             try:
                 self._add(self.path, WATCH_FILE)
