@@ -1,11 +1,14 @@
 """Follow a notify file by name, like `tail -F`, resumable across processes and rotations.
 
-Position is (inode, byte offset, last delivery id). Every line read past the
+Position is (inode, byte offset, last delivery id), and the inode's generation
+where the file system keeps one: an inode number alone can be a deleted file's,
+given to a new one (ext4 does so at once), and a generation is new with each
+file. Every line read past the
 saved position rings, whatever its id: ids never make the listener deaf (a
 restored database can restart them lower). Ids are used only where bytes
 cannot say what was already read (a file rotated twice since the last run,
 whose `.1` is re-read from its start), to confirm that a file under the saved
-inode number still holds the saved place (a number can be reused: `_place`),
+inode number still holds the saved place (where no generation tells: `_place`),
 and to count deliveries whose lines were rotated away unread (gaps in the
 per-agent sequence), which still ring.
 """
@@ -15,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 
-from agorad.surface.filenames import ROTATED_SUFFIX
+from agorad.surface.filenames import ROTATED_SUFFIX, file_generation
 
 TYPE_CHECKING = False  # typing's, without importing typing
 if TYPE_CHECKING:
@@ -69,7 +72,7 @@ class Follower:
         if offset["inode"] is None:  # saved with no file yet: all the name holds came since, a `.1` too (read_new)
             self.fileless = True
             return
-        if _inode(self.path) == offset["inode"] and self._open(self.path) and self.inode == offset["inode"]:
+        if _inode(self.path) == offset["inode"] and self._open(self.path) and self._holds_saved_file(offset):
             place = _place(self.fd, offset)  # (opened as looked at: not a file the name got in between)
             if place is not None:
                 self.pos = place
@@ -77,11 +80,12 @@ class Follower:
         # Rotated since: finish the old file (now .1) from where we were; if it was rotated
         # twice, re-read .1 from its start, skipping only ids already rung.
         if self._open(self.rotated):
-            place = _place(self.fd, offset) if self.inode == offset["inode"] else None
+            saved_file = self._holds_saved_file(offset)
+            place = _place(self.fd, offset) if saved_file else None
             rung = 0  # read on from the place: nothing before it comes again
             if place is not None:
                 self.pos = place
-            elif self.inode == offset["inode"] and offset["pos"] == 0:
+            elif saved_file and offset["pos"] == 0:
                 pass  # saved at the start of this very file: none of it was read, all of it is new (the id may be
                       # another seat's: a listener alive across its seat's removal and re-add kept the old ids)
             else:
@@ -94,6 +98,14 @@ class Follower:
             self.unplaced = self.last_id  # what was rung, the `.1` just read included
         else:  # (a file rotated between the look at `.1` and the open of the name is `.1` now)
             self.pending += self._read_rotated(self.last_id)
+
+    def _holds_saved_file(self, offset: dict) -> bool:
+        """Whether the open file is the one the place was saved in: its inode number, and its generation
+        where both the place and the file system have one (a place saved before they were kept has none)."""
+        if self.inode != offset["inode"]:
+            return False
+        saved = offset.get("gen")
+        return saved is None or file_generation(self.fd) in (None, saved)
 
     def _arm_at_end(self, newest: int | None = None) -> None:
         """First arm: what the files hold now is old news. With no file under the name but a `.1` (a rotation
@@ -212,6 +224,9 @@ class Follower:
     def offset(self) -> dict:
         """Where the next instance should resume: the start of any incomplete line."""
         place = {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
+        generation = file_generation(self.fd) if self.fd is not None else None
+        if generation is not None:  # none with no descriptor, or where the file system keeps none: the number alone
+            place["gen"] = generation
         if self.zero_known and self.last_id == 0:
             place["zero"] = True  # (a reader that does not know the key counts nothing: as before)
         return place

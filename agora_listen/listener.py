@@ -315,7 +315,7 @@ def _offset(seat: Seat):
     # A null inode is the place of a follower whose seat had no file yet (Follower.arm): read as corrupt,
     # it would re-read only the file under the name, and miss a first file rotated to `.1` meanwhile.
     valid = isinstance(saved, dict) and _count(saved.get("pos")) and _count(saved.get("id")) and (
-        _count(saved.get("inode")) or "inode" in saved and saved["inode"] is None)
+        _count(saved.get("inode")) or "inode" in saved and saved["inode"] is None) and _count(saved.get("gen", 0))
     return saved if valid else CORRUPT  # a corrupt offset re-reads the file: more wakes, never deafness
 
 

@@ -17,6 +17,7 @@ from agorad.store import integrity, snapshot
 from agorad.store.connection import BUSY_TIMEOUT_MS
 from agorad.store.migrations import available
 from agorad.surface.errors import AgoraError
+from agorad.surface.filenames import file_generation
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import Home, listen_file, notify_file, rotated
 
@@ -133,7 +134,7 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
             info = os.stat(candidate)
         except FileNotFoundError:
             continue
-        if info.st_ino == offset["inode"]:
+        if info.st_ino == offset["inode"] and _generation_agrees(candidate, offset):
             if offset["pos"] > info.st_size:
                 entry["problems"].append(f"offset {offset['pos']} is past the end of {candidate} ({info.st_size} bytes)")
             return
@@ -141,7 +142,23 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
                           f"{rotated(path).name} skipping ids up to {offset['id']}, then {path.name} whole")
 
 
+def _generation_agrees(path: Path, offset: dict) -> bool:
+    """Whether the file under that inode number has the place's generation, where both have one (a freed
+    number is handed to the next new file, with a new generation: agora-files(5))."""
+    if offset.get("gen") is None:
+        return True
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return True  # gone since the look: judged by the number, as without a generation
+    try:
+        return file_generation(fd) in (None, offset["gen"])
+    finally:
+        os.close(fd)
+
+
 def _well_formed(offset) -> bool:
     return (isinstance(offset, dict) and all(isinstance(offset.get(k), int) and not isinstance(offset.get(k), bool)
                                              for k in ("pos", "id"))
-            and (offset.get("inode") is None or isinstance(offset.get("inode"), int)) and offset["pos"] >= 0)
+            and (offset.get("inode") is None or isinstance(offset.get("inode"), int)) and offset["pos"] >= 0
+            and ("gen" not in offset or type(offset["gen"]) is int and offset["gen"] >= 0))

@@ -14,6 +14,13 @@ import os
 
 from agorad.surface.vocab import URL_ENV
 
+# FS_IOC_GETVERSION, linux/fs.h's _IOR('v', 1, long) in the generic encoding of x86-64 and arm64 (other
+# architectures encode ioctl numbers otherwise: not asked there). The kernel writes an int, the inode's
+# generation: ext4, btrfs and f2fs give each new inode one at random, so a freed inode number that ext4
+# hands to the next new file comes with another generation. tmpfs and XFS do not answer it.
+_GET_GENERATION = 0x80087601
+_GENERATION_MACHINES = ("x86_64", "aarch64")
+
 HOME_MODE = 0o700
 FILE_MODE = 0o600
 
@@ -198,3 +205,17 @@ def exists(path: str | os.PathLike) -> bool:
     except ValueError:  # a NUL in the name
         return False
     return True
+
+
+def file_generation(fd: int) -> int | None:
+    """The generation of the open file's inode, or None where the file system or platform does not say.
+
+    With the inode number it names a file: a number alone can be a deleted file's, given to a new one."""
+    if not hasattr(os, "uname") or os.uname().machine not in _GENERATION_MACHINES:
+        return None
+    import fcntl  # here: only a saved place needs it, and the stop hook imports this module
+
+    try:
+        return int.from_bytes(fcntl.ioctl(fd, _GET_GENERATION, bytes(8))[:4], "little")
+    except OSError:  # ENOTTY: the file system keeps no generation
+        return None
