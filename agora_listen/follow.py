@@ -35,6 +35,7 @@ class Follower:
         self.rotated = os.fspath(path) + ROTATED_SUFFIX  # paths.rotated, as text: no pathlib in a listener
         self.fd: int | None = None
         self.inode: int | None = None
+        self.generation: int | None = None  # the inode's, taken with its number (kept when the descriptor goes)
         self.pos = 0
         self.partial = b""
         self.last_id = 0
@@ -105,7 +106,7 @@ class Follower:
         if self.inode != offset["inode"]:
             return False
         saved = offset.get("gen")
-        return saved is None or file_generation(self.fd) in (None, saved)
+        return saved is None or self.generation in (None, saved)
 
     def _arm_at_end(self, newest: int | None = None) -> None:
         """First arm: what the files hold now is old news. With no file under the name but a `.1` (a rotation
@@ -137,7 +138,7 @@ class Follower:
                     self.zero_known = newest == 0
                     return
                 if kept is not None and now == os.fstat(kept).st_ino:  # held open: no other file has its number
-                    self.inode, self.pos = now, _end_of_last_line(kept)
+                    self.inode, self.generation, self.pos = now, file_generation(kept), _end_of_last_line(kept)
                     self.last_id = self.unplaced = _last_id_before(kept, self.pos)
                     return
             finally:
@@ -206,7 +207,7 @@ class Follower:
         first, which it is read after: the lines from there on are the followed file's, or come after it and
         are reached by following the name (a `.1` the hub kept after a deletion may hold both kinds,
         runtime/notify_lost.py). A followed file still empty once `.1` is open has not rotated: `.1` is older."""
-        followed = self.fd, self.inode, self.pos, self.partial
+        followed = self.fd, self.inode, self.generation, self.pos, self.partial
         if followed[0] is not None and _inode(self.rotated) == followed[1]:
             return []
         self.fd = None
@@ -219,14 +220,13 @@ class Follower:
             return self._read_lines(rung, below=first)
         finally:
             self._close()
-            self.fd, self.inode, self.pos, self.partial = followed
+            self.fd, self.inode, self.generation, self.pos, self.partial = followed
 
     def offset(self) -> dict:
         """Where the next instance should resume: the start of any incomplete line."""
         place = {"inode": self.inode, "pos": self.pos - len(self.partial), "id": self.last_id}
-        generation = file_generation(self.fd) if self.fd is not None else None
-        if generation is not None:  # none with no descriptor, or where the file system keeps none: the number alone
-            place["gen"] = generation
+        if self.inode is not None and self.generation is not None:  # none where the file system keeps none
+            place["gen"] = self.generation
         if self.zero_known and self.last_id == 0:
             place["zero"] = True  # (a reader that does not know the key counts nothing: as before)
         return place
@@ -263,7 +263,7 @@ class Follower:
             self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
         except FileNotFoundError:
             return False
-        self.inode = os.fstat(self.fd).st_ino
+        self.inode, self.generation = os.fstat(self.fd).st_ino, file_generation(self.fd)
         self.pos, self.partial = 0, b""
         return True
 
@@ -300,7 +300,9 @@ def _place(fd: int, offset: dict) -> int | None:
     """Where to resume in the open file, whose inode number the offset names: just past the line of the
     saved id, at the saved byte offset or a little after it; None when the file does not hold that line.
 
-    An inode number alone does not name the file. One rotated out of both generations frees its number,
+    Asked only of a file whose generation agrees with the place's, or where either has none (tmpfs, a place
+    saved before generations were kept): there the inode number alone names the file. One rotated out of
+    both generations frees its number,
     and a later file under the name may get it (it holds only newer lines); a power cut's reconciliation
     rewrites a file as a new one (runtime/notify_reconcile.py), which may get the number of one it
     replaced, without the lines the database lost. Resuming at the byte offset in such a file would pass

@@ -105,7 +105,8 @@ def test_a_claude_turn_waits_for_its_mcp_servers_unless_the_caller_said_otherwis
         monkeypatch.delenv(name, raising=False)
     assert environment(claude.DRIVE, turn()) == {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000"}
     monkeypatch.setenv("MCP_CONNECT_TIMEOUT_MS", "60000")
-    assert environment(claude.DRIVE, turn())["MCP_CONNECT_TIMEOUT_MS"] == "60000"
+    monkeypatch.setenv("MCP_CONNECTION_NONBLOCKING", "")  # set empty: as unset
+    assert environment(claude.DRIVE, turn()) == {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "60000"}
 
 
 def test_the_claude_preflight_does_not_wait_for_mcp_servers(monkeypatch, tmp_path):

@@ -89,7 +89,8 @@ def test_a_new_file_given_a_deleted_files_number_is_watched(kind, tmp_path):
                        # queued by the removal itself): the next wake is the append's
         with open(path, "a") as notify:
             notify.write('{"id": 3}\n')
-        assert woken(watch), f"no wake for an append; the file's number {'was' if path.stat().st_ino == number else 'was not'} reused"
+        reused = "was" if path.stat().st_ino == number else "was not"
+        assert woken(watch), f"no wake for an append; the file's number {reused} reused"
     finally:
         watch.close()
 
@@ -179,3 +180,34 @@ def test_a_queue_overflow_rings_a_watcher_opened_after_another_closed(tmp_path):
         assert woken(watch, timeout=1.0)
     finally:
         watch.close()
+
+
+def test_a_new_file_given_a_deleted_files_number_between_two_looks_is_watched(tmp_path):
+    """As above, but the deletion and the new file both come before the watcher looks again (a busy
+    loop): the name is never seen missing, the new file has the watched file's number, and the file's
+    watch went with the deleted one (IN_IGNORED). Review of d79656c: the reset on a missing name misses it."""
+    path = tmp_path / "runtime-inbox.log"
+    reused = 0
+    for attempt in range(20):
+        path.write_text('{"id": 1}\n')
+        watch = open_watcher("inotify", str(tmp_path), str(path))
+        try:
+            number = path.stat().st_ino
+            path.unlink()
+            path.write_text('{"id": 2}\n')
+            if path.stat().st_ino != number:
+                continue  # ext4 handed out another number this time
+            reused += 1
+            assert woken(watch)
+            settle(watch)
+            watch.drain()
+            with open(path, "a") as notify:
+                notify.write('{"id": 3}\n')
+            assert woken(watch, 2.0), f"no wake for an append to a new file with the deleted file's number ({attempt})"
+        finally:
+            watch.close()
+            path.unlink(missing_ok=True)
+        if reused >= 3:
+            break
+    if not reused:
+        pytest.skip("the file system never handed the freed number back")

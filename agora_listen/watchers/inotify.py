@@ -19,8 +19,8 @@ import os
 import sys
 
 from agorad.surface import inotify
-from agorad.surface.inotify import (IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE_SELF, IN_MODIFY, IN_MOVE_SELF,
-                                    IN_MOVED_TO, IN_ONLYDIR, available)
+from agorad.surface.inotify import (IN_ATTRIB, IN_CLOSE_WRITE, IN_CREATE, IN_DELETE_SELF, IN_IGNORED, IN_MODIFY,
+                                    IN_MOVE_SELF, IN_MOVED_TO, IN_ONLYDIR, available)
 
 # IN_ATTRIB: an unlink changes the link count. The listener holds the file open, so IN_DELETE_SELF
 # never comes while it does; the removal of a seat (which deletes its file) is seen this way.
@@ -39,6 +39,7 @@ class Inotify:
         self.fd = inotify.init()
         self._dir_wd: int | None = None
         self._file_inode: int | None = None
+        self._file_wd: int | None = None
         try:
             self.follow()
         except OSError:
@@ -55,7 +56,7 @@ class Inotify:
             self._file_inode = None  # freed, may be given to it (ext4 gives it to the next), and its watch went
         if inode is not None and inode != self._file_inode:
             try:
-                self._add(self.path, WATCH_FILE)
+                self._file_wd = self._add(self.path, WATCH_FILE)
                 self._file_inode = inode
             except FileNotFoundError:
                 inode = None  # gone again between the stat and the watch
@@ -71,7 +72,12 @@ class Inotify:
 
     def drain(self) -> int:
         """Consume pending events; return how many there were."""
-        return sum(1 for _ in inotify.events(self.fd))
+        count = 0
+        for wd, mask, _ in inotify.events(self.fd):
+            count += 1
+            if mask & IN_IGNORED and wd == self._file_wd:  # the watched file is gone for good: its number is
+                self._file_inode = self._file_wd = None     # free, and a new file under the name may have it
+        return count
 
     def close(self) -> None:
         os.close(self.fd)

@@ -73,7 +73,8 @@ SESSION_GONE = "No conversation found"
 # On a loaded host agora mcp (the SDK's import alone about 0.45 s) came too late: a harness run's turn got no
 # agora tools and left its debt (tests/harness/test_drive.py, a seat started slowly on purpose). Told to
 # block, Claude waits for each server up to MCP_CONNECT_TIMEOUT_MS (5 s unless set) before the first request
-# (read in 2.1.197's code, and measured: the slow seat's turn answers). A value the caller set is kept.
+# (read in 2.1.197's code, and measured: the slow seat's turn answers). A value the caller set is kept; the
+# cost, a server that hangs delays every turn's first request by up to the timeout (agora-drive(1)).
 MCP_WAIT = {"MCP_CONNECTION_NONBLOCKING": "0", "MCP_CONNECT_TIMEOUT_MS": "15000"}
 # The assistant message's `error` field for a provider failure (measured: 429 -> "rate_limit",
 # 500 and 529 -> "server_error"; a 400 gives "invalid_request", which is not the provider's).
@@ -107,7 +108,7 @@ class ClaudeDrive:
         return [*argv, *turn.args, "--", turn.prompt]
 
     def environment(self, turn: Turn) -> dict[str, str]:
-        return {name: os.environ.get(name, value) for name, value in MCP_WAIT.items()}
+        return {name: os.environ.get(name) or value for name, value in MCP_WAIT.items()}
 
     def reader(self) -> "ClaudeReader":
         return ClaudeReader()
@@ -115,7 +116,8 @@ class ClaudeDrive:
     def preflight(self, exe: str, turn: Turn, env: dict | None) -> str | None:
         """The turn's own command line without --verbose: Claude's option parser rejects an unknown flag or
         a bad value ("error: unknown option '--x'"), and when it accepts them all it stops at the
-        --verbose check, before hooks, MCP servers or a model request (measured, 2.1.197). A turn that
+        --verbose check, before hooks or a model request (measured, 2.1.197; told to wait for the MCP servers,
+        it waited for them before that check, so the probe is told not to). A turn that
         resumes a session Claude does not have is refused here too ("No conversation found ...")."""
         refused = checks.owned_flags(turn.args, OWNED, "claude") or checks.mcp_unserved(
             turn.workspace / ".mcp.json")

@@ -11,13 +11,15 @@ from __future__ import annotations
 
 import errno
 import os
+import sys
 
 from agorad.surface.vocab import URL_ENV
 
 # FS_IOC_GETVERSION, linux/fs.h's _IOR('v', 1, long) in the generic encoding of x86-64 and arm64 (other
 # architectures encode ioctl numbers otherwise: not asked there). The kernel writes an int, the inode's
-# generation: ext4, btrfs and f2fs give each new inode one at random, so a freed inode number that ext4
-# hands to the next new file comes with another generation. tmpfs and XFS do not answer it.
+# generation: ext4 gives each new inode a random one (measured here), so a freed inode number that it
+# hands to the next new file comes with another generation; XFS, btrfs and f2fs answer it too, with a
+# value of the inode's own life (btrfs: the transaction that made it). tmpfs does not answer it.
 _GET_GENERATION = 0x80087601
 _GENERATION_MACHINES = ("x86_64", "aarch64")
 
@@ -211,7 +213,7 @@ def file_generation(fd: int) -> int | None:
     """The generation of the open file's inode, or None where the file system or platform does not say.
 
     With the inode number it names a file: a number alone can be a deleted file's, given to a new one."""
-    if not hasattr(os, "uname") or os.uname().machine not in _GENERATION_MACHINES:
+    if not sys.platform.startswith("linux") or os.uname().machine not in _GENERATION_MACHINES:
         return None
     import fcntl  # here: only a saved place needs it, and the stop hook imports this module
 
