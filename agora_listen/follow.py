@@ -3,9 +3,8 @@
 Position is (inode, byte offset, last delivery id), and the inode's generation
 where the file system keeps one: an inode number alone can be a deleted file's,
 given to a new one (ext4 does so at once), and a generation is new with each
-file. Every line read past the
-saved position rings, whatever its id: ids never make the listener deaf (a
-restored database can restart them lower). Ids are used only where bytes
+file. Every line read past the saved position rings, whatever its id: ids never
+make the listener deaf (a restored database can restart them lower). Ids are used only where bytes
 cannot say what was already read (a file rotated twice since the last run,
 whose `.1` is re-read from its start), to confirm that a file under the saved
 inode number still holds the saved place (where no generation tells: `_place`),
@@ -302,12 +301,11 @@ def _place(fd: int, offset: dict) -> int | None:
 
     Asked only of a file whose generation agrees with the place's, or where either has none (tmpfs, a place
     saved before generations were kept): there the inode number alone names the file. One rotated out of
-    both generations frees its number,
-    and a later file under the name may get it (it holds only newer lines); a power cut's reconciliation
-    rewrites a file as a new one (runtime/notify_reconcile.py), which may get the number of one it
-    replaced, without the lines the database lost. Resuming at the byte offset in such a file would pass
-    lines the listener never rang; without the saved line there, the caller reads `.1` skipping what it
-    rang and the file from its start instead (wakes again, never fewer). The line ends after the offset,
+    both generations frees its number, and a later file under the name may get it (it holds only newer
+    lines); a power cut's reconciliation rewrites a file as a new one (runtime/notify_reconcile.py), which
+    may get the number of one it replaced, without the lines the database lost. Resuming at the byte offset
+    in such a file would pass lines the listener never rang; without the saved line there, the caller reads
+    `.1` skipping what it rang and the file from its start instead (wakes again, never fewer). The line ends after the offset,
     by less than a line, only after a replay ended a torn line: the lines from there on are the same,
     shifted later by the torn bytes. A place saved at 0 (an empty file) holds no line to check: the
     caller's re-read of `.1` skips by id what the listener had as old news."""
