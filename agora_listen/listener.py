@@ -24,6 +24,7 @@ from agora_listen.seat import CORRUPT, Seat
 from agora_listen.watchers import open_watcher, wake_pipe
 from agorad.surface import settings
 from agorad.surface.filenames import notify_file
+from agorad.surface.places import is_place
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
@@ -312,15 +313,9 @@ def _offset(seat: Seat):
     saved = seat.load("offset")
     if saved is None or saved == CORRUPT:
         return saved
-    # A null inode is the place of a follower whose seat had no file yet (Follower.arm): read as corrupt,
-    # it would re-read only the file under the name, and miss a first file rotated to `.1` meanwhile.
-    valid = isinstance(saved, dict) and _count(saved.get("pos")) and _count(saved.get("id")) and (
-        _count(saved.get("inode")) or "inode" in saved and saved["inode"] is None) and _count(saved.get("gen", 0))
-    return saved if valid else CORRUPT  # a corrupt offset re-reads the file: more wakes, never deafness
-
-
-def _count(value) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+    # A null inode (a follower whose seat had no file yet, Follower.arm) is a place: read as corrupt, it
+    # would re-read only the file under the name, and miss a first file rotated to `.1` meanwhile.
+    return saved if is_place(saved) else CORRUPT  # a corrupt offset re-reads the file: more wakes, never deafness
 
 
 def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Signals, harness: Harness,

@@ -23,6 +23,14 @@ def short_home() -> Path:
     return Path(tempfile.mkdtemp(prefix="agt", dir="/tmp")) / "home"
 
 
+def with_sitecustomize(env: dict, directory: Path, code: str) -> dict:
+    """`env` with a sitecustomize.py holding `code` in `directory`, first on PYTHONPATH: a real process started
+    with it runs `code` first (the tests' way to make one part of it misbehave, or stand for another host)."""
+    directory.mkdir(exist_ok=True)
+    (directory / "sitecustomize.py").write_text(code)
+    return {**env, "PYTHONPATH": os.pathsep.join([str(directory), *filter(None, [env.get("PYTHONPATH")])])}
+
+
 def wait_for(condition, timeout: float = 10.0, what: str = "condition"):
     """Poll `condition` until it returns a true value or `timeout` passes."""
     deadline = time.monotonic() + timeout

@@ -16,6 +16,7 @@ import stat
 import pytest
 
 from agorad.surface.filenames import file_generation
+from agorad.surface.places import NEW_SEAT_PLACE, is_place
 from tests.conftest import Cli
 from tests.hubproc import Hub
 from tests.listenproc import Listener, fields, listen_once
@@ -366,18 +367,46 @@ def test_check_takes_a_place_whose_file_number_came_back_with_another_generation
         assert "is not an offset" in seat["problems"][0], (bad, seat)
 
 
-def test_check_says_from_which_id_a_place_saved_with_no_file_reads_the_first_file(hub, cli):
-    # A place saved with no file is read above its id (the hub's newest at the first arm): 0 with no word
-    # from the hub is "nothing known" and reads the file whole.
+@pytest.mark.parametrize("place", [
+    {"pos": 0, "id": 1},                                    # no inode at all: not the null of a seat with no file
+    {"inode": 5, "pos": 0, "id": -1},
+    {"inode": -5, "pos": 0, "id": 1},
+    {"inode": 5, "pos": True, "id": 1},
+    {"inode": 5, "pos": 0, "id": "1"},
+    {"inode": None, "pos": -1, "id": 0},
+    [5, 0, 1],
+], ids=["no-inode", "negative-id", "negative-inode", "bool-pos", "text-id", "negative-pos", "a-list"])
+def test_check_calls_not_an_offset_every_place_the_listener_reads_as_corrupt(hub, cli, place):
+    """One rule (agorad/surface/places.py) for both: check called the first three fine, while the next
+    listener would read the file from its start."""
     with seats(hub, "a", "b") as s:
         send(s["a"], "@b", "one")
-    for place, reads in (({"id": 1}, " above id 1"), ({"id": 0, "zero": True}, " above id 0"), ({"id": 0}, "")):
+    assert not is_place(place)
+    (hub.home / "listen-b.offset").write_text(json.dumps(place))
+    seat = next(seat for seat in json.loads(cli("check", "--json", code=1).stdout)["seats"] if seat["agent"] == "b")
+    assert "is not an offset" in seat["problems"][0], seat
+
+
+def test_a_place_is_what_a_listener_saves():
+    assert is_place(json.loads(NEW_SEAT_PLACE))
+    assert is_place({"inode": 7, "pos": 120, "id": 3, "gen": 0})
+    assert not is_place({"inode": 7, "pos": 120, "id": 3, "gen": None})
+
+
+def test_check_says_from_which_id_a_place_saved_with_no_file_reads_the_first_file(hub, cli):
+    # A place saved with no file is read above its id (the hub's newest at the first arm): 0 with no word
+    # from the hub is "nothing known" and reads the file whole; 0 as the hub's word is the seat's start (the
+    # place the hub writes at an add, too: it was worded as a place saved with no file).
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    fileless = "offset saved with no notify file: the next listener reads the first file whole, and a .1 it rotated to"
+    for place, note in (({"id": 1}, f"{fileless} above id 1"), ({"id": 0}, fileless),
+                        (json.loads(NEW_SEAT_PLACE), "offset at the seat's start (no notify file yet): the next "
+                                                     "listener reads its files whole")):
         (hub.home / "listen-b.offset").write_text(json.dumps({"inode": None, "pos": 0} | place))
         report = json.loads(cli("check", "--json").stdout)
         seat = next(seat for seat in report["seats"] if seat["agent"] == "b")
-        assert report["ok"] and seat["notes"] == [
-            f"offset saved with no notify file: the next listener reads the first file whole, and a .1 it rotated "
-            f"to{reads}"]
+        assert report["ok"] and seat["notes"] == [note]
 
 
 def test_a_listener_running_across_a_restore_rings_only_what_the_restored_hub_writes(hub, cli, tmp_path, watcher):

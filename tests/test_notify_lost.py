@@ -14,7 +14,7 @@ from contextlib import contextmanager
 
 import pytest
 
-from tests.hubproc import Hub, wait_for
+from tests.hubproc import Hub, wait_for, with_sitecustomize
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 from tests.wire import Raw
@@ -291,10 +291,9 @@ def test_a_moved_directory_is_watched_again_and_a_listener_loses_nothing(home, t
 
 def without_inotify(home, tmp_path, *args: str) -> Hub:
     """A hub told inotify is missing (a sitecustomize on its path), standing for macOS and the BSDs."""
-    (tmp_path / "sitecustomize.py").write_text("from agorad.surface import inotify\ninotify.available = lambda: False\n")
     hub = Hub(home, *args)
     plain = hub.env
-    hub.env = {**plain, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [plain.get("PYTHONPATH")])])}
+    hub.env = with_sitecustomize(plain, tmp_path, "from agorad.surface import inotify\ninotify.available = lambda: False\n")
     hub.start()
     hub.env = plain  # for the listeners: theirs is the real inotify
     return hub
@@ -551,15 +550,14 @@ def test_a_dot_one_start_up_cannot_write_leaves_no_delivery_out_of_the_files(hom
         # against the same lines, rightly resumes in it (n=1), which is not what this test is about.
         held = os.open(path, os.O_RDONLY)
         path.unlink()
-        (tmp_path / "sitecustomize.py").write_text(
+        hub = Hub(home, "--notify-rotate-mb", "0.002")
+        hub.env = with_sitecustomize(hub.env, tmp_path, (
             "import errno\nfrom agorad.surface import filenames\n_write = filenames.write_private\n"
             "def _full(path, *args, **kwargs):\n"
             "    if str(path).endswith('.1'):\n"
             "        raise OSError(errno.ENOSPC, 'No space left on device')\n"
             "    return _write(path, *args, **kwargs)\n"
-            "filenames.write_private = _full\n")
-        hub = Hub(home, "--notify-rotate-mb", "0.002")
-        hub.env = {**hub.env, "PYTHONPATH": os.pathsep.join([str(tmp_path), *filter(None, [hub.env.get("PYTHONPATH")])])}
+            "filenames.write_private = _full\n"))
         hub.start()
         assert "notify-recover-failed" in hub.log()
         assert ids(path.with_name(path.name + ".1")) == kept and ids(path) == lost  # replayed whole, after `.1`

@@ -20,6 +20,7 @@ from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import file_generation
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import Home, listen_file, notify_file, rotated
+from agorad.surface.places import is_place
 
 
 def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
@@ -120,45 +121,43 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
         return
     except (OSError, ValueError):
         offset = None
-    if not _well_formed(offset):
+    if not is_place(offset):
         entry["problems"].append(f"{offset_file} is not an offset (the next listener reads the file from its start)")
         return
     entry["offset"] = offset
     if offset["inode"] is None:
-        above = f" above id {offset['id']}" if offset["id"] or offset.get("zero") is True else ""
-        entry["notes"].append(f"offset saved with no notify file: the next listener reads the first file whole, "
-                              f"and a .1 it rotated to{above}")
+        entry["notes"].append(_fileless_note(offset))
         return
-    for name, candidate in (("file", path), ("rotated file", rotated(path))):
-        try:
-            info = os.stat(candidate)
-        except FileNotFoundError:
-            continue
-        if info.st_ino == offset["inode"] and _generation_agrees(candidate, offset):
-            if offset["pos"] > info.st_size:
-                entry["problems"].append(f"offset {offset['pos']} is past the end of {candidate} ({info.st_size} bytes)")
+    for candidate in (path, rotated(path)):
+        size = _size_if_saved(candidate, offset)
+        if size is not None:
+            if offset["pos"] > size:
+                entry["problems"].append(f"offset {offset['pos']} is past the end of {candidate} ({size} bytes)")
             return
     entry["notes"].append(f"offset names a file that is gone (inode {offset['inode']}): the next listener reads "
                           f"{rotated(path).name} skipping ids up to {offset['id']}, then {path.name} whole")
 
 
-def _generation_agrees(path: Path, offset: dict) -> bool:
-    """Whether the file under that inode number has the place's generation, where both have one (a freed
-    number is handed to the next new file, with a new generation: agora-files(5))."""
-    if offset.get("gen") is None:
-        return True
+def _fileless_note(offset: dict) -> str:
+    """A place with no file (agora-files(5)): the seat's start, or the hub's newest id at a first arm."""
+    if offset["id"] == 0 and offset.get("zero") is True:  # as the hub writes it at an add, too
+        return "offset at the seat's start (no notify file yet): the next listener reads its files whole"
+    above = f" above id {offset['id']}" if offset["id"] else ""
+    return f"offset saved with no notify file: the next listener reads the first file whole, and a .1 it rotated to{above}"
+
+
+def _size_if_saved(path: Path, offset: dict) -> int | None:
+    """The size of the file at `path` if it is the one the place was saved in, else None: its inode number
+    agrees and, where both have one, its generation (a freed number is handed to the next new file, with a
+    new generation: agora-files(5)). One open for both, so they are of one file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-    except OSError:
-        return True  # gone since the look: judged by the number, as without a generation
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # not to hang on a FIFO put there
+    except FileNotFoundError:
+        return None
     try:
-        return file_generation(fd) in (None, offset["gen"])
+        info = os.fstat(fd)
+        if info.st_ino != offset["inode"]:
+            return None
+        return info.st_size if offset.get("gen") is None or file_generation(fd) in (None, offset["gen"]) else None
     finally:
         os.close(fd)
-
-
-def _well_formed(offset) -> bool:
-    return (isinstance(offset, dict) and all(isinstance(offset.get(k), int) and not isinstance(offset.get(k), bool)
-                                             for k in ("pos", "id"))
-            and (offset.get("inode") is None or isinstance(offset.get("inode"), int)) and offset["pos"] >= 0
-            and ("gen" not in offset or type(offset["gen"]) is int and offset["gen"] >= 0))

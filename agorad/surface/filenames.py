@@ -21,7 +21,7 @@ from agorad.surface.vocab import URL_ENV
 # hands to the next new file comes with another generation; XFS, btrfs and f2fs answer it too, with a
 # value of the inode's own life (btrfs: the transaction that made it). tmpfs does not answer it.
 _GET_GENERATION = 0x80087601
-_GENERATION_MACHINES = ("x86_64", "aarch64")
+_ASKS_GENERATION = sys.platform.startswith("linux") and os.uname().machine in ("x86_64", "aarch64")
 
 HOME_MODE = 0o700
 FILE_MODE = 0o600
@@ -213,7 +213,7 @@ def file_generation(fd: int) -> int | None:
     """The generation of the open file's inode, or None where the file system or platform does not say.
 
     With the inode number it names a file: a number alone can be a deleted file's, given to a new one."""
-    if not sys.platform.startswith("linux") or os.uname().machine not in _GENERATION_MACHINES:
+    if not _ASKS_GENERATION:
         return None
     import fcntl  # here: only a saved place needs it, and the stop hook imports this module
 

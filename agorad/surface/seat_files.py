@@ -8,10 +8,7 @@ import os
 
 from agorad.surface.filenames import write_private
 from agorad.surface.paths import Home, listen_file, seat_state_files
-
-# A listener's place at the start of a new seat, "at 0" as the hub's word (agora-files(5)): with no file, so
-# whatever files the seat's listener finds it reads from id 1, and counts a gap from 0 as missed.
-NEW_SEAT_PLACE = '{"inode": null, "pos": 0, "id": 0, "zero": true}'
+from agorad.surface.places import NEW_SEAT_PLACE
 
 
 def rename(home: Home, old_id: str, new_id: str) -> None:

@@ -28,6 +28,7 @@ from tests.harness import claude, drive, hook_processes as hooks, latency
 from tests.harness.conftest import PEER, Wired
 from tests.harness.drive import DriverProcess, ask, owed, unread
 from tests.harness.install import binary
+from tests.hubproc import with_sitecustomize
 from tests.remote_seat import wire_remote_seat
 
 # What Anthropic's API answers when rate-limited (tests/drive/record_streams.py records the same).
@@ -114,10 +115,8 @@ def test_claude_driver_waits_for_an_agora_mcp_slow_to_start(claude_seat, model, 
     background by default and leaves a late one's tools out, silently; the driver tells it to wait for them
     (agora_setup/harnesses/claude.MCP_WAIT), so the turn has the agora tools and answers. The CI of 7c1976f
     lost them this way on a loaded host (a remote seat's turn: tools=0, debt-left)."""
-    slow = tmp_path / "slow-mcp"
-    slow.mkdir()
-    (slow / "sitecustomize.py").write_text("import sys\nimport time\n\nif sys.argv[1:2] == ['mcp']:\n    time.sleep(6)\n")
-    claude_seat.env = {**claude_seat.env, "PYTHONPATH": str(slow)}
+    claude_seat.env = with_sitecustomize(claude_seat.env, tmp_path / "slow-mcp",
+                                         "import sys\nimport time\n\nif sys.argv[1:2] == ['mcp']:\n    time.sleep(6)\n")
     _drive_process(claude_seat, model, "claude", drive.mcp_answer, ", agora mcp slow to start")
 
 
