@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import socket
 import sqlite3
 import stat
 
@@ -291,6 +292,25 @@ def test_check_says_the_next_start_writes_what_a_crash_kept_from_the_file_made_a
         assert json.loads(Cli(home)("check", "--json").stdout)["ok"]
     finally:
         again.stop()
+
+
+def test_check_neither_hangs_nor_stops_on_notify_files_that_are_no_regular_files(home):
+    """A FIFO under the name blocked the read of its last line (check's, and the hub's at start); a `.1` that
+    cannot be opened (a socket) ended the whole report with one errno line. Both are judged, not read."""
+    first = Hub(home).start()
+    with seats(first, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    first.stop()
+    notify = home / "b-inbox.log"
+    (home / "listen-b.offset").write_text(json.dumps({"inode": 1, "pos": 5, "id": 1}))
+    notify.unlink()
+    os.mkfifo(notify, 0o600)
+    with socket.socket(socket.AF_UNIX) as dot_one:
+        dot_one.bind(f"{notify}.1")
+        seat = next(seat for seat in json.loads(Cli(home)("check", "--json", code=1).stdout)["seats"]
+                    if seat["agent"] == "b")
+    assert seat["file_id"] is None and "holds no line" in seat["problems"][0], seat
+    assert "offset names a file that is gone" in seat["notes"][0], seat
 
 
 def test_check_says_a_deleted_notify_file_is_missing_and_an_empty_one_holds_no_line(hub, cli):

@@ -157,8 +157,12 @@ def test_a_missing_directory_is_filled_in_once_it_is_back(home, tmp_path):
     try:
         with seats(running, "memory", "runtime") as s:
             send(s["memory"], "@runtime", "one")
-            notify_dir.rename(tmp_path / "gone")
-            notify_dir.write_text("not a directory")  # writes now fail
+            running.proc.send_signal(signal.SIGSTOP)  # else it makes the directory again at once
+            try:
+                notify_dir.rename(tmp_path / "gone")
+                notify_dir.write_text("not a directory")  # writes now fail
+            finally:
+                running.proc.send_signal(signal.SIGCONT)
             running.proc.send_signal(signal.SIGUSR2)
             running.call("hub.hello")
             send(s["memory"], "@runtime", "two")
@@ -428,6 +432,26 @@ def test_lines_for_deliveries_the_database_lost_are_dropped_and_ids_never_reused
         follower.arm(offset)
         assert [line["title"] for line in follower.read_new()] == ["one", "two", "three", "after"]
         follower.close()
+    finally:
+        again.stop()
+
+
+@pytest.mark.parametrize("where", ["line", "place"])
+def test_an_id_no_hub_could_reach_in_a_file_does_not_raise_the_seats_ids(home, where):
+    """A notify line or a saved place edited by hand to name id 2**63-1: start-up raised the seat's ids above
+    it, past what SQLite holds, and every later send to the seat failed (OverflowError). Such an id is not
+    believed (MAX_FILE_ID); a line naming it is still dropped, as any line the database does not hold."""
+    path = _three_dms_then_stopped(home)
+    huge = 2**63 - 1
+    if where == "line":
+        path.write_bytes(path.read_bytes() + json.dumps({**lines(path)[-1], "id": huge}).encode() + b"\n")
+    else:
+        (home / "listen-runtime.offset").write_text(json.dumps({"inode": None, "pos": 0, "id": huge}))
+    again = Hub(home).start()
+    try:
+        with again.client("memory") as memory:
+            memory.call("messages.send", target="@runtime", title="after", body="")
+        assert [line["id"] for line in lines(path)] == [1, 2, 3, 4]
     finally:
         again.stop()
 

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
+import stat
 from contextlib import contextmanager
 
 import pytest
 
+from agorad.surface.client import Client
 from tests.hubproc import Hub, wait_for, with_sitecustomize
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
@@ -263,7 +266,7 @@ def test_the_hubs_own_rotation_rename_and_removal_are_not_taken_for_lost_files(h
         hub.stop()
 
 
-def test_a_moved_directory_is_watched_again_and_a_listener_loses_nothing(home, tmp_path):
+def test_a_moved_directory_is_made_again_and_a_listener_loses_nothing(home, tmp_path):
     notify_dir = tmp_path / "n"
     hub = Hub(home, "--notify-dir", str(notify_dir)).start()
     try:
@@ -272,19 +275,89 @@ def test_a_moved_directory_is_watched_again_and_a_listener_loses_nothing(home, t
             listen_once(hub, "--as", "runtime", "--max-wait", "1")
             send(s["memory"], "@runtime", "unread")
             moved = tmp_path / "old"
-            notify_dir.rename(moved)  # the watch would follow it away: the hub lets it go, and every file
-            logged(hub, "notify-watch-lost")
-            logged(hub, "notify-recover-failed")  # no directory under the path to open the name in, yet
-            notify_dir.mkdir(mode=0o700)
+            notify_dir.rename(moved)  # the watch would follow it away: the hub lets it go, makes the directory
+            logged(hub, "notify-watch-lost")  # again under its path, watches that, and renews every file
+            logged(hub, "notify-watch-rearmed")
+            logged(hub, "notify-file-renewed")
             send(s["memory"], "@runtime", "after")
             assert ids(moved / "runtime-inbox.log") == [1, 2] and ids(notify_dir / "runtime-inbox.log") == [3]
             assert ids(notify_dir / "runtime-inbox.log.1") == [2]
             code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
             assert code == 2 and fields(lines[1])["n"] == "2" and "missed" not in fields(lines[1])
-            hub.call("hub.sweep")  # watches the directory under its path again
-            logged(hub, "notify-watch-rearmed")
-            (notify_dir / "runtime-inbox.log").unlink()
-            logged(hub, "notify-file-renewed")
+            (notify_dir / "runtime-inbox.log").unlink()  # the new directory is watched
+            logged(hub, "notify-file-renewed", 2)
+    finally:
+        hub.stop()
+
+
+def test_a_deleted_notify_directory_is_made_again_at_once_and_a_listener_loses_nothing(home, tmp_path):
+    """`rm -rf` of the notify directory (a tmp cleaner, a slip): the hub makes it again as soon as its watch
+    sees it go, keeps what the seats' listeners had not read in each `.1`, and every wake comes. Before, it
+    waited for someone to make the directory: every line failed to be written, every wake was lost."""
+    notify_dir = tmp_path / "n"
+    hub = Hub(home, "--notify-dir", str(notify_dir)).start()
+    try:
+        with seats(hub, "memory", "runtime", "witness") as s:
+            send(s["memory"], "commons", "first")
+            ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+            ear.wait_for("AGORA_LISTEN armed")
+            listen_once(hub, "--as", "witness", "--max-wait", "1")  # a place in the file about to go
+            send(s["memory"], "@witness", "unread when the directory went")
+            with stopped(hub):  # else it makes a deleted file again in the directory rm is emptying
+                shutil.rmtree(notify_dir)
+            logged(hub, "notify-dir-made")
+            assert stat.S_IMODE(notify_dir.stat().st_mode) == 0o700
+            send(s["memory"], "@runtime", "after")
+            assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:memory--runtime#1"
+            code, lines, _ = listen_once(hub, "--as", "witness", "--debounce", "0", "--max-wait", "5")
+            assert code == 2 and fields(lines[1])["channels"] == "dm:memory--witness#1", lines
+            assert "notify-write-failed" not in hub.log()
+    finally:
+        hub.stop()
+
+
+def test_a_deleted_notify_directory_is_made_again_by_the_next_file_without_inotify(home, tmp_path):
+    """Where no watch sees the directory go (macOS, the BSDs), the next file the hub opens by name makes it:
+    a seat's add, or SIGUSR2 (which a deleted notify file there needs anyway) and the lines after it."""
+    notify_dir = tmp_path / "n"
+    hub = without_inotify(home, tmp_path, "--notify-dir", str(notify_dir))
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "commons", "first")
+            listen_once(hub, "--as", "runtime", "--max-wait", "1")
+            send(s["memory"], "@runtime", "unread when the directory went")
+            shutil.rmtree(notify_dir)
+            hub.call("agents.add", agent="late", liveness_mode="always-on")
+            assert (notify_dir / "late-inbox.log").exists() and "file-step-failed" not in hub.log()
+            shutil.rmtree(notify_dir)
+            hub.proc.send_signal(signal.SIGUSR2)
+            logged(hub, "sigusr2")
+            send(s["memory"], "@runtime", "after")
+            assert ids(notify_dir / "runtime-inbox.log") == [3] and ids(notify_dir / "runtime-inbox.log.1") == [2]
+            code, lines, _ = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "5")
+            assert code == 2 and fields(lines[1])["n"] == "2", lines
+            assert hub.log().count(" notify-dir-made ") == 2 and "notify-write-failed" not in hub.log()
+    finally:
+        hub.stop()
+
+
+def test_a_moved_home_is_not_made_again_as_a_notify_directory(home):
+    """The notify directory is the home by default: moved or deleted, it took the database's name and the
+    socket with it, and a home made again holding only notify files would pass for a hub's. Left gone."""
+    hub = Hub(home).start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            send(s["memory"], "commons", "first")
+            moved = home.with_name(home.name + "-moved")
+            home.rename(moved)
+            try:
+                logged(hub, "notify-watch-lost")
+                send(s["memory"], "@runtime", "after")  # its line has no directory to go to
+                with Client(moved) as operator:
+                    operator.call("hub.sweep")
+                assert not home.exists()
+            finally:
+                moved.rename(home)
     finally:
         hub.stop()
 
@@ -390,7 +463,9 @@ def test_a_missing_notify_directory_costs_one_failure_line_not_one_a_delivery(ho
     try:
         with seats(hub, "memory", "runtime") as s:
             send(s["memory"], "@runtime", "one")
-            notify_dir.rename(tmp_path / "old")
+            with stopped(hub):  # else it makes the directory again at once
+                notify_dir.rename(tmp_path / "old")
+                notify_dir.write_text("not a directory: the hub cannot make it again")
             logged(hub, "notify-recover-failed")
             for i in range(3):
                 send(s["memory"], "@runtime", f"into nothing {i}")

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import select
+import shutil
 import subprocess
 import sys
 import threading
@@ -104,12 +105,52 @@ def test_neighbours_in_the_directory_do_not_ring(kind, tmp_path):
         for i in range(20):  # the hub's database, other seats' files and seat files live beside it
             (tmp_path / "agora.db-wal").write_bytes(b"x" * i)
             (tmp_path / f"memory-inbox.log{'.1' * (i % 2)}").write_text("{}\n")
+            (tmp_path / f"keys{i}").mkdir()  # a directory beside it is not the watched one's own event
         os.write(appender, b'{"id": 1}\n')  # one write(2): one event, after every neighbour's
         assert woken(watch)
         assert watch.drain() == 1
     finally:
         os.close(appender)
         watch.close()
+
+
+@pytest.mark.parametrize("gone", ["deleted", "moved"])
+def test_a_directory_that_went_is_watched_again_once_made_again(kind, gone, tmp_path):
+    """`rm -rf` or `mv` of the notify directory: the hub makes it again (runtime/notify.py); the watcher waits
+    for it from its parent, then watches the new one. Before, inotify ended the listener (no directory to
+    watch) or stayed on the moved file, and watchdog's watch went with a deleted directory, leaving it deaf.
+    (watchdog's watch follows a moved directory and reports nothing of it: a known gap.)"""
+    if (kind, gone) == ("watchdog", "moved"):
+        pytest.skip("watchdog reports no move of its watch's own root")
+    directory = tmp_path / "n"
+    directory.mkdir()
+    path = directory / "runtime-inbox.log"
+    path.write_text('{"id": 1}\n')
+    watch = open_watcher(kind, str(directory), str(path))
+    try:
+        if gone == "deleted":
+            shutil.rmtree(directory)
+        else:
+            directory.rename(tmp_path / "old")
+        assert woken(watch)
+        settle(watch)
+        directory.mkdir()
+        assert woken(watch)
+        settle(watch)
+        path.write_text('{"id": 2}\n')
+        assert woken(watch)
+        settle(watch)
+        with open(path, "a") as notify:
+            notify.write('{"id": 3}\n')
+        assert woken(watch)
+    finally:
+        watch.close()
+
+
+def test_no_directory_and_no_parent_is_an_error(kind, tmp_path):
+    directory = tmp_path / "gone" / "n"
+    with pytest.raises(FileNotFoundError):
+        open_watcher(kind, str(directory), str(directory / "runtime-inbox.log")).close()
 
 
 def test_close_leaves_no_thread_and_no_descriptor_behind(kind, tmp_path):

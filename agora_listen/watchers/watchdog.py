@@ -8,7 +8,11 @@ byte into a pipe whose read end is the descriptor the listener polls.
 
 The directory is watched, not recursively, rather than the file: one watch
 that never has to move covers the name not existing yet and a rotation (the
-file renamed to `.1` and created anew), so follow() has nothing to do. The
+file renamed to `.1` and created anew). follow() re-aims only when the
+directory itself went: deleted (watchdog reports it, then stops that watch),
+its parent is watched until the hub makes it again, then the new one. (Moved
+away, it is not seen: watchdog's watch follows it and reports no move of its
+own root.) The
 price is that every change in the directory (the hub's database, when the
 notify directory is the home) is an event for the observer thread to look
 at and drop; the listener's own loop still wakes only for its file.
@@ -33,15 +37,17 @@ import os
 import sys
 import threading
 
-from watchdog.events import (FileClosedEvent, FileCreatedEvent, FileDeletedEvent, FileModifiedEvent,
-                             FileMovedEvent, FileSystemEventHandler)
+from watchdog.events import (DirCreatedEvent, DirDeletedEvent, DirMovedEvent, FileClosedEvent, FileCreatedEvent,
+                             FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileSystemEventHandler)
 from watchdog.observers import Observer
 
 from agora_listen.watchers import wake_pipe
 
 # What can change what the name holds. Left out: opened, closed without writing,
 # attributes: the listener's own reads and other processes' would wake it for nothing.
-WAKES = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent]
+# The directory's own: deleted, and made again (seen from its parent).
+WAKES = [FileCreatedEvent, FileModifiedEvent, FileMovedEvent, FileDeletedEvent, FileClosedEvent,
+         DirCreatedEvent, DirMovedEvent, DirDeletedEvent]
 _WAKE_TYPES = {"created", "modified", "moved", "deleted", "closed"}
 JOIN_TIMEOUT = 2.0  # seconds to wait for the observer's threads at close (they are daemon threads)
 OVERFLOW_LOGGER = "watchdog.observers.inotify_c"  # where watchdog's inotify reader says the kernel dropped events
@@ -52,26 +58,31 @@ class Watchdog:
     """A watchdog observer on the file's directory, ringing a pipe for events that name the file."""
 
     def __init__(self, directory: str, path: str):
+        self.directory = directory
         self.name = os.path.basename(path)
+        self._directory_name = os.path.basename(os.path.abspath(directory))
         self._observer = Observer()
+        self._handler = _Handler(self)
+        self._directory_inode = _inode(directory)
         self.fd, self._ring_fd = wake_pipe()
         self._lock = threading.Lock()  # close() never closes the pipe under a ring() in flight
         self._open = True
         try:
             _Overflow.install(self)
-            self._observer.schedule(_Handler(self), directory, recursive=False, event_filter=WAKES)
+            self._observer.schedule(self._handler, directory, recursive=False, event_filter=WAKES)
             self._observer.start()
         except BaseException:
             self.close()
             raise
 
     def ring(self, event) -> None:
-        """On the observer's thread: wake the loop if `event` names the file."""
-        if event.is_directory or event.event_type not in _WAKE_TYPES:
+        """On the observer's thread: wake the loop if `event` names the file, or the directory itself."""
+        if event.event_type not in _WAKE_TYPES:
             return
         # Names, not whole paths: FSEvents reports resolved paths (/private/var/... for /var/...),
         # and a watch that is not recursive only reports entries of the directory itself.
-        if self.name not in (os.path.basename(event.src_path), os.path.basename(event.dest_path or "")):
+        name = self._directory_name if event.is_directory else self.name
+        if name not in (os.path.basename(event.src_path), os.path.basename(event.dest_path or "")):
             return
         self.wake()
 
@@ -85,7 +96,22 @@ class Watchdog:
                     pass  # the pipe is full: the loop has a wake waiting already
 
     def follow(self) -> None:
-        """Nothing to re-aim: the directory watch follows the name through rotations."""
+        """Re-aim when the directory under the path is not the one watched (deleted, or made again): watch
+        its parent while it is missing (FileNotFoundError with no parent either: the listener ends, saying
+        so), then the new one, and wake the loop to read what landed before its watch."""
+        inode = _inode(self.directory)
+        if inode == self._directory_inode:
+            return  # the directory watch follows the name through rotations
+        self._observer.unschedule_all()
+        self._directory_inode = inode
+        if inode is None:
+            parent = os.path.dirname(os.path.abspath(self.directory))
+            self._observer.schedule(self._handler, parent, recursive=False, event_filter=WAKES)
+            if _inode(self.directory) is not None:
+                self.follow()  # it came back before its parent was watched
+            return
+        self._observer.schedule(self._handler, self.directory, recursive=False, event_filter=WAKES)
+        self.wake()
 
     def drain(self) -> int:
         """Consume pending rings; return how many there were."""
@@ -114,6 +140,13 @@ class Watchdog:
         if self._observer.is_alive():
             self._observer.stop()
             self._observer.join(JOIN_TIMEOUT)
+
+
+def _inode(directory: str) -> int | None:
+    try:
+        return os.stat(directory).st_ino
+    except FileNotFoundError:
+        return None
 
 
 class _Handler(FileSystemEventHandler):

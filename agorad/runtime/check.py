@@ -154,6 +154,12 @@ def _size_if_saved(path: Path, offset: dict) -> int | None:
         fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # not to hang on a FIFO put there
     except FileNotFoundError:
         return None
+    except OSError:  # not to be opened (a socket, no read permission): judged by its number alone
+        try:
+            info = os.stat(path)
+        except FileNotFoundError:
+            return None
+        return info.st_size if info.st_ino == offset["inode"] else None
     try:
         info = os.fstat(fd)
         if info.st_ino != offset["inode"]:

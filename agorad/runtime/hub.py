@@ -105,8 +105,11 @@ class HubState:
             self.batch.when_settled(lambda stored: stored and self._announce(events))
 
     def notify_names_changed(self) -> None:
-        """The notify directory's watch is readable: look at the seats whose file names changed."""
-        self.look_at_notify_files(self.notify_names.changed())
+        """The notify directory's watch is readable: look at the seats whose file names changed. The
+        directory itself gone: made again at once (Notifier.restore_directory) and watched again."""
+        changed = self.notify_names.changed()
+        if self.notify_names.watching or not self._watch_notify_dir_again():
+            self.look_at_notify_files(changed)
 
     def look_at_notify_files(self, agent_ids: set[str] | None) -> None:
         """Once the open batch is settled, stop writing to any of these seats' files (None: every one held
@@ -261,17 +264,21 @@ class HubState:
         self.last_sweep = {"at": now, **counts, "escalated": len(events), "reminded": len(reminders)}
         return self.last_sweep
 
-    def _watch_notify_dir_again(self) -> None:
-        """The notify directory's watch went with the directory (deleted and made again): watch the one there
-        now, and look at every open file, whose moves went unseen meanwhile."""
-        if self.notify_names is not None and not self.notify_names.watching:
-            try:
-                rearmed = self.notify_names.rearm()
-            except OSError:
-                return  # not there yet: the next sweep tries again
-            if rearmed:
-                log("notify-watch-rearmed", directory=self.notify_names.directory)
-                self.look_at_notify_files(None)
+    def _watch_notify_dir_again(self) -> bool:
+        """The notify directory's watch went with the directory (deleted, or moved away): make the directory
+        again where the hub may (not the home), watch the one there now, and look at every open file, whose
+        moves went unseen meanwhile; the lines whose writes failed meanwhile are written. True when watched."""
+        if self.notify_names is None or self.notify_names.watching:
+            return False
+        self.notifier.restore_directory()
+        try:
+            self.notify_names.rearm()
+        except OSError:
+            return False  # not there: the next sweep, or the next line that needs a file, tries again
+        log("notify-watch-rearmed", directory=self.notify_names.directory)
+        self.look_at_notify_files(None)
+        self.after_commit(lambda: self.notifier.catch_up_all(self.db))
+        return True
 
     def escalate(self) -> int:
         """Only the escalations and reminders that are due: what the sweeper runs between sweeps when

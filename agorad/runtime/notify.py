@@ -120,6 +120,7 @@ class Notifier:
         self.behind: set[int] = set()      # agents whose last write failed
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
         self.helper = helper or Helper()
+        self._is_home = True  # until start() has looked: a directory not known to be another is not made again
         # Called with (agent pk, agent id) before a file under a seat's name is opened that is missing or empty:
         # the hub's keeps what a file that left the name held and a listener had not read (notify_lost.py).
         # True when `.1` ends at `written` (so start-up can rely on it), False when it could not be made to.
@@ -139,6 +140,7 @@ class Notifier:
             return 0
         self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
         tighten(self.directory)
+        self._is_home = self.seats is not None and os.path.samefile(self.directory, self.seats)
         replayed = 0
         for pk, agent_id, newest, notified_upto, on_disk, rung in self._reconciled(db):
             self.written[pk] = on_disk if on_disk is not None else min(notified_upto, newest)
@@ -359,9 +361,12 @@ class Notifier:
                 self._rotate(agent_id)
             else:
                 return opened.fd
-        if self.on_empty_file is not None and _missing_or_empty(self.path(agent_id)):
-            self.on_empty_file(agent_pk, agent_id)  # before the name is made: a listener finds `.1` first
-        fd = os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
+        try:
+            fd = self._open_name(agent_pk, agent_id)
+        except FileNotFoundError:
+            if not self.restore_directory():
+                raise
+            fd = self._open_name(agent_pk, agent_id)
         size = _private(fd, self.path(agent_id)).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
             size += os.write(fd, b"\n")  # end a line torn by a failed write, so the next one stands alone
@@ -372,6 +377,28 @@ class Notifier:
         while len(self._files) > self.open_files:
             self._close(next(iter(self._files)))
         return fd
+
+    def _open_name(self, agent_pk: int, agent_id: str) -> int:
+        if self.on_empty_file is not None and _missing_or_empty(self.path(agent_id)):
+            self.on_empty_file(agent_pk, agent_id)  # before the name is made: a listener finds `.1` first
+        return os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
+
+    def restore_directory(self) -> bool:
+        """Make the notify directory again if it went under the running hub (deleted by a tmp cleaner or by
+        hand, or moved away), as start-up would: True when made now. Not the home, the default directory:
+        gone, it took the database's name and the socket with it, and a home made again holding only notify
+        files would pass for a hub's. Nor a directory whose parent went: something bigger happened there."""
+        if not self.enabled or self._is_home:
+            return False
+        try:
+            self.directory.mkdir(mode=0o700)
+        except FileExistsError:
+            return False
+        except OSError as exc:
+            log("notify-dir-failed", directory=self.directory, error=exc.strerror or exc)
+            return False
+        log("notify-dir-made", directory=self.directory)
+        return True
 
     def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:
         """The end of the run of lines from `start` that one write may take: the first line
@@ -431,7 +458,12 @@ class Notifier:
         if not self.enabled:
             return
         path = self.path(agent_id)
-        fd = os.open(path, _OPEN_FLAGS, 0o600)
+        try:
+            fd = os.open(path, _OPEN_FLAGS, 0o600)
+        except FileNotFoundError:
+            if not self.restore_directory():
+                raise
+            fd = os.open(path, _OPEN_FLAGS, 0o600)
         _private(fd, path)  # (closes it when refusing a file another user made)
         os.close(fd)
 

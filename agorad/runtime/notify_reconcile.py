@@ -37,7 +37,7 @@ import os
 from pathlib import Path
 
 from agorad.surface.filenames import ROTATED_SUFFIX, write_private
-from agorad.surface.notifyfile import last_id_in
+from agorad.surface.notifyfile import MAX_FILE_ID, is_file_id, last_id_in
 from agorad.surface.paths import rotated
 
 
@@ -66,7 +66,7 @@ class Survey:
                          last_id_in(path + ROTATED_SUFFIX) if present[1] else None)
         self.file_ids = [i for i in self.last_ids if i is not None]
         self.offset_id = saved_id(offset_file)
-        shown = max([*self.file_ids, self.offset_id, 0])
+        shown = max([i for i in (*self.file_ids, self.offset_id) if i <= MAX_FILE_ID], default=0)
         # Lines naming deliveries the database lacks; or a listener that saw ids above both the
         # database and a floor already raised for them (a floor raised before needs no new file).
         self.ahead = max(self.file_ids, default=0) > newest or self.offset_id > max(newest, floor)
@@ -117,9 +117,9 @@ def rung_id(offset_file: str | None) -> int | None:
         value = place.get("id")
     except (OSError, ValueError, AttributeError):
         return None
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        return None
-    return value if value > 0 or place.get("zero") is True else None
+    if is_file_id(value):
+        return value
+    return 0 if value == 0 and type(value) is int and place.get("zero") is True else None
 
 
 def _sync_directory(directory: Path) -> None:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import os
+import stat
 
 TYPE_CHECKING = False  # typing's, without importing typing: `agora listen` imports this
 if TYPE_CHECKING:
@@ -14,22 +15,49 @@ if TYPE_CHECKING:
 
 _TAIL_BYTES = 64 * 1024
 
+# The largest delivery id believed when read from a file (a notify line's, a listener's saved place): start-up
+# raises a seat's ids above what its files show (notify_reconcile.py), and a file edited by hand to name a
+# larger one pushed them past what SQLite holds (every later send to the seat failed) or JSON readers keep exact.
+MAX_FILE_ID = 2**53 - 1
+
 
 def last_id_in(path: Path) -> int | None:
-    """The id of the last complete line of `path`, or None when it holds none."""
+    """The id of the last complete line of `path`, or None when it holds none (or is no regular file:
+    a FIFO put under the name would block the read)."""
     try:
-        with open(path, "rb") as handle:
-            handle.seek(0, os.SEEK_END)
-            size = handle.tell()
-            handle.seek(max(0, size - _TAIL_BYTES))
-            tail = handle.read()
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except (FileNotFoundError, IsADirectoryError):
         return None
+    except OSError:  # a socket put there cannot be opened (ENXIO): no regular file; any other error stands
+        if not _regular(path):
+            return None
+        raise
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            return None
+        tail = os.pread(fd, _TAIL_BYTES, max(0, info.st_size - _TAIL_BYTES))
+    finally:
+        os.close(fd)
     for line in reversed(tail.split(b"\n")):
         if not line:  # the end of the file, after its last newline: nothing to parse
             continue
         try:
-            return int(json.loads(line)["id"])
+            value = json.loads(line)["id"]
         except (ValueError, KeyError, TypeError):
             continue  # an empty or torn line: look further back
+        if type(value) is int and value > 0:
+            return value
     return None
+
+
+def _regular(path: Path) -> bool:
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except FileNotFoundError:
+        return False
+
+
+def is_file_id(value) -> bool:
+    """Whether `value`, read from a file, can be a delivery id (a positive integer, at most MAX_FILE_ID)."""
+    return type(value) is int and 0 < value <= MAX_FILE_ID
