@@ -17,7 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agora_drive.chunks import Work
-from agora_listen.inbox_view import Trouble, ask_as_seat, channel_of, is_notice, through_pause
+from agora_listen.headlines import is_notice
+from agora_listen.inbox_view import Trouble, ask_as_seat, channel_of, through_pause
 from agorad.surface import settings
 from agorad.surface.vocab import CLAIM_OPEN, IMPORTANT_FLAGS, NEXT_TURN
 

@@ -11,9 +11,10 @@ from __future__ import annotations
 
 import os
 
+from agora_listen.headlines import is_notice
 from agorad.surface import settings
 from agorad.surface.filenames import hub_url_for
-from agorad.surface.vocab import HUB_SENDER, NEXT_TURN, OPEN_FLAG
+from agorad.surface.vocab import NEXT_TURN
 
 
 class Trouble(Exception):
@@ -124,12 +125,6 @@ def through_pause(result: dict) -> frozenset | None:
     if not paused or paused.get("operator_seat"):
         return None
     return frozenset(paused.get("open_dms", ()))
-
-
-def is_notice(message: dict) -> bool:
-    """The hub's own announcement (a pause, a resume): addressed to every seat so each learns of it, but it
-    asks nothing, so it neither re-prompts a model nor buys a driven turn. A claim's reminder asks (open)."""
-    return message.get("sender") == HUB_SENDER and OPEN_FLAG not in message["flags"]
 
 
 def channel_of(ref: str) -> str:

@@ -28,7 +28,7 @@ Mail sent `--urgency next_turn` never re-rings: it was never meant to ring.
 from __future__ import annotations
 
 from agora_listen import backoff
-from agora_listen.inbox_view import is_notice
+from agora_listen.headlines import is_notice
 from agora_listen.seat import Seat
 from agorad.surface import settings
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN

@@ -26,12 +26,14 @@ def __getattr__(name: str):
 
 
 def run():
-    """The `agora` console script."""
-    from agorad.cli import hook_fast
+    """The `agora` console script. Each fast path is imported only for its own command: an armed listener
+    keeps every module it loaded."""
+    if sys.argv[1:2] == ["hook"]:
+        from agorad.cli import hook_fast
 
-    parsed = hook_fast.parse(sys.argv[1:])
-    if parsed is not None:
-        sys.exit(hook_fast.answer(*parsed))
+        parsed = hook_fast.parse(sys.argv[1:])
+        if parsed is not None:
+            sys.exit(hook_fast.answer(*parsed))
     if sys.argv[1:2] == ["listen"]:
         from agorad.cli import listen_fast
 
