@@ -395,7 +395,8 @@ def test_check_takes_a_place_whose_file_number_came_back_with_another_generation
     {"inode": 5, "pos": 0, "id": "1"},
     {"inode": None, "pos": -1, "id": 0},
     [5, 0, 1],
-], ids=["no-inode", "negative-id", "negative-inode", "bool-pos", "text-id", "negative-pos", "a-list"])
+    {"inode": 5, "pos": 0, "id": 2**63 - 1},                # past any id a hub believes (MAX_FILE_ID)
+], ids=["no-inode", "negative-id", "negative-inode", "bool-pos", "text-id", "negative-pos", "a-list", "huge-id"])
 def test_check_calls_not_an_offset_every_place_the_listener_reads_as_corrupt(hub, cli, place):
     """One rule (agorad/surface/places.py) for both: check called the first three fine, while the next
     listener would read the file from its start."""

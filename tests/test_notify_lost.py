@@ -316,6 +316,31 @@ def test_a_deleted_notify_directory_is_made_again_at_once_and_a_listener_loses_n
         hub.stop()
 
 
+def test_a_notify_directory_deleted_twice_while_a_file_in_it_is_held_open_is_made_again_twice(home, tmp_path):
+    """A directory deleted while a process holds a file in it (an idle seat's listener) sends the hub's watch
+    no IN_IGNORED until that file is closed: made again by a write, the directory was left unwatched, and a
+    second deletion went unseen (no directory, every wake lost, the writes into deleted files). The review
+    of the first version found it."""
+    notify_dir = tmp_path / "n"
+    hub = Hub(home, "--notify-dir", str(notify_dir)).start()
+    try:
+        with seats(hub, "memory", "runtime", "idle") as s:
+            held = os.open(notify_dir / "idle-inbox.log", os.O_RDONLY)
+            try:
+                for round in (1, 2):
+                    send(s["memory"], "@runtime", f"before deletion {round}")
+                    with stopped(hub):
+                        shutil.rmtree(notify_dir)
+                    logged(hub, "notify-dir-made", round)
+                    logged(hub, "notify-watch-rearmed", round)
+                send(s["memory"], "@runtime", "after")
+                assert ids(notify_dir / "runtime-inbox.log") == [3]
+            finally:
+                os.close(held)
+    finally:
+        hub.stop()
+
+
 def test_a_deleted_notify_directory_is_made_again_by_the_next_file_without_inotify(home, tmp_path):
     """Where no watch sees the directory go (macOS, the BSDs), the next file the hub opens by name makes it:
     a seat's add, or SIGUSR2 (which a deleted notify file there needs anyway) and the lines after it."""

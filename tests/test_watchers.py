@@ -143,8 +143,15 @@ def test_a_directory_that_went_is_watched_again_once_made_again(kind, gone, tmp_
         with open(path, "a") as notify:
             notify.write('{"id": 3}\n')
         assert woken(watch)
+        if kind == "inotify":  # the file and the directory, no watch left on what went (a kernel watch each)
+            assert len(inotify_watches(watch)) == 2
     finally:
         watch.close()
+
+
+def inotify_watches(watch) -> list[str]:
+    with open(f"/proc/self/fdinfo/{watch.fd}") as info:
+        return [line for line in info if line.startswith("inotify wd:")]
 
 
 def test_no_directory_and_no_parent_is_an_error(kind, tmp_path):

@@ -61,19 +61,27 @@ class Inotify:
             inode = os.stat(self.path).st_ino
         except FileNotFoundError:
             inode = None
-        if inode is None:  # the next file under the name is watched, whatever its number: a deleted file's,
-            self._file_inode = None  # freed, may be given to it (ext4 gives it to the next), and its watch went
-        if inode is not None and inode != self._file_inode:
-            try:
-                self._file_wd = self._add(self.path, WATCH_FILE)
-                self._file_inode = inode
-            except FileNotFoundError:
-                inode = None  # gone again between the stat and the watch
+        if inode != self._file_inode:
+            # The watched file left the name: the follower reads it to its end through its descriptor, with
+            # no need of a wake. The next one is watched whatever its number (a freed number is given to the
+            # next new file on ext4: drain() forgets a deleted file's).
+            self._forget_file()
+            if inode is not None:
+                try:
+                    self._file_wd = self._add(self.path, WATCH_FILE)
+                    self._file_inode = inode
+                except FileNotFoundError:
+                    inode = None  # gone again between the stat and the watch
         aimed = self._aim_at_directory(WATCH_DIR_ENTRIES if inode is None else WATCH_DIR_ITSELF)
         if aimed is None:
             self._aim_at_parent()
         elif aimed and inode is None and os.path.exists(self.path):
             self.follow()  # the file appeared before the directory's entries were watched
+
+    def _forget_file(self) -> None:
+        if self._file_wd is not None:
+            inotify.remove_watch(self.fd, self._file_wd)  # (EINVAL when it went with its file: ignored)
+        self._file_wd = self._file_inode = None
 
     def _aim_at_directory(self, mask: int) -> bool | None:
         """Watch the directory under its path with `mask`: True when the watch was set now, False when it

@@ -173,10 +173,14 @@ def _watch_notify_names(hub: HubState) -> None:
     """Watch the notify directory for files deleted or moved away under the hub (notify_lost.py)."""
     hub.notify_names = notify_lost.watch(hub.notifier.directory)
     if hub.notify_names is not None:
-        asyncio.get_running_loop().add_reader(hub.notify_names.fd, hub.notify_names_changed)
+        loop = asyncio.get_running_loop()
+        loop.add_reader(hub.notify_names.fd, hub.notify_names_changed)
+        # Made again by a write (on the loop thread or the helper's): the watch moves on the loop's next turn.
+        hub.notifier.on_directory_made = lambda: loop.call_soon_threadsafe(hub.watch_notify_dir_again)
 
 
 def _unwatch_notify_names(hub: HubState) -> None:
+    hub.notifier.on_directory_made = None
     if hub.notify_names is not None:
         asyncio.get_running_loop().remove_reader(hub.notify_names.fd)
         hub.notify_names.close()

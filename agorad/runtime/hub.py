@@ -108,7 +108,7 @@ class HubState:
         """The notify directory's watch is readable: look at the seats whose file names changed. The
         directory itself gone: made again at once (Notifier.restore_directory) and watched again."""
         changed = self.notify_names.changed()
-        if self.notify_names.watching or not self._watch_notify_dir_again():
+        if self.notify_names.watching or not self.watch_notify_dir_again():
             self.look_at_notify_files(changed)
 
     def look_at_notify_files(self, agent_ids: set[str] | None) -> None:
@@ -247,7 +247,7 @@ class HubState:
     def sweep(self) -> dict:
         """Periodic work: registry transitions, due escalations and reminders, notify catch-up, watermarks."""
         now = self.clock.now()
-        self._watch_notify_dir_again()
+        self.watch_notify_dir_again()
         self.batch.join()  # in the batch, so it reads the waiting liveness stamps
         self.liveness.forget_all()  # the sweep may turn agents dormant or expired
         with write(self.db):
@@ -264,7 +264,7 @@ class HubState:
         self.last_sweep = {"at": now, **counts, "escalated": len(events), "reminded": len(reminders)}
         return self.last_sweep
 
-    def _watch_notify_dir_again(self) -> bool:
+    def watch_notify_dir_again(self) -> bool:
         """The notify directory's watch went with the directory (deleted, or moved away): make the directory
         again where the hub may (not the home), watch the one there now, and look at every open file, whose
         moves went unseen meanwhile; the lines whose writes failed meanwhile are written. True when watched."""

@@ -121,6 +121,9 @@ class Notifier:
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
         self.helper = helper or Helper()
         self._is_home = True  # until start() has looked: a directory not known to be another is not made again
+        # Called (from the thread that made it) when `restore_directory` made the directory again: the hub's
+        # watch of it is to move to the new one.
+        self.on_directory_made: Callable[[], None] | None = None
         # Called with (agent pk, agent id) before a file under a seat's name is opened that is missing or empty:
         # the hub's keeps what a file that left the name held and a listener had not read (notify_lost.py).
         # True when `.1` ends at `written` (so start-up can rely on it), False when it could not be made to.
@@ -398,6 +401,8 @@ class Notifier:
             log("notify-dir-failed", directory=self.directory, error=exc.strerror or exc)
             return False
         log("notify-dir-made", directory=self.directory)
+        if self.on_directory_made is not None:
+            self.on_directory_made()
         return True
 
     def _fitting(self, agent_id: str, lines: list[bytes], start: int) -> int:

@@ -75,6 +75,7 @@ class NameWatch:
         self.directory = directory
         self.fd = inotify.init()
         self.wd: int | None = None  # None while the directory is not watched (gone, or moved away)
+        self.inode: int | None = None  # the watched directory's
         try:
             self.rearm()
         except OSError:
@@ -83,14 +84,27 @@ class NameWatch:
 
     @property
     def watching(self) -> bool:
-        return self.wd is not None
+        """Whether the directory under the path is the one watched. A directory deleted while any process
+        holds a file in it open (a seat's listener does) sends no IN_IGNORED until the last one is closed:
+        one made again under the path meanwhile is another, so the inode says, not the watch alone."""
+        if self.wd is None:
+            return False
+        try:
+            return os.stat(self.directory).st_ino == self.inode
+        except OSError:
+            return False
 
     def rearm(self) -> bool:
         """Watch the directory under its path again if the watch went (the directory deleted, or moved away
         and made again); True when it did: moves were missed meanwhile, so every open file is to be looked at."""
         if self.watching:
             return False
+        if self.wd is not None:
+            inotify.remove_watch(self.fd, self.wd)  # the gone directory's (EINVAL if gone already: ignored)
+            self.wd = None
+        inode = os.stat(self.directory).st_ino  # before the watch: one made again between reads as unwatched
         self.wd = inotify.add_watch(self.fd, os.fspath(self.directory), WATCHED)
+        self.inode = inode
         return True
 
     def changed(self) -> set[str] | None:
