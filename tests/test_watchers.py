@@ -154,6 +154,27 @@ def inotify_watches(watch) -> list[str]:
         return [line for line in info if line.startswith("inotify wd:")]
 
 
+def test_appends_to_a_file_that_left_the_name_wake_until_another_is_there(kind, tmp_path):
+    """The hub appends to the file it holds until it makes the name again (with no watch of its directory,
+    not at all), and the follower reads on in it: its appends must still wake. A review found the watch of a
+    file that left the name dropped at once."""
+    path = tmp_path / "runtime-inbox.log"
+    path.write_text('{"id": 1}\n')
+    appender = os.open(path, os.O_WRONLY | os.O_APPEND)
+    watch = open_watcher(kind, str(tmp_path), str(path))
+    try:
+        path.unlink()
+        assert woken(watch)
+        settle(watch)
+        if woken(watch, 0.2):  # what the re-aim itself queued (a watch given up reports its end)
+            settle(watch)
+        os.write(appender, b'{"id": 2}\n')
+        assert woken(watch)
+    finally:
+        os.close(appender)
+        watch.close()
+
+
 def test_no_directory_and_no_parent_is_an_error(kind, tmp_path):
     directory = tmp_path / "gone" / "n"
     with pytest.raises(FileNotFoundError):

@@ -61,17 +61,18 @@ class Inotify:
             inode = os.stat(self.path).st_ino
         except FileNotFoundError:
             inode = None
-        if inode != self._file_inode:
-            # The watched file left the name: the follower reads it to its end through its descriptor, with
-            # no need of a wake. The next one is watched whatever its number (a freed number is given to the
-            # next new file on ext4: drain() forgets a deleted file's).
-            self._forget_file()
-            if inode is not None:
-                try:
-                    self._file_wd = self._add(self.path, WATCH_FILE)
-                    self._file_inode = inode
-                except FileNotFoundError:
-                    inode = None  # gone again between the stat and the watch
+        if inode is None:
+            # The file left the name. Its watch stays: the hub may append to it until it makes the name again
+            # (with no watch of its own directory, not at all), and the follower reads on in it. The next file
+            # is watched whatever its number: ext4 gives a freed one to the next new file.
+            self._file_inode = None
+        elif inode != self._file_inode:
+            self._forget_file()  # another file under the name: the follower reads the old one to its end first
+            try:
+                self._file_wd = self._add(self.path, WATCH_FILE)
+                self._file_inode = inode
+            except FileNotFoundError:
+                inode = None  # gone again between the stat and the watch
         aimed = self._aim_at_directory(WATCH_DIR_ENTRIES if inode is None else WATCH_DIR_ITSELF)
         if aimed is None:
             self._aim_at_parent()

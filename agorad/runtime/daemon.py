@@ -175,7 +175,7 @@ def _watch_notify_names(hub: HubState) -> None:
     if hub.notify_names is not None:
         loop = asyncio.get_running_loop()
         loop.add_reader(hub.notify_names.fd, hub.notify_names_changed)
-        # Made again by a write (on the loop thread or the helper's): the watch moves on the loop's next turn.
+        # Made again by the writer: the watch moves on the loop's next turn, not inside the write.
         hub.notifier.on_directory_made = lambda: loop.call_soon_threadsafe(hub.watch_notify_dir_again)
 
 

@@ -75,7 +75,7 @@ class NameWatch:
         self.directory = directory
         self.fd = inotify.init()
         self.wd: int | None = None  # None while the directory is not watched (gone, or moved away)
-        self.inode: int | None = None  # the watched directory's
+        self.inode: tuple[int, int] | None = None  # the watched directory's (device, inode)
         try:
             self.rearm()
         except OSError:
@@ -90,7 +90,7 @@ class NameWatch:
         if self.wd is None:
             return False
         try:
-            return os.stat(self.directory).st_ino == self.inode
+            return _identity(self.directory) == self.inode
         except OSError:
             return False
 
@@ -102,7 +102,7 @@ class NameWatch:
         if self.wd is not None:
             inotify.remove_watch(self.fd, self.wd)  # the gone directory's (EINVAL if gone already: ignored)
             self.wd = None
-        inode = os.stat(self.directory).st_ino  # before the watch: one made again between reads as unwatched
+        inode = _identity(self.directory)  # before the watch: one made again between reads as unwatched
         self.wd = inotify.add_watch(self.fd, os.fspath(self.directory), WATCHED)
         self.inode = inode
         return True
@@ -134,6 +134,12 @@ class NameWatch:
 
     def close(self) -> None:
         os.close(self.fd)
+
+
+def _identity(directory: Path) -> tuple[int, int]:
+    """(device, inode): a file system mounted over the path can repeat an inode number."""
+    info = os.stat(directory)
+    return info.st_dev, info.st_ino
 
 
 def watch(directory: Path | None) -> NameWatch | None:
