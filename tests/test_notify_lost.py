@@ -366,6 +366,25 @@ def test_a_deleted_notify_directory_is_made_again_by_the_next_file_without_inoti
         hub.stop()
 
 
+def test_a_notify_directory_whose_parent_went_too_costs_one_failure_line_not_one_a_delivery(home, tmp_path):
+    notify_dir = tmp_path / "parent" / "n"
+    hub = Hub(home, "--notify-dir", str(notify_dir)).start()
+    try:
+        with seats(hub, "memory", "runtime") as s:
+            with stopped(hub):
+                shutil.rmtree(notify_dir.parent)
+            logged(hub, "notify-dir-failed")
+            for i in range(3):
+                send(s["memory"], "@runtime", f"into nothing {i}")
+            hub.call("hub.sweep")
+            assert hub.log().count(" notify-dir-failed ") == 1 and not notify_dir.parent.exists()
+            notify_dir.parent.mkdir()
+            hub.call("hub.sweep")  # made again with its parent back, and what failed meanwhile written
+            assert ids(notify_dir / "runtime-inbox.log") == [1, 2, 3]
+    finally:
+        hub.stop()
+
+
 def test_a_moved_home_is_not_made_again_as_a_notify_directory(home):
     """The notify directory is the home by default: moved or deleted, it took the database's name and the
     socket with it, and a home made again holding only notify files would pass for a hub's. Left gone."""

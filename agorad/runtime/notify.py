@@ -121,6 +121,7 @@ class Notifier:
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
         self.helper = helper or Helper()
         self._is_home = True  # until start() has looked: a directory not known to be another is not made again
+        self._directory_failed = False  # `notify-dir-failed` said since the last time it was made
         # Called (from the thread that made it) when `restore_directory` made the directory again: the hub's
         # watch of it is to move to the new one.
         self.on_directory_made: Callable[[], None] | None = None
@@ -398,8 +399,11 @@ class Notifier:
         except FileExistsError:
             return False
         except OSError as exc:
-            log("notify-dir-failed", directory=self.directory, error=exc.strerror or exc)
+            if not self._directory_failed:  # once, not once a line: each of them tries again
+                log("notify-dir-failed", directory=self.directory, error=exc.strerror or exc)
+            self._directory_failed = True
             return False
+        self._directory_failed = False
         log("notify-dir-made", directory=self.directory)
         if self.on_directory_made is not None:
             self.on_directory_made()
