@@ -8,6 +8,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from agorad.surface.client import Client
@@ -21,6 +22,17 @@ AGORA = str(BIN / "agora")
 def short_home() -> Path:
     # Unix socket paths are capped near 107 bytes; pytest's tmp_path can be longer.
     return Path(tempfile.mkdtemp(prefix="agt", dir="/tmp")) / "home"
+
+
+@contextmanager
+def stopped(hub):
+    """The hub stopped (SIGSTOP) while the block queues work for it, or changes its files before it can
+    answer (it makes a deleted notify directory again at once); it takes it all, in order, once it goes on."""
+    hub.proc.send_signal(signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        hub.proc.send_signal(signal.SIGCONT)
 
 
 def with_sitecustomize(env: dict, directory: Path, code: str) -> dict:

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from agora_listen.follow import Follower
 from agorad.surface.paths import Home
-from tests.hubproc import Hub
+from tests.hubproc import Hub, stopped
 from tests.listenproc import fields, listen_once
 from tests.seats import seats, send
 
@@ -157,12 +157,9 @@ def test_a_missing_directory_is_filled_in_once_it_is_back(home, tmp_path):
     try:
         with seats(running, "memory", "runtime") as s:
             send(s["memory"], "@runtime", "one")
-            running.proc.send_signal(signal.SIGSTOP)  # else it makes the directory again at once
-            try:
+            with stopped(running):  # else it makes the directory again at once
                 notify_dir.rename(tmp_path / "gone")
                 notify_dir.write_text("not a directory")  # writes now fail
-            finally:
-                running.proc.send_signal(signal.SIGCONT)
             running.proc.send_signal(signal.SIGUSR2)
             running.call("hub.hello")
             send(s["memory"], "@runtime", "two")

@@ -12,12 +12,11 @@ import os
 import shutil
 import signal
 import stat
-from contextlib import contextmanager
 
 import pytest
 
 from agorad.surface.client import Client
-from tests.hubproc import Hub, wait_for, with_sitecustomize
+from tests.hubproc import Hub, stopped, wait_for, with_sitecustomize
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 from tests.wire import Raw
@@ -43,16 +42,6 @@ def connection(hub, agent: str) -> Raw:
 def dm_frame(to: str, title: str, body: str = "") -> bytes:
     params = {"target": f"@{to}", "title": title, "body": body}
     return json.dumps({"jsonrpc": "2.0", "id": 7, "method": "messages.send", "params": params}).encode() + b"\n"
-
-
-@contextmanager
-def stopped(hub):
-    """The hub stopped while the block queues work for it; it takes that work, in order, once it goes on."""
-    hub.proc.send_signal(signal.SIGSTOP)
-    try:
-        yield
-    finally:
-        hub.proc.send_signal(signal.SIGCONT)
 
 
 @pytest.fixture

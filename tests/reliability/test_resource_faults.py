@@ -12,7 +12,7 @@ import apsw
 import pytest
 
 from agorad.surface.errors import AgoraError, InternalError
-from tests.hubproc import AGORAD, Hub
+from tests.hubproc import AGORAD, Hub, stopped
 from tests.reliability.scale import report
 from tests.seats import seats, send
 
@@ -109,8 +109,9 @@ def test_an_unwritable_notify_directory_costs_no_send(home, tmp_path):
     hub = Hub(home, "--notify-dir", str(notify_dir)).start()
     try:
         with seats(hub, "memory", "runtime") as s:
-            shutil.rmtree(notify_dir)  # with the empty files the adds made
-            notify_dir.write_text("a file where the directory was")
+            with stopped(hub):  # else it makes the directory again at once
+                shutil.rmtree(notify_dir)  # with the empty files the adds made
+                notify_dir.write_text("a file where the directory was")
             receipts = [send(s["memory"], "@runtime", f"m{i}") for i in range(5)]
             assert [r["seq"] for r in receipts] == [1, 2, 3, 4, 5]  # the sends themselves are fine
             assert "notify-write-failed" in hub.log()
