@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from agorad.surface import settings
+from agorad.surface.filenames import read_regular
 from agorad.surface.paths import write_private
 
 HOUR = 3600.0
@@ -38,7 +39,7 @@ class DriveState:
     @classmethod
     def load(cls, path: Path) -> "DriveState":
         try:
-            data = json.loads(Path(path).read_text())
+            data = json.loads(read_regular(path))
             state = cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
             state._check()
             return state

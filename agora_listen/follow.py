@@ -14,8 +14,10 @@ per-agent sequence), which still ring.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
+import stat
 
 from agorad.surface.filenames import ROTATED_SUFFIX, file_generation
 
@@ -258,9 +260,8 @@ class Follower:
 
     def _open(self, path: str | Path) -> bool:
         self._close()
-        try:
-            self.fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
-        except FileNotFoundError:
+        self.fd = _open_or_none(path)
+        if self.fd is None:
             return False
         self.inode, self.generation = os.fstat(self.fd).st_ino, file_generation(self.fd)
         self.pos, self.partial = 0, b""
@@ -326,10 +327,21 @@ def _place(fd: int, offset: dict) -> int | None:
 
 
 def _open_or_none(path: str | Path) -> int | None:
+    """The file under `path` open for reading; None when there is none, or something that is no file: a
+    FIFO put there (its plain open blocks until a writer comes: the listener hung) or a socket (ENXIO)
+    counts as no file until the hub's next file replaces it."""
     try:
-        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
         return None
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            return None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
 
 
 def _first_id(fd: int) -> int | None:

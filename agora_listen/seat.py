@@ -78,8 +78,7 @@ class Seat:
     def load(self, suffix: str):
         """The JSON in listen-<id>.<suffix>: the value, None when missing, CORRUPT when unreadable."""
         try:
-            with open(self.file(suffix), encoding="utf-8") as f:
-                return json.loads(f.read())
+            return json.loads(filenames.read_regular(self.file(suffix)))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):

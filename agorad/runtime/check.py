@@ -17,7 +17,7 @@ from agorad.store import integrity, snapshot
 from agorad.store.connection import BUSY_TIMEOUT_MS
 from agorad.store.migrations import available
 from agorad.surface.errors import AgoraError
-from agorad.surface.filenames import file_generation
+from agorad.surface.filenames import file_generation, read_regular
 from agorad.surface.notifyfile import last_id_in
 from agorad.surface.paths import Home, listen_file, notify_file, rotated
 from agorad.surface.places import is_place
@@ -116,7 +116,7 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
     """Where the seat's listener will resume (listen-<id>.offset, agora-files(5)), against the files."""
     offset_file = listen_file(home.root, entry["agent"], "offset")
     try:
-        offset = json.loads(offset_file.read_text())
+        offset = json.loads(read_regular(offset_file))
     except FileNotFoundError:
         return
     except (OSError, ValueError):

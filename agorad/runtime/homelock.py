@@ -10,7 +10,7 @@ import fcntl
 import os
 import socket
 
-from agorad.surface.filenames import made_private
+from agorad.surface.filenames import made_private, read_regular_text
 from agorad.surface.paths import FILE_MODE, Home
 
 
@@ -30,7 +30,7 @@ def take(home: Home) -> int | None:
 def holder(home: Home) -> int | None:
     """The pid the home's pidfile names (the hub holding the lock, when one does)."""
     try:
-        return int(home.pidfile.read_text().split("\n", 1)[0])
+        return int(read_regular_text(home.pidfile).split("\n", 1)[0])
     except (OSError, ValueError):
         return None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -118,6 +119,7 @@ class Notifier:
         self.written: dict[int, int] = {}  # agent pk -> last delivery id in its file
         self.stored: dict[int, int] = {}   # agent pk -> the `written` the database holds as notified_upto
         self.behind: set[int] = set()      # agents whose last write failed
+        self._failure_said: set[int] = set()  # agents whose failing writes were logged, until a catch-up succeeds
         self._files: OrderedDict[str, _OpenFile] = OrderedDict()  # agent id -> open file, least recent first
         self.helper = helper or Helper()
         self._is_home = True  # until start() has looked: a directory not known to be another is not made again
@@ -320,6 +322,9 @@ class Notifier:
             if not self._append(agent_pk, rows[0]["agent"], rows):
                 break
             appended += len(rows)
+            if agent_pk in self._failure_said:  # the file takes lines again: said, so a failure later is too
+                self._failure_said.discard(agent_pk)
+                log("notify-write-resumed", agent=rows[0]["agent"], path=self.path(rows[0]["agent"]))
         return appended
 
     def catch_up_all(self, db: apsw.Connection) -> int:
@@ -352,8 +357,9 @@ class Notifier:
 
     def _failed(self, agent_pk: int, agent_id: str, exc: OSError) -> None:
         """A write failed or fell short: the file is closed, and its agent caught up from the database later."""
-        if agent_pk not in self.behind:
+        if agent_pk not in self._failure_said:  # once, not once a delivery: each catch-up tries again
             log("notify-write-failed", agent=agent_id, path=self.path(agent_id), error=exc.strerror or exc)
+            self._failure_said.add(agent_pk)
         self.behind.add(agent_pk)
         self._close(agent_id)
 
@@ -494,6 +500,7 @@ class Notifier:
         self.written.pop(agent_pk, None)
         self.stored.pop(agent_pk, None)
         self.behind.discard(agent_pk)
+        self._failure_said.discard(agent_pk)
         self.remove_files(agent_id)
 
     def remove_files(self, agent_id: str) -> None:
@@ -547,10 +554,14 @@ def _whole_lines(lines: list[bytes], written: int) -> int:
 
 
 def _private(fd: int, path: Path) -> os.stat_result:
-    """The open notify file's stat, once it is the hub user's and 0600: a file another user made there
-    is closed and refused (OSError: the write fails, logged), a loose one of ours tightened."""
+    """The open notify file's stat, once it is the hub user's regular file and 0600: a file another user
+    made there, or a FIFO (its buffer full, each append would block the hub), is closed and refused
+    (OSError: the write fails, logged), a loose one of ours tightened."""
     info = os.fstat(fd)
     if info.st_uid != os.geteuid():
         os.close(fd)
         raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not the hub's user; remove it")
+    if not stat.S_ISREG(info.st_mode):
+        os.close(fd)
+        raise filenames.NotRegularFile(errno.EINVAL, f"{path} is not a regular file; remove it")
     return filenames.made_private(fd, info)

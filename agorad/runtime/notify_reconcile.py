@@ -36,7 +36,7 @@ import json
 import os
 from pathlib import Path
 
-from agorad.surface.filenames import ROTATED_SUFFIX, write_private
+from agorad.surface.filenames import ROTATED_SUFFIX, NotRegularFile, read_regular, write_private
 from agorad.surface.notifyfile import MAX_FILE_ID, is_file_id, last_id_in
 from agorad.surface.paths import rotated
 
@@ -80,9 +80,11 @@ def rewrite_without_lost(survey: Survey) -> int:
     dropped, named = 0, Path(survey.path)
     for path in (rotated(named), named):
         try:
-            data = path.read_bytes()
+            data = read_regular(path, limit=None)
         except FileNotFoundError:
             continue
+        except NotRegularFile:  # (a FIFO put there) no lines; under the name, a file replaces it below
+            data = b""
         lines = [line for line in data.split(b"\n") if line]
         kept = [line for line in lines if 0 < (_id(line) or 0) <= survey.newest]
         dropped += len(lines) - len(kept)
@@ -112,8 +114,7 @@ def rung_id(offset_file: str | None) -> int | None:
     if offset_file is None:
         return None
     try:
-        with open(offset_file) as file:
-            place = json.loads(file.read())
+        place = json.loads(read_regular(offset_file))
         value = place.get("id")
     except (OSError, ValueError, AttributeError):
         return None

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import errno
 import os
+import stat
 import sys
 
 from agorad.surface.vocab import URL_ENV
@@ -103,8 +104,7 @@ def read_hub_url(root: str | os.PathLike) -> str | None:
     """The remote port of the hub this home's seats belong to, when it runs on another host (the home's
     `hub.url`, written by `agora setup --url`); None for a home whose hub is its own socket."""
     try:
-        with open(hub_url_file(root)) as file:
-            return file.read().strip() or None
+        return read_regular_text(hub_url_file(root)).strip() or None
     except (OSError, UnicodeDecodeError):
         return None
 
@@ -164,6 +164,40 @@ def made_private(fd: int, info: os.stat_result | None = None) -> os.stat_result:
     if info.st_mode & 0o077:
         os.fchmod(fd, FILE_MODE)
     return info
+
+
+class NotRegularFile(OSError):
+    """Something other than a regular file under one of the home's names (a FIFO, a socket, a device)."""
+
+
+# What the home's small files hold at most (a place, a key, a pid file, a stamp: well under 1 KiB; a
+# driver's state a few KiB): one grown past it by a fault or by hand is read as unreadable, not into memory.
+SMALL_FILE_MAX = 1 << 20
+
+
+def read_regular(path: str | os.PathLike, limit: int | None = SMALL_FILE_MAX) -> bytes:
+    """The bytes of the regular file at `path`. FileNotFoundError when nothing is there, NotRegularFile
+    when something else is, OSError EFBIG when it holds more than `limit` bytes. Every reader of the home's
+    files goes through here: a plain open of a FIFO put under the name blocks until a writer comes (it hung
+    the hub's start, `agora check`, a listener and the stop hook)."""
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO's open returns at once
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
+        chunks, size = [], 0
+        while chunk := os.read(fd, 1 << 16 if limit is None else min(1 << 16, limit + 1 - size)):
+            chunks.append(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:
+                raise OSError(errno.EFBIG, f"larger than {limit} bytes", os.fspath(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def read_regular_text(path: str | os.PathLike) -> str:
+    """`read_regular`, decoded as UTF-8 (UnicodeDecodeError, a ValueError, when it is not)."""
+    return read_regular(path).decode()
 
 
 def write_private(path: str | os.PathLike, text: str | bytes, sync: bool = True) -> None:

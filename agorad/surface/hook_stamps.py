@@ -16,7 +16,7 @@ import json
 import os
 import time
 
-from agorad.surface.filenames import hook_stamp, write_private
+from agorad.surface.filenames import hook_stamp, read_regular, write_private
 
 FIELDS = ("wired", "fired", "backoff", "arming")
 
@@ -32,8 +32,7 @@ def why_unstamped(root: str | os.PathLike, exc: OSError) -> str:
 def read(root: str | os.PathLike, agent: str, hook: str) -> dict:
     """The stamp's known fields; {} when missing or corrupt."""
     try:
-        with open(hook_stamp(root, agent, hook)) as file:
-            data = json.loads(file.read())
+        data = json.loads(read_regular(hook_stamp(root, agent, hook)))
     except (OSError, ValueError):
         return {}
     if not isinstance(data, dict):

@@ -65,8 +65,7 @@ def staged_keys(home: Home) -> list[tuple[str, str]]:
         agent_id = filenames.key_file_owner(name[:-len(STAGED_SUFFIX)]) if name.endswith(STAGED_SUFFIX) else None
         if agent_id:
             try:
-                with open(os.path.join(home.keys_dir, name)) as staged:
-                    found.append((agent_id, staged.read().strip()))
+                found.append((agent_id, filenames.read_regular_text(os.path.join(home.keys_dir, name)).strip()))
             except (OSError, UnicodeDecodeError):
                 continue
     return found
@@ -101,8 +100,7 @@ def remove_key_file(home: Home, agent_id: str) -> None:
 def read_key_file(home: Home, agent_id: str) -> str | None:
     """The key in keys/<id>.key alone ($AGORA_KEY aside), or None when it cannot be read."""
     try:  # named as a string (filenames.py): the stop hook reads its key at every turn's end
-        with open(key_file(home.root_text, agent_id)) as file:
-            return file.read().strip()
+        return filenames.read_regular_text(key_file(home.root_text, agent_id)).strip()
     except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
         return None
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 import time
 
-from agorad.surface.filenames import exists, write_private
+from agorad.surface.filenames import exists, read_regular_text, write_private
 
 LIVE, STALE = "live", "stale"
 
@@ -22,8 +22,7 @@ def write_pidfile(path: str | os.PathLike, **facts) -> None:
 def read_pidfile(path: str | os.PathLike) -> tuple[int, dict] | None:
     """(pid, facts), or None when the file is missing or does not start with a pid."""
     try:
-        with open(path) as file:
-            first, *rest = file.read().splitlines()
+        first, *rest = read_regular_text(path).splitlines()
         pid = int(first)
     except (OSError, ValueError):
         return None

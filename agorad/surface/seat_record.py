@@ -15,6 +15,7 @@ import stat
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agorad.surface.filenames import read_regular_text
 from agorad.surface.paths import seat_record
 
 RECORD_FORMAT = 1
@@ -79,7 +80,7 @@ def load(path: Path) -> SeatRecord:
     from agorad.surface.protocol import is_agent_id
 
     try:
-        data = tomllib.loads(Path(path).read_text())
+        data = tomllib.loads(read_regular_text(path))
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"cannot read the seat record {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:

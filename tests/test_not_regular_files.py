@@ -1,0 +1,111 @@
+"""Something other than a regular file under one of the home's names: a FIFO (`mkfifo`, by a slip or
+on purpose), a socket. A plain open of a FIFO waits for its other end, so each reader and writer of the
+home's files opens without waiting and takes such a thing for a missing or unreadable file: nothing
+hangs (before, the hub's start, `agora check`, every command reading `hub.url`, a listener, the hub's
+appends and the driver's logs all could), and every other seat is served as before."""
+
+import json
+import os
+import subprocess
+
+import pytest
+
+from agora_drive import journal
+from tests.hubproc import AGORA, Hub
+from tests.listenproc import fields, listen_once
+from tests.seats import seats, send
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def agora(hub: Hub, *args: str, timeout: float = 20) -> subprocess.CompletedProcess:
+    return subprocess.run([AGORA, "--home", str(hub.home), *args], capture_output=True, text=True,
+                          env=hub.env, timeout=timeout)
+
+
+def test_fifos_under_a_seats_small_files_hang_no_reader(home):
+    hub = Hub(home).start()
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    hub.stop()
+    for name in ("listen-b.offset", "listen-b.pid", "listen-b.backoff", "hook-b.stop.stamp", "drive-b.pid",
+                 "drive-b.state", "hub.url"):
+        os.mkfifo(home / name, 0o600)
+    hub.start()  # its start-up reads the place each listener saved (notify_reconcile.rung_id)
+    report = json.loads(agora(hub, "check", "--json").stdout)  # every command reads hub.url first
+    b = next(seat for seat in report["seats"] if seat["agent"] == "b")
+    assert b["problems"] == [f"{home / 'listen-b.offset'} is not an offset (the next listener reads the file "
+                             "from its start)"]
+    status = agora(hub, "status", "--json")
+    assert status.returncode == 0, status.stderr
+    b = next(agent for agent in json.loads(status.stdout)["agents"] if agent["id"] == "b")
+    assert (b["listener"], b["driver"], b["hook"]) == ("stale", "stale", None), b  # a pid file no one can read
+    # No place to read: it reads the file from its start (agora-listen(1)), so "one" rings.
+    code, lines, stderr = listen_once(hub, "--as", "b", "--max-wait", "5", "--debounce", "0")
+    assert code == 2 and fields(lines[1])["n"] == "1", (lines, stderr)
+    with hub.client("a") as a:
+        send(a, "@b", "two")
+    hub.stop()
+
+
+def test_a_fifo_key_file_is_no_key(hub):
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    key = hub.home / "keys" / "b.key"
+    key.unlink()
+    os.mkfifo(key, 0o600)
+    done = agora(hub, "inbox", "--as", "b")
+    assert done.returncode != 0 and "key" in done.stderr, done.stderr
+    stop = subprocess.run([AGORA, "--home", str(hub.home), "hook", "stop", "--harness", "claude", "--as", "b"],
+                          input="{}", capture_output=True, text=True, env=hub.env, timeout=20)
+    assert stop.returncode == 0 and "key" in stop.stderr, stop.stderr  # the turn ends; it says why it could not look
+
+
+def test_a_fifo_under_a_notify_name_blocks_neither_the_hub_nor_a_listener(hub):
+    """The hub opened the FIFO and appended to it until its buffer was full (64 KiB), then blocked on
+    every request; a listener's open waited for a writer."""
+    with seats(hub, "a", "b", "c"):
+        pass
+    hub.stop()
+    notify = hub.home / "b-inbox.log"
+    notify.unlink()
+    os.mkfifo(notify, 0o600)
+    hub.start()
+    with hub.client("a") as a:
+        for n in range(300):  # about 75 KiB of lines: past a pipe's buffer
+            send(a, "@b", f"title {n} " + "x" * 150)
+        send(a, "@c", "for c")
+    failed = [line for line in hub.log().splitlines() if " notify-write-failed " in line]
+    assert len(failed) == 1 and "b-inbox.log is not a regular file; remove it" in failed[0], failed  # not 301
+    assert "for c" in (hub.home / "c-inbox.log").read_text()
+    code, lines, stderr = listen_once(hub, "--as", "b", "--max-wait", "1")
+    assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait", (lines, stderr)
+    notify.unlink()  # removed, as the log says: the hub's next line makes the file again
+    with hub.client("a") as a:
+        send(a, "@b", "after")
+    titles = [json.loads(line)["title"] for line in notify.read_text().splitlines()]  # none lost meanwhile
+    assert titles == [f"title {n} " + "x" * 150 for n in range(300)] + ["after"]
+    assert hub.log().count(" notify-write-resumed agent=b ") == 1
+
+
+def test_a_fifo_under_a_drive_log_is_refused_not_waited_on(tmp_path):
+    log = tmp_path / "drive-b.turns.jsonl"
+    os.mkfifo(log, 0o600)
+    with pytest.raises(OSError, match="not a regular file"):
+        journal.append(log, {"turn": 1}, limit_bytes=1 << 20)
+    assert journal.tail(log, 5) == []
+
+
+def test_a_small_file_grown_past_its_bound_is_not_read_into_memory(hub):
+    """A place padded to 2 MiB (still JSON) is read as no place, as a corrupt one is: the next listener
+    reads the file from its start. A file of gigabytes under the name is refused the same, unread."""
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    listen_once(hub, "--as", "b", "--max-wait", "5", "--debounce", "0")  # rings "one", saves its place
+    offset = hub.home / "listen-b.offset"
+    assert json.loads(agora(hub, "check", "--json").stdout)["ok"]
+    offset.write_text(offset.read_text() + " " * (2 << 20))
+    b = next(seat for seat in json.loads(agora(hub, "check", "--json").stdout)["seats"] if seat["agent"] == "b")
+    assert b["problems"] == [f"{offset} is not an offset (the next listener reads the file from its start)"], b
+    code, lines, stderr = listen_once(hub, "--as", "b", "--max-wait", "5", "--debounce", "0")
+    assert code == 2 and fields(lines[1])["n"] == "1", (lines, stderr)  # "one" again, from the file's start
