@@ -23,8 +23,8 @@ def agora(hub: Hub, *args: str, timeout: float = 20) -> subprocess.CompletedProc
                           env=hub.env, timeout=timeout)
 
 
-def test_fifos_under_a_seats_small_files_hang_no_reader(home):
-    hub = Hub(home).start()
+def test_fifos_under_a_seats_small_files_hang_no_reader(hub):
+    home = hub.home
     with seats(hub, "a", "b") as s:
         send(s["a"], "@b", "one")
     hub.stop()
@@ -45,7 +45,6 @@ def test_fifos_under_a_seats_small_files_hang_no_reader(home):
     assert code == 2 and fields(lines[1])["n"] == "1", (lines, stderr)
     with hub.client("a") as a:
         send(a, "@b", "two")
-    hub.stop()
 
 
 def test_a_fifo_key_file_is_no_key(hub):
