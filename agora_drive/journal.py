@@ -14,18 +14,15 @@ two generations exist and a log costs at most twice its limit.
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 from pathlib import Path
 
+from agorad.surface.filenames import NotRegularFile, open_regular
 from agorad.surface.paths import FILE_MODE, rotated
 
-# O_NONBLOCK: a FIFO put under the name opens at once (or fails, ENXIO, with no reader) instead of blocking
-# the driver until another end comes; its type then refuses it. No effect on a regular file.
-_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
-_READ = os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK
+_APPEND = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW  # (open_regular: never a FIFO)
+_READ = os.O_RDONLY | os.O_NOFOLLOW
 _TAIL_SPAN = 1 << 16  # tail reads back this much first, and four times more until it has enough
 
 
@@ -40,26 +37,18 @@ def append(path: Path, record: dict, limit_bytes: int) -> None:
     refused (O_NOFOLLOW): the home is private, and a link there is not ours to follow."""
     line = encode(record)
     try:
-        fd = os.open(path, _APPEND, FILE_MODE)
+        fd = open_regular(path, _APPEND, FILE_MODE)
         try:
-            size = _regular_size(fd)
+            size = os.fstat(fd).st_size
             if size and size + len(line) > limit_bytes:
                 os.replace(path, rotated(path))
                 os.close(fd)
-                fd = os.open(path, _APPEND, FILE_MODE)
+                fd = open_regular(path, _APPEND, FILE_MODE)
             os.write(fd, line)
         finally:
             os.close(fd)
-    except OSError as exc:  # ENXIO: a FIFO with no reader, or a socket, opened without waiting
-        reason = "not a regular file; remove it" if exc.errno == errno.ENXIO else exc.strerror
-        raise OSError(f"appending to the log {path}: {reason}") from exc
-
-
-def _regular_size(fd: int) -> int:
-    info = os.fstat(fd)
-    if not stat.S_ISREG(info.st_mode):
-        raise OSError(errno.EINVAL, "not a regular file; remove it")
-    return info.st_size
+    except OSError as exc:
+        raise OSError(f"appending to the log {path}: {exc.strerror}") from exc
 
 
 def tail(path: Path, n: int) -> list[dict]:
@@ -75,13 +64,8 @@ def tail(path: Path, n: int) -> list[dict]:
 
 def _tail_of(path: Path, n: int) -> list[dict]:
     try:
-        fd = os.open(path, _READ)
-    except FileNotFoundError:
-        return []
-    try:
-        _regular_size(fd)
-    except OSError:
-        os.close(fd)
+        fd = open_regular(path, _READ)
+    except (FileNotFoundError, NotRegularFile):
         return []
     with os.fdopen(fd, "rb") as log:
         size = log.seek(0, os.SEEK_END)

@@ -327,15 +327,15 @@ def _place(fd: int, offset: dict) -> int | None:
 
 
 def _open_or_none(path: str | Path) -> int | None:
-    """The file under `path` open for reading; None when there is none, or something that is no file: a
-    FIFO put there (its plain open blocks until a writer comes: the listener hung) or a socket (ENXIO)
-    counts as no file until the hub's next file replaces it."""
+    """The file under `path` open for reading; None when there is none, or something that is no file (a
+    FIFO put there, a socket) until the hub's next file replaces it: filenames.open_regular's rule, with
+    this module's own `os` (tests/test_follow.py acts between the follower's looks through it)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO's plain open waits for a writer
     except FileNotFoundError:
         return None
     except OSError as exc:
-        if exc.errno == errno.ENXIO:
+        if exc.errno == errno.ENXIO:  # a socket
             return None
         raise
     if not stat.S_ISREG(os.fstat(fd).st_mode):

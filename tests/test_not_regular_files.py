@@ -6,12 +6,13 @@ appends and the driver's logs all could), and every other seat is served as befo
 
 import json
 import os
+import socket
 import subprocess
 
 import pytest
 
 from agora_drive import journal
-from tests.hubproc import AGORA, Hub
+from tests.hubproc import AGORA, AGORAD, Hub, wait_for
 from tests.listenproc import fields, listen_once
 from tests.seats import seats, send
 
@@ -75,7 +76,7 @@ def test_a_fifo_under_a_notify_name_blocks_neither_the_hub_nor_a_listener(hub):
             send(a, "@b", f"title {n} " + "x" * 150)
         send(a, "@c", "for c")
     failed = [line for line in hub.log().splitlines() if " notify-write-failed " in line]
-    assert len(failed) == 1 and "b-inbox.log is not a regular file; remove it" in failed[0], failed  # not 301
+    assert len(failed) == 1 and "error='not a regular file; remove it'" in failed[0], failed  # not 301
     assert "for c" in (hub.home / "c-inbox.log").read_text()
     code, lines, stderr = listen_once(hub, "--as", "b", "--max-wait", "1")
     assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=max-wait", (lines, stderr)
@@ -108,3 +109,50 @@ def test_a_small_file_grown_past_its_bound_is_not_read_into_memory(hub):
     assert b["problems"] == [f"{offset} is not an offset (the next listener reads the file from its start)"], b
     code, lines, stderr = listen_once(hub, "--as", "b", "--max-wait", "5", "--debounce", "0")
     assert code == 2 and fields(lines[1])["n"] == "1", (lines, stderr)  # "one" again, from the file's start
+
+
+@pytest.mark.parametrize("suffix", ["-wal", "-shm"])
+def test_a_fifo_beside_the_database_stops_the_start_with_a_clear_error(home, suffix):
+    """The hub's start waited on it holding the home's lock (so `agora down` found nothing to stop, and
+    `agora up` another hub running); SQLite's own open would not fail, its first read would wait."""
+    hub = Hub(home).start()
+    hub.stop()
+    (home / f"agora.db{suffix}").unlink(missing_ok=True)
+    os.mkfifo(home / f"agora.db{suffix}", 0o600)
+    done = subprocess.run([AGORAD, "--home", str(home)], capture_output=True, text=True, env=hub.env, timeout=20)
+    assert done.returncode == 1 and f"agora.db{suffix} is not a regular file; move it away" in done.stderr, done.stderr
+
+
+def test_a_socket_under_a_notify_name_with_a_dot_one_ahead_does_not_stop_the_start(hub):
+    """read_regular gave a socket's ENXIO as a bare OSError, which start-up's reconciliation did not take."""
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    hub.stop()
+    notify = hub.home / "b-inbox.log"
+    with open(f"{notify}.1", "a") as dot_one:
+        dot_one.write(json.dumps({"v": 1, "id": 999, "agent": "b"}) + "\n")  # a line the database lacks
+    notify.unlink()
+    with socket.socket(socket.AF_UNIX) as planted:
+        planted.bind(str(notify))
+        hub.start()
+    with hub.client("a") as a:
+        send(a, "@b", "two")
+    assert [json.loads(line)["title"] for line in notify.read_text().splitlines()][-1] == "two"
+
+
+def test_lines_a_fifo_refused_are_written_as_soon_as_it_is_removed(hub):
+    """The hub's watch made the file again at once, but wrote what it had missed only at the seat's next
+    delivery (or the sweep): a listener armed meanwhile heard nothing."""
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+        fifo = hub.home / ".fifo"
+        os.mkfifo(fifo, 0o600)
+        os.replace(fifo, hub.home / "b-inbox.log")  # in one step: the hub's watch sees no deletion first
+        send(s["a"], "@b", "two")
+        send(s["a"], "@b", "three")
+        (hub.home / "b-inbox.log").unlink()
+        titles = lambda: [json.loads(line)["title"] for line in (hub.home / "b-inbox.log").read_text().splitlines()]
+        wait_for(lambda: (hub.home / "b-inbox.log").exists() and titles()[-1:] == ["three"],
+                 what="the lines the FIFO refused, written once it went")
+    log = hub.log()
+    assert log.count(" notify-write-failed ") == 1 and log.count(" notify-write-resumed ") == 1, log

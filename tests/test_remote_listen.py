@@ -4,6 +4,7 @@ delivery id; and `agora watch --notify-file`, which writes the notify lines from
 from __future__ import annotations
 
 import json
+import os
 import signal
 import socket
 import stat
@@ -309,3 +310,20 @@ def test_a_remote_seats_hook_without_its_key_names_the_remote_remedy(remote, tmp
         ask(seat_home, "alice")
     assert caught.value.refusal == "no-key"
     assert f"agora setup alice --url {remote.url} --key-stdin" in str(caught.value) and "rekey" not in str(caught.value)
+
+
+def test_watch_refuses_a_fifo_under_its_notify_file_at_the_start_and_later(remote, tmp_path):
+    """Its open for appending waited for a reader, and no signal ended it (Python retries the open)."""
+    path = tmp_path / "alice-inbox.log"
+    os.mkfifo(path, 0o600)
+    done = watch(remote, path)
+    _, stderr = done.communicate(timeout=30)
+    assert done.returncode == 1 and f"{path} is not a regular file; remove it" in stderr, stderr
+    path.unlink()
+    watcher = watch(remote, path)
+    wait_for(lambda: "writing alice's deliveries" in _stderr_line(watcher), what="the watcher to start")
+    os.mkfifo(path, 0o600)  # put there while it runs
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        send(bob, "@alice", "one")
+    _, stderr = watcher.communicate(timeout=30)
+    assert watcher.returncode != 0 and "not a regular file; remove it" in stderr, stderr

@@ -301,6 +301,15 @@ def test_an_unusable_record_says_what_is_wrong(ws, text, says):
     assert says in done.stderr and str(seat_record(ws)) in done.stderr
 
 
+@pytest.mark.parametrize("end", ["\r\n", "\r"])
+def test_a_record_saved_with_other_line_ends_reads_as_before(ws, end):
+    """Read as a text-mode open read it (universal newlines), so an editor's CR line ends still load."""
+    seat_record(ws).parent.mkdir()
+    seat_record(ws).write_bytes(end.join(['format = 2', 'id = "runtime"', 'hub = "/h/agorad.sock"',
+                                          'key_file = "/h/k"', '']).encode())
+    assert "format 2" in agora("inbox", cwd=ws, code=2).stderr  # the record was read: its format is refused
+
+
 def test_status_shows_a_wired_stop_hook_never_fired_until_the_wired_command_runs(hub, ws):
     agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
     assert "NEVER FIRED" in agora("status", "--home", str(hub.home), cwd=ws).stdout

@@ -11,13 +11,14 @@ from __future__ import annotations
 import os
 import select
 import signal
+import stat
 import sys
 from pathlib import Path
 
 import click
 
 from agorad.cli.common import as_option, fail, handles_errors, home_option
-from agorad.surface.filenames import DB_NAME, LOCKFILE_NAME, PIDFILE_NAME, SOCKET_NAME
+from agorad.surface.filenames import DB_NAME, LOCKFILE_NAME, PIDFILE_NAME, SOCKET_NAME, open_regular
 
 HUB_MARKS = (DB_NAME, SOCKET_NAME, PIDFILE_NAME, LOCKFILE_NAME)  # a directory holding one is a hub's home
 
@@ -63,6 +64,16 @@ def watch(as_id, notify_file, url, home):
         os.close(lock)
 
 
+def _refuse_no_regular_file(path: Path) -> None:
+    """A FIFO or socket under the name is refused at the start (each append also refuses one put there later)."""
+    try:
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        fail(f"{path} is not a regular file; remove it, or choose another --notify-file")
+
+
 def _refuse_hub_directory(directory: Path, notify_dir: str | None = None) -> None:
     """A hub's home, or the directory this hub writes its notify files to, is the hub's own."""
     if notify_dir is not None and os.path.realpath(directory) == os.path.realpath(notify_dir):
@@ -97,6 +108,7 @@ def _follow(url: str, agent: str, key: str, path: Path, home: str) -> None:
     from agorad.surface.errors import AgoraError
     from agorad.surface.notifyfile import last_id_in
 
+    _refuse_no_regular_file(path)
     source = WsSource(url, agent, key, last_id_in(path), home=home)  # home: its key file, read at each connect
     stop_fd, stop_write = wake_pipe()
     signal.set_wakeup_fd(stop_write)
@@ -137,7 +149,11 @@ def _append(path: Path, lines: list[dict]) -> None:
     from agorad.surface.protocol import encode
 
     data = b"".join(encode(line) for line in lines)
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    try:
+        fd = open_regular(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW, 0o600)  # never a FIFO
+    except OSError as exc:
+        sys.stderr.write(f"agora watch: opening {path}: {exc.strerror or exc}\n")
+        raise
     try:
         os.write(fd, data)
     except OSError as exc:

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -32,7 +31,7 @@ from agorad.surface import filenames
 from agorad.surface.paths import notify_file, rotated
 from agorad.surface.protocol import encode_text as _text
 
-_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC
+_OPEN_FLAGS = os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW  # (filenames.open_regular: never a FIFO)
 
 
 def line_fields(row: dict) -> dict:
@@ -391,7 +390,7 @@ class Notifier:
     def _open_name(self, agent_pk: int, agent_id: str) -> int:
         if self.on_empty_file is not None and _missing_or_empty(self.path(agent_id)):
             self.on_empty_file(agent_pk, agent_id)  # before the name is made: a listener finds `.1` first
-        return os.open(self.path(agent_id), _OPEN_FLAGS, 0o600)
+        return filenames.open_regular(self.path(agent_id), _OPEN_FLAGS)
 
     def restore_directory(self) -> bool:
         """Make the notify directory again if it went under the running hub (deleted by a tmp cleaner or by
@@ -474,11 +473,11 @@ class Notifier:
             return
         path = self.path(agent_id)
         try:
-            fd = os.open(path, _OPEN_FLAGS, 0o600)
+            fd = filenames.open_regular(path, _OPEN_FLAGS)
         except FileNotFoundError:
             if not self.restore_directory():
                 raise
-            fd = os.open(path, _OPEN_FLAGS, 0o600)
+            fd = filenames.open_regular(path, _OPEN_FLAGS)
         _private(fd, path)  # (closes it when refusing a file another user made)
         os.close(fd)
 
@@ -554,14 +553,11 @@ def _whole_lines(lines: list[bytes], written: int) -> int:
 
 
 def _private(fd: int, path: Path) -> os.stat_result:
-    """The open notify file's stat, once it is the hub user's regular file and 0600: a file another user
-    made there, or a FIFO (its buffer full, each append would block the hub), is closed and refused
-    (OSError: the write fails, logged), a loose one of ours tightened."""
+    """The open notify file's stat, once it is the hub user's and 0600: a file another user made there
+    is closed and refused (OSError: the write fails, logged), a loose one of ours tightened. (Something
+    other than a regular file, a FIFO that would block the hub once full, `open_regular` refused.)"""
     info = os.fstat(fd)
     if info.st_uid != os.geteuid():
         os.close(fd)
         raise PermissionError(errno.EPERM, f"{path} belongs to uid {info.st_uid}, not the hub's user; remove it")
-    if not stat.S_ISREG(info.st_mode):
-        os.close(fd)
-        raise filenames.NotRegularFile(errno.EINVAL, f"{path} is not a regular file; remove it")
     return filenames.made_private(fd, info)

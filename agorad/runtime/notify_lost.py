@@ -179,6 +179,8 @@ def _recover(notifier: Notifier, db: apsw.Connection, agent_ids: set[str] | None
                 continue  # nothing written yet, or a file the writer made (keep_unread ran then)
             notifier.renew(pk, agent_id)
             log("notify-file-renewed", agent=agent_id, path=path)
+            if pk in notifier.behind:  # what failed while the name held no file (a FIFO, say) goes in now
+                notifier.catch_up(db, pk)
         except OSError as exc:  # the name's directory gone, say: the seat's next line tries again
             log("notify-recover-failed", agent=agent_id, path=path, error=exc.strerror or exc)
 

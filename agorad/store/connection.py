@@ -15,7 +15,7 @@ from pathlib import Path
 import apsw
 
 from agorad.surface import settings
-from agorad.surface.filenames import made_private
+from agorad.surface.filenames import NotRegularFile, made_private, open_regular
 from agorad.surface.paths import FILE_MODE
 from agorad.surface.vocab import SYNCHRONOUS_LEVELS
 
@@ -76,7 +76,7 @@ def _create_private(path: Path) -> None:
     """Make the database file 0600 (SQLite gives a new -wal and -shm the main file's mode, so this covers
     all three), tightening one that exists wider (copied in as 0644, say), and its -wal and -shm."""
     try:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
+        fd = open_regular(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW, FILE_MODE)
     except OSError as exc:
         raise OSError(f"opening the database {path}: {exc.strerror}") from exc
     try:
@@ -85,9 +85,11 @@ def _create_private(path: Path) -> None:
         os.close(fd)
     for suffix in ("-wal", "-shm"):
         try:
-            fd = os.open(f"{path}{suffix}", os.O_RDONLY | os.O_NOFOLLOW)
+            fd = open_regular(f"{path}{suffix}", os.O_RDONLY | os.O_NOFOLLOW)
+        except NotRegularFile:  # a FIFO: SQLite's open would not fail, its first read would wait forever
+            raise OSError(f"opening the database {path}: {path}{suffix} is not a regular file; move it away") from None
         except OSError:
-            continue  # none yet, or not a plain file: SQLite says so when it opens it
+            continue  # none yet, or a link: SQLite says so when it opens it
         try:
             made_private(fd)
         finally:

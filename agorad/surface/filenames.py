@@ -170,6 +170,23 @@ class NotRegularFile(OSError):
     """Something other than a regular file under one of the home's names (a FIFO, a socket, a device)."""
 
 
+def open_regular(path: str | os.PathLike, flags: int, mode: int = FILE_MODE) -> int:
+    """`os.open` of a regular file only, never waiting: NotRegularFile when something else is under the
+    name. A plain open of a FIFO blocks until its other end comes (it hung the hub's start, every command,
+    a listener, the stop hook; the hub itself, once a FIFO it appended to was full), and a socket's fails
+    with ENXIO. O_NONBLOCK changes nothing for a regular file."""
+    try:
+        fd = os.open(path, flags | os.O_NONBLOCK | os.O_CLOEXEC, mode)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:  # a socket, or a FIFO opened for writing with no reader
+            raise NotRegularFile(errno.ENXIO, "not a regular file; remove it", os.fspath(path)) from None
+        raise
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        raise NotRegularFile(errno.EINVAL, "not a regular file; remove it", os.fspath(path))
+    return fd
+
+
 # What the home's small files hold at most (a place, a key, a pid file, a stamp: well under 1 KiB; a
 # driver's state a few KiB): one grown past it by a fault or by hand is read as unreadable, not into memory.
 SMALL_FILE_MAX = 1 << 20
@@ -177,13 +194,10 @@ SMALL_FILE_MAX = 1 << 20
 
 def read_regular(path: str | os.PathLike, limit: int | None = SMALL_FILE_MAX) -> bytes:
     """The bytes of the regular file at `path`. FileNotFoundError when nothing is there, NotRegularFile
-    when something else is, OSError EFBIG when it holds more than `limit` bytes. Every reader of the home's
-    files goes through here: a plain open of a FIFO put under the name blocks until a writer comes (it hung
-    the hub's start, `agora check`, a listener and the stop hook)."""
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)  # a FIFO's open returns at once
+    when something else is (`open_regular`), OSError EFBIG when it holds more than `limit` bytes: what every
+    reader of the home's small files (places, keys, pid files, stamps, hub.url) reads them with."""
+    fd = open_regular(path, os.O_RDONLY)
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise NotRegularFile(errno.EINVAL, "not a regular file", os.fspath(path))
         chunks, size = [], 0
         while chunk := os.read(fd, 1 << 16 if limit is None else min(1 << 16, limit + 1 - size)):
             chunks.append(chunk)

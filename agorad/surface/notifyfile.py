@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import json
 import os
-import stat
+
+from agorad.surface.filenames import NotRegularFile, open_regular
 
 TYPE_CHECKING = False  # typing's, without importing typing: `agora listen` imports this
 if TYPE_CHECKING:
@@ -22,21 +23,14 @@ MAX_FILE_ID = 2**53 - 1
 
 
 def last_id_in(path: Path) -> int | None:
-    """The id of the last complete line of `path`, or None when it holds none (or is no regular file:
-    a FIFO put under the name would block the read)."""
+    """The id of the last complete line of `path`, or None when it holds none, or is no regular file."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
-    except (FileNotFoundError, IsADirectoryError):
+        fd = open_regular(path, os.O_RDONLY)
+    except (FileNotFoundError, NotRegularFile):
         return None
-    except OSError:  # a socket put there cannot be opened (ENXIO): no regular file; any other error stands
-        if not _regular(path):
-            return None
-        raise
     try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            return None
-        tail = os.pread(fd, _TAIL_BYTES, max(0, info.st_size - _TAIL_BYTES))
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, _TAIL_BYTES, max(0, size - _TAIL_BYTES))
     finally:
         os.close(fd)
     for line in reversed(tail.split(b"\n")):
@@ -49,13 +43,6 @@ def last_id_in(path: Path) -> int | None:
         if type(value) is int and value > 0:
             return value
     return None
-
-
-def _regular(path: Path) -> bool:
-    try:
-        return stat.S_ISREG(os.stat(path).st_mode)
-    except FileNotFoundError:
-        return False
 
 
 def is_file_id(value) -> bool:

@@ -74,13 +74,18 @@ def find(start: Path | None = None) -> SeatRecord | None:
     return None if path is None else load(path)
 
 
+def _universal_newlines(text: str) -> str:
+    """As a file opened in text mode reads: a record saved with CR line ends (an old editor's) still loads."""
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
 def load(path: Path) -> SeatRecord:
     import tomllib
 
     from agorad.surface.protocol import is_agent_id
 
     try:
-        data = tomllib.loads(read_regular_text(path))
+        data = tomllib.loads(_universal_newlines(read_regular_text(path)))
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"cannot read the seat record {path}: {exc}") from None
     except tomllib.TOMLDecodeError as exc:
