@@ -329,8 +329,9 @@ def run(options: Options) -> int:
             return _ended("config", EXIT_FAILED, problem)
         if options.url is not None:  # rung over the port: no notify file on this host
             if _key(options) is None:
-                return _ended("no-key", EXIT_FAILED, f"no key for {options.agent} in {options.home}/keys: "
-                              f"`agora setup {options.agent} --url {options.url} --key-stdin` keeps it there")
+                return _ended("no-key", EXIT_FAILED, keys.no_key(
+                    options.home, options.agent, f"`agora setup {options.agent} --url {options.url} --key-stdin` "
+                    f"keeps it in {options.home}/keys"))
         elif options.notify_dir is None:
             return _ended("no-notify-file", EXIT_FAILED, NO_NOTIFY_FILES)
         else:

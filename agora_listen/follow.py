@@ -15,10 +15,10 @@ per-agent sequence), which still ring.
 from __future__ import annotations
 
 import errno
-import json
 import os
 import stat
 
+from agorad.surface import cjson
 from agorad.surface.filenames import ROTATED_SUFFIX, file_generation
 
 TYPE_CHECKING = False  # typing's, without importing typing
@@ -284,8 +284,10 @@ def _inode(path: str | Path) -> int | None:
 
 
 def _parse(raw: bytes) -> dict | None:
+    if raw.lstrip(b" \t\r")[:1] != b"{":  # not a line: the piece after the last newline, one cut at the front
+        return None  # (and cjson imports json to word an error: the armed listener does not load it)
     try:
-        line = json.loads(raw)
+        line = cjson.loads(raw)
     except ValueError:
         return None
     if not isinstance(line, dict) or not isinstance(line.get("id"), int) or isinstance(line.get("id"), bool):

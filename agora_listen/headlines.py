@@ -9,16 +9,15 @@ which ring no one (is_notice): the listener's re-ring and the driver's turns ask
 
 from __future__ import annotations
 
-import json
-
 from agora_listen.sentinels import clamp, number
+from agorad.surface import cjson
 from agorad.surface.vocab import HUB_SENDER, IMPORTANT_FLAGS, OPEN_FLAG
 
 TITLE_CHARS = 100
 
 
 def quoted_title(title) -> str:
-    return json.dumps("".join(c if c.isprintable() else " " for c in str(title))[:TITLE_CHARS])
+    return cjson.dumps("".join(c if c.isprintable() else " " for c in str(title))[:TITLE_CHARS])
 
 
 def line(channel, seq, sender, flags, title) -> str:

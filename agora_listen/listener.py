@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 import select
-import signal
+import _signal as signal  # the C core: signal.py loads enum for names the listener never shows (cjson.py)
 import sys
 import time
 
@@ -126,11 +126,12 @@ def _run(options: Options, harness: Harness) -> int:
 def _arm_ws(options: Options, seat: Seat, harness: Harness) -> int:
     """The ws source (wsource.py): connect as the seat before arming, so a refused key ends here."""
     from agora_listen.wsource import Fatal, WsSource, saved_after, saved_since
+    from agorad.surface import keys
     from agorad.surface.errors import AgoraError
 
     if not options.key:
-        return _end("error", EXIT_FAILED, f"no key for {options.agent}: set AGORA_KEY or put the seat's key in "
-                    f"{options.home}/keys/{options.agent}.key on this host")
+        return _end("error", EXIT_FAILED, keys.no_key(options.home, options.agent, "set AGORA_KEY or put the "
+                    f"seat's key in {options.home}/keys/{options.agent}.key on this host"))
     try:  # on a seat's own host the home may hold nothing yet: its seat files go there
         os.makedirs(options.home, mode=0o700, exist_ok=True)
     except OSError as exc:

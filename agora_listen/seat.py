@@ -6,10 +6,9 @@ find a file corrupt say so, and the caller fails toward more wakes.
 
 from __future__ import annotations
 
-import json
 import os
 
-from agorad.surface import filenames
+from agorad.surface import cjson, filenames
 from agorad.surface.paths import FILE_MODE, LISTEN_STATE, drive_file, write_private
 from agorad.surface.pidfiles import LIVE, pidfile_state, remove_if_ours, write_pidfile
 
@@ -78,14 +77,14 @@ class Seat:
     def load(self, suffix: str):
         """The JSON in listen-<id>.<suffix>: the value, None when missing, CORRUPT when unreadable."""
         try:
-            return json.loads(filenames.read_regular(self.file(suffix)))
+            return cjson.loads(filenames.read_regular(self.file(suffix)))
         except FileNotFoundError:
             return None
         except (OSError, ValueError):
             return CORRUPT
 
     def save(self, suffix: str, value, sync: bool = True) -> None:
-        write_private(self.file(suffix), json.dumps(value), sync=sync)
+        write_private(self.file(suffix), cjson.dumps(value), sync=sync)
 
     def forget_state(self) -> None:
         """Remove the state files (offset, backoff, owed signature), as the hub does when a seat goes."""

@@ -7,22 +7,23 @@ message can start a line with AGORA_WAKE or split a sentinel line.
 
 from __future__ import annotations
 
-import json
 import math
-import re
 import sys
 import time
 
 from agora_listen import harness
+from agorad.surface import cjson
 from agorad.surface.vocab import ENDED_REASONS, WAKE_FLAGS
 
 MAX_CHANNELS = 6
-_UNSAFE = re.compile(r"[^A-Za-z0-9._:-]")
+_ALNUM = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+_CHANNEL_CHARS = frozenset(_ALNUM + "._:-")
+_PATH_CHARS = frozenset(_ALNUM + "._:/~+-")
 
 
 def clamp(channel: str) -> str:
     """A channel name in the wake-line charset: anything else becomes `?`."""
-    return _UNSAFE.sub("?", str(channel))[:80] or "?"
+    return _only(_CHANNEL_CHARS, str(channel)[:80]) or "?"
 
 
 def emit(line: str) -> None:
@@ -43,7 +44,12 @@ def armed(agent: str, hub: str, source: str = "file") -> str:
 
 
 def _path(path: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._:/~+-]", "?", path)
+    return _only(_PATH_CHARS, path)
+
+
+def _only(allowed: frozenset, text: str) -> str:
+    """`text` with each character not in `allowed` as `?` (a set, not `re`: the listener loads no `re`)."""
+    return "".join(ch if ch in allowed else "?" for ch in text)
 
 
 def heartbeat(now: float | None = None) -> str:
@@ -93,7 +99,7 @@ def wake(agent: str, deliveries: list[dict], owed: int, now: float | None = None
 
 def quoted_token(text: str) -> str:
     """`text` as a JSON string with no space and no `=`, so a key=value splitter sees one token."""
-    return json.dumps(text, ensure_ascii=True).replace(" ", "\\u0020").replace("=", "\\u003d")
+    return cjson.encode_string(text).replace(" ", "\\u0020").replace("=", "\\u003d")
 
 
 def number(value) -> int:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from agorad.surface.errors import AgoraError, Unauthorized
 from agorad.surface.filenames import hub_url_and_source
-from agorad.surface.keys import read_key
+from agorad.surface.keys import no_key, read_key
 from agorad.surface.paths import Home
 from agorad.surface.wsclient import check_url
 
@@ -33,8 +33,8 @@ class Target:
         if agent is not None and key is None:
             self.key = read_key(self.home, agent)
             if self.key is None:
-                raise Unauthorized(f"no key for {agent!r}: pass key=, set AGORA_KEY, or keep it in "
-                                   f"{self.home.key_file(agent)}")
+                raise Unauthorized(no_key(self.home, agent, "pass key=, set AGORA_KEY, or keep it in "
+                                          f"{self.home.key_file(agent)}"))
         if self.url is not None and agent is None:
             raise Unauthorized("a remote hub acts only as an agent: name one (and its key)")
 

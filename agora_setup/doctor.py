@@ -94,10 +94,20 @@ def _hub(home: Home, agent: str, problems: list[str]) -> dict:
     except AgoraError as exc:
         problems.append(f"the hub answered: {exc.message}")
         answer.update(registered=None)
-    answer["key"] = home.key_file(agent).exists()
+    from agorad.surface import keys
+
+    answer["key"] = keys.read_key_file(home, agent) is not None  # a FIFO or an empty file there is no key
     if not answer["key"]:
-        problems.append(f"no key at {home.key_file(agent)}: commands acting as {agent} need AGORA_KEY")
+        problems.append(f"{_no_key_at(home, agent)}: commands acting as {agent} need AGORA_KEY")
     return answer
+
+
+def _no_key_at(home: Home, agent: str) -> str:
+    """`no key at keys/<id>.key`, or what is wrong with the file there."""
+    from agorad.surface import keys
+
+    trouble = keys.key_file_trouble(home, agent)
+    return f"{home.key_file(agent)} {trouble}" if trouble else f"no key at {home.key_file(agent)}"
 
 
 def _current_id(redirect: dict | None, agent: str, problems: list[str]) -> str:
@@ -118,7 +128,7 @@ def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
     key = keys.read_key(home, agent)
     present = home.key_file(agent).exists()
     if key is None:
-        problems.append(f"no key at {home.key_file(agent)}: pipe it in with `agora setup {agent} --key-stdin`")
+        problems.append(f"{_no_key_at(home, agent)}: pipe it in with `agora setup {agent} --key-stdin`")
         return {"up": None, "registered": None, "key": False, "url": url}
     try:
         with RemoteClient(url).connect() as client:

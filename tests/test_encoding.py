@@ -54,7 +54,7 @@ def test_encode_is_json_dumps_with_the_claimed_settings(value):
 @given(VALUE)
 def test_the_fallback_encoder_agrees(value):
     """Where CPython has no C encoder, protocol.py falls back to its JSONEncoder: same bytes."""
-    assert protocol._ENCODER.encode(value) == protocol._encode_text(value) == plain(value)
+    assert protocol._plain_encoder()(value) == protocol._encode_text(value) == plain(value)
 
 
 @settings(max_examples=scaled(150, 2000))

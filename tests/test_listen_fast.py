@@ -128,17 +128,20 @@ def test_the_url_is_resolved_alike_on_both_paths(url_env, given, cause, tmp_path
 
 
 # What an armed listener must not hold (bench/README.md "Listener footprint"): click, dataclasses with
-# inspect, and pathlib with the chain it brings; and on the file source, websockets (the ws source's).
-HEAVY = ("click", "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress", "fnmatch", "typing", "websockets")
+# inspect, and pathlib with the chain it brings; json, re and enum, the Python layers of socket and
+# signal, which load enum, and collections and functools (cjson.py, client.py, tests/test_cjson.py); and on
+# the file source, websockets (the ws source's).
+HEAVY = ("click", "dataclasses", "inspect", "pathlib", "urllib.parse", "ipaddress", "fnmatch", "typing", "websockets",
+         "json", "re", "enum", "socket", "signal", "selectors", "collections", "functools")
 
 # The console script's own call in a thread-free probe: armed, it prints which of HEAVY it holds to
 # stderr from a SIGUSR1 handler, then the test stops it.
 PROBE = f"""
-import signal, sys
+import _signal, sys
 def report(signum, frame):
     sys.stderr.write("holds " + repr(sorted(m for m in {HEAVY!r} if m in sys.modules)) + "\\n")
     sys.stderr.flush()
-signal.signal(signal.SIGUSR1, report)
+_signal.signal(_signal.SIGUSR1, report)
 sys.argv = ["agora", *sys.argv[1:]]
 import agorad.cli
 agorad.cli.run()

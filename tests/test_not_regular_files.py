@@ -6,6 +6,7 @@ appends and the driver's logs all could), and every other seat is served as befo
 
 import json
 import os
+import re
 import socket
 import subprocess
 
@@ -55,10 +56,30 @@ def test_a_fifo_key_file_is_no_key(hub):
     key.unlink()
     os.mkfifo(key, 0o600)
     done = agora(hub, "inbox", "--as", "b")
-    assert done.returncode != 0 and "key" in done.stderr, done.stderr
+    assert done.returncode != 0 and f"no key for b: {key} is not a regular file" in done.stderr, done.stderr
     stop = subprocess.run([AGORA, "--home", str(hub.home), "hook", "stop", "--harness", "claude", "--as", "b"],
                           input="{}", capture_output=True, text=True, env=hub.env, timeout=20)
-    assert stop.returncode == 0 and "key" in stop.stderr, stop.stderr  # the turn ends; it says why it could not look
+    assert stop.returncode == 0 and f"{key} is not a regular file" in stop.stderr, stop.stderr  # the turn ends
+
+
+@pytest.mark.parametrize("content, words", [(b"", "is empty"), (b" \n", "is empty"),
+                                            (b"\xff\xfe", "does not hold a key (it is not UTF-8 text)"),
+                                            (b"k" * ((1 << 20) + 1), "does not hold a key (it is larger than")])
+def test_a_key_file_that_holds_no_key_is_named_with_what_is_wrong(hub, content, words, monkeypatch):
+    """Before, each said "no key for b: ... create keys/b.key", though the file was there."""
+    from agora_sdk import Client, Unauthorized
+
+    hub.add_agent("b")
+    key = hub.home / "keys" / "b.key"
+    key.write_bytes(content)
+    done = agora(hub, "inbox", "--as", "b")
+    assert done.returncode != 0 and f"no key for b: {key} {words}" in done.stderr, done.stderr
+    monkeypatch.delenv("AGORA_KEY", raising=False)
+    with pytest.raises(Unauthorized, match=re.escape(f"no key for b: {key} {words}")):
+        Client("b", home=hub.home)
+    key.unlink()  # nothing there: the remedy alone, as before
+    done = agora(hub, "inbox", "--as", "b")
+    assert f"no key for b: set AGORA_KEY or create {key}" in done.stderr, done.stderr
 
 
 def test_a_fifo_under_a_notify_name_blocks_neither_the_hub_nor_a_listener(hub):

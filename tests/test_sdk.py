@@ -70,7 +70,7 @@ def test_a_wrong_key_a_missing_key_and_no_hub(hub, home, monkeypatch):
     with pytest.raises(Unauthorized) as caught:
         Client("bot", key="agk_wrong", home=hub.home).connect()
     assert caught.value.reason == "unauthorized"
-    with pytest.raises(Unauthorized, match="no key for 'ghost'"):
+    with pytest.raises(Unauthorized, match="no key for ghost"):
         Client("ghost", home=hub.home)
     with pytest.raises(InvalidParams, match="is not a hub URL: it looks like ws://HOST:PORT/"):
         Client("bot", home=hub.home, url="http://example.invalid/")

@@ -275,6 +275,12 @@ def test_check_says_what_is_wired_stale_and_what_would_wake(hub, ws):
     assert ".claude/settings.json stale" in done.stdout and "rewire" in done.stdout
     agora("setup", cwd=ws)  # a re-run from the record rewires
     assert json.loads(agora("setup", "--check", "--json", cwd=ws).stdout)["ok"]
+    key = hub.home / "keys" / "runtime.key"
+    kept = key.read_bytes()
+    key.write_bytes(b"")  # there, but no key (it counted as one)
+    report = json.loads(agora("setup", "--check", "--json", cwd=ws, code=1).stdout)
+    assert report["hub"]["key"] is False and f"{key} is empty: commands acting as runtime" in report["problems"][0]
+    key.write_bytes(kept)
     hub.stop()
     assert "DOWN" in agora("setup", "--check", cwd=ws, code=1).stdout
 

@@ -119,7 +119,7 @@ def connect(home: str | None, as_id: str | None = None):
         key = keys.read_key(client.home, key_owner)
     if key is None:
         client.close()
-        raise AgoraError(f"no key for {as_id}: set AGORA_KEY or create {client.home.key_file(as_id)}")
+        raise AgoraError(keys.no_key(client.home, as_id, f"set AGORA_KEY or create {client.home.key_file(as_id)}"))
     _hello(client, as_id, key, client.home.key_file(key_owner))
     return client
 
@@ -140,7 +140,7 @@ def _connect_remote(url: str, home: str | None, as_id: str | None):
     where = Home.resolve(home)
     key = keys.read_key(where, as_id)
     if key is None:
-        raise AgoraError(f"no key for {as_id}: set AGORA_KEY or put the seat's key in {where.key_file(as_id)}")
+        raise AgoraError(keys.no_key(where, as_id, f"set AGORA_KEY or put the seat's key in {where.key_file(as_id)}"))
     client = RemoteClient(url).connect()
     _hello(client, as_id, key, where.key_file(as_id))
     return client

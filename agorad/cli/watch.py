@@ -51,7 +51,8 @@ def watch(as_id, notify_file, url, home):
     _refuse_hub_directory(path.parent)
     key = keys.read_key(Home.resolve(home), as_id)
     if key is None:
-        fail(f"no key for {as_id}: set AGORA_KEY or put the seat's key in {Home.resolve(home).key_file(as_id)}")
+        where = Home.resolve(home)
+        fail(keys.no_key(where, as_id, f"set AGORA_KEY or put the seat's key in {where.key_file(as_id)}"))
     try:  # as `mkdir -p`: a file named in a directory not made yet (~/inbox/ID-inbox.log) is the usual case
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     except OSError as exc:

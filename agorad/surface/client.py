@@ -1,7 +1,9 @@
 """The client every other part uses, and the Python SDK.
 
-Blocking and small: `agora listen --once` imports it in a loop, so it pulls in
-nothing heavier than `socket`, `select` and `json`.
+Blocking and small: `agora listen --once` imports it in a loop, and an armed
+listener holds what it imports for hours, so it pulls in nothing heavier than
+`select` and the C cores of `socket` and `json` (`_socket`, and `cjson.py`,
+which says why: `socket.py` loads `enum` and `selectors`, `json` loads `re`).
 
     with Client(home) as hub:
         hub.hello("runtime", key)
@@ -16,15 +18,18 @@ A connection that called `inbox.subscribe` also receives pushes:
 
 from __future__ import annotations
 
-import collections
-import json
+# The C cores where the Python layer loads more than it gives (the docstring): `_collections.deque` is
+# `collections.deque`, and `_collections_abc` is what `collections.abc` re-exports, loaded by `os` at every
+# start; the `collections` package loads keyword, operator and reprlib. Not `typing`: 5 ms of a hook's start.
+import _socket
 import math
 import os
 import select
-import socket
 import time
-from collections.abc import Iterator  # not typing: it costs the hook 5 ms to import
+from _collections import deque
+from _collections_abc import Iterator
 
+from agorad.surface import cjson
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
@@ -42,8 +47,8 @@ class Client:
     def __init__(self, home: Home | str | os.PathLike | None = None, timeout: float | None = 30.0):
         self.home = home if isinstance(home, Home) else Home.resolve(home)
         self.timeout = timeout
-        self._pushed: collections.deque[dict] = collections.deque()  # pushes read while awaiting a reply
-        self._sock: socket.socket | None = None
+        self._pushed: deque[dict] = deque()  # pushes read while awaiting a reply
+        self._sock: _socket.socket | None = None
         self._buffer = bytearray()  # bytes received past the last whole line
         self._next_id = 0
 
@@ -59,7 +64,7 @@ class Client:
 
     def connect(self) -> "Client":
         path = self._socket_path
-        sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
         sock.settimeout(self.timeout)
         try:
             sock.connect(path)
@@ -103,7 +108,7 @@ class Client:
         try:
             self._sock.sendall(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
             return self._await_reply(request_id)
-        except (BrokenPipeError, ConnectionResetError, socket.timeout) as exc:
+        except (BrokenPipeError, ConnectionResetError, TimeoutError) as exc:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} went away during {method}: {exc}") from None
 
@@ -137,7 +142,7 @@ class Client:
                 if "id" not in message:
                     return message
                 # A reply no call awaits (its call gave up): not a push, and no one else's to return.
-        except (ConnectionResetError, socket.timeout) as exc:
+        except (ConnectionResetError, TimeoutError) as exc:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} went away: {exc}") from None
 
@@ -191,7 +196,7 @@ class Client:
 
     def _decode(self, line: bytes) -> dict:
         try:
-            message = json.loads(line)
+            message = cjson.loads(line)
         except ValueError:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} sent a reply that is not JSON") from None

@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
 _UNITS = {"": 1, "s": 1, "m": 60, "h": 3600, "d": 86400}
-_PATTERN = re.compile(r"\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*")
 
 
 def parse_duration(text: str | int | float, minimum: float = 1.0, maximum: float = float("inf")) -> float:
@@ -16,10 +13,9 @@ def parse_duration(text: str | int | float, minimum: float = 1.0, maximum: float
         except OverflowError:  # an int beyond any float: not a duration either
             raise ValueError(f"{str(text)[:20]}... is not a finite duration") from None
     else:
-        match = _PATTERN.fullmatch(str(text).lower())
-        if not match:
+        seconds = _typed_seconds(str(text).lower())
+        if seconds is None:
             raise ValueError(f"{text!r} is not a duration (use seconds or a suffix: 90, 90s, 30m, 2h, 1d)")
-        seconds = float(match.group(1)) * _UNITS[match.group(2)]
     if not seconds < float("inf"):  # NaN and infinity compare false
         raise ValueError(f"{text!r} is not a finite duration")
     shown = _as_typed(text, seconds)
@@ -28,6 +24,18 @@ def parse_duration(text: str | int | float, minimum: float = 1.0, maximum: float
     if seconds > maximum:
         raise ValueError(f"{shown} is longer than {format_duration(maximum)}")
     return seconds
+
+
+def _typed_seconds(text: str) -> float | None:
+    r"""The seconds in `text` if it is `\s*(\d+(?:\.\d+)?)\s*([smhd]?)\s*` in full, else None. Spelled
+    without `re`, which the listener (it parses its options' durations) does not load (cjson.py): re's `\s`
+    and `\d` are what str.isspace and str.isdecimal take, so `strip()` and `isdecimal()` say the same."""
+    text = text.strip()
+    unit = text[-1:] if text[-1:] in ("s", "m", "h", "d") else ""
+    number = text[:len(text) - len(unit)].rstrip()
+    if not all(part.isdecimal() for part in number.split(".", 1)):  # "".isdecimal() is False
+        return None
+    return float(number) * _UNITS[unit]
 
 
 def _as_typed(text, seconds: float) -> str:

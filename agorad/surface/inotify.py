@@ -8,7 +8,6 @@ every run. Where the C library has no inotify_init1 (macOS, the BSDs),
 from __future__ import annotations
 
 import ctypes
-import functools
 import os
 import struct
 import sys
@@ -34,9 +33,14 @@ def available() -> bool:
     return sys.platform.startswith("linux") and hasattr(libc(), "inotify_init1")
 
 
-@functools.cache
+_LOADED: dict = {}  # a cache by hand: functools loads collections, half a MiB of an armed listener (client.py)
+
+
 def libc():
-    return ctypes.CDLL(None, use_errno=True)
+    """The C library, loaded once."""
+    if "libc" not in _LOADED:
+        _LOADED["libc"] = ctypes.CDLL(None, use_errno=True)
+    return _LOADED["libc"]
 
 
 def init() -> int:

@@ -98,11 +98,38 @@ def remove_key_file(home: Home, agent_id: str) -> None:
 
 
 def read_key_file(home: Home, agent_id: str) -> str | None:
-    """The key in keys/<id>.key alone ($AGORA_KEY aside), or None when it cannot be read."""
+    """The key in keys/<id>.key alone ($AGORA_KEY aside), or None when it cannot be read or is empty."""
     try:  # named as a string (filenames.py): the stop hook reads its key at every turn's end
-        return filenames.read_regular_text(key_file(home.root_text, agent_id)).strip()
+        return filenames.read_regular_text(key_file(home.root_text, agent_id)).strip() or None
     except (OSError, UnicodeDecodeError):  # missing, unreadable, not a file: no key, and the caller says so
         return None
+
+
+def no_key(home: Home | str, agent_id: str, remedy: str) -> str:
+    """`no key for <id>: <remedy>`, saying first what is wrong with keys/<id>.key when something is there
+    (a FIFO, a file it cannot read, an empty one): "create keys/<id>.key" alone misleads then."""
+    trouble = key_file_trouble(home, agent_id)
+    path = key_file(home.root_text if isinstance(home, Home) else os.fspath(home), agent_id)
+    return f"no key for {agent_id}: " + (f"{path} {trouble}; " if trouble else "") + remedy
+
+
+def key_file_trouble(home: Home | str, agent_id: str) -> str | None:
+    """Why keys/<id>.key holds no key for `read_key_file`, in words that follow its name; None when
+    nothing is there (or a key is)."""
+    path = key_file(home.root_text if isinstance(home, Home) else os.fspath(home), agent_id)
+    try:
+        text = filenames.read_regular_text(path)
+    except FileNotFoundError:
+        return None
+    except filenames.NotRegularFile:
+        return "is not a regular file (move it away)"
+    except UnicodeDecodeError:
+        return "does not hold a key (it is not UTF-8 text)"
+    except OSError as exc:
+        if exc.errno == errno.EFBIG:
+            return "does not hold a key (it is larger than a key file can be)"
+        return f"cannot be read ({exc.strerror or exc})"
+    return None if text.strip() else "is empty"
 
 
 def kept_seats(home: Home) -> list[str]:

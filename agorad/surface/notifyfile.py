@@ -5,9 +5,9 @@ Kept free of the database and other heavy imports, for `agora listen`.
 
 from __future__ import annotations
 
-import json
 import os
 
+from agorad.surface import cjson
 from agorad.surface.filenames import NotRegularFile, open_regular
 
 TYPE_CHECKING = False  # typing's, without importing typing: `agora listen` imports this
@@ -37,7 +37,7 @@ def last_id_in(path: Path) -> int | None:
         if not line:  # the end of the file, after its last newline: nothing to parse
             continue
         try:
-            value = json.loads(line)["id"]
+            value = cjson.loads(line)["id"]
         except (ValueError, KeyError, TypeError):
             continue  # an empty or torn line: look further back
         if type(value) is int and value > 0:

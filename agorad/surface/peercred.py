@@ -22,9 +22,8 @@ guard: each platform has its own call for a connected Unix socket's peer.
 
 from __future__ import annotations
 
-import functools
 import os
-import socket
+import _socket  # socket's C core, for two constants: socket.py loads enum and selectors (client.py)
 import struct
 import sys
 
@@ -62,7 +61,7 @@ def peer_uid(sock) -> int:
     how = method()
     try:
         if how == "SO_PEERCRED":
-            _pid, uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+            _pid, uid, _gid = _UCRED.unpack(sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _UCRED.size))
             return uid
         if how == "LOCAL_PEERCRED":
             return _xucred_uid(sock.getsockopt(SOL_LOCAL, LOCAL_PEERCRED, _XUCRED_SIZE))
@@ -99,7 +98,7 @@ def peer_pid(sock) -> int | None:
     which in a container is not this host's."""
     if method() != "SO_PEERCRED":
         return None
-    pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, _UCRED.size))
+    pid, _uid, _gid = _UCRED.unpack(sock.getsockopt(_socket.SOL_SOCKET, _socket.SO_PEERCRED, _UCRED.size))
     return max(pid, 0)
 
 
@@ -112,15 +111,19 @@ def _xucred_uid(data: bytes) -> int:
     return uid
 
 
-@functools.cache
-def _getpeereid_function():
-    """The C library's getpeereid(int s, uid_t *euid, gid_t *egid), or None."""
-    import ctypes
+_LOADED: dict = {}  # a cache by hand: functools loads collections, half a MiB of an armed listener (client.py)
 
-    try:
-        return getattr(ctypes.CDLL(None, use_errno=True), "getpeereid", None)
-    except OSError:
-        return None
+
+def _getpeereid_function():
+    """The C library's getpeereid(int s, uid_t *euid, gid_t *egid), or None; looked up once."""
+    if "getpeereid" not in _LOADED:
+        import ctypes
+
+        try:
+            _LOADED["getpeereid"] = getattr(ctypes.CDLL(None, use_errno=True), "getpeereid", None)
+        except OSError:
+            _LOADED["getpeereid"] = None
+    return _LOADED["getpeereid"]
 
 
 def _getpeereid(fd: int) -> int:

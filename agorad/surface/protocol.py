@@ -5,10 +5,7 @@ Small on purpose: the client, the server and the listener all import it.
 
 from __future__ import annotations
 
-import json
-import json.scanner
-import re
-
+from agorad.surface import cjson
 from agorad.surface.errors import InvalidParams, InvalidRequest, ParseError
 
 PROTOCOL_VERSION = 1
@@ -24,7 +21,8 @@ MAX_REPLY = 16 << 20
 PAGE_BYTES = 12 << 20
 REPLY_TOO_LARGE = f"a reply over {MAX_REPLY} bytes, this client's limit (ask for less: a smaller limit, the next page)"
 
-AGENT_ID = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+_ID_FIRST = frozenset("abcdefghijklmnopqrstuvwxyz0123456789")
+_ID_REST = "abcdefghijklmnopqrstuvwxyz0123456789._-"
 MAX_TASK = 200
 MAX_REASON = 200
 MAX_KB_KEY = 200
@@ -43,14 +41,17 @@ AGENT_ID_RULE = "1-64 of a-z 0-9 . _ -, starting with a letter or digit"
 
 def check_agent_id(value, field: str = "agent") -> str:
     """Return `value` if it is a valid agent id, else raise InvalidParams naming the rule."""
-    if not isinstance(value, str) or not AGENT_ID.fullmatch(value):
+    if not is_agent_id(value):
         shown = value if isinstance(value, str) and len(value) <= 80 else f"{str(value)[:77]}..."
         raise InvalidParams(f"{field}: {shown!r} is not a valid agent id ({AGENT_ID_RULE})", field=field)
     return value
 
 
 def is_agent_id(value) -> bool:
-    return isinstance(value, str) and AGENT_ID.fullmatch(value) is not None
+    """`value` follows AGENT_ID_RULE. Spelled without `re`, which an armed listener does not load (cjson.py):
+    every character of `value` is in _ID_REST when stripping them all leaves nothing."""
+    return (isinstance(value, str) and 0 < len(value) <= 64 and value[0] in _ID_FIRST
+            and not value.strip(_ID_REST))
 
 
 def encode(obj: dict) -> bytes:
@@ -106,39 +107,51 @@ def _finite_float(text: str) -> float:
 
 
 # Built once: json.loads/dumps with options build a new decoder/encoder per call (~1-2 us each).
-_ENCODER = json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False)
-_DECODER = json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float)
-_SCAN = json.scanner.make_scanner(_DECODER)
+_SCAN = cjson.scanner(cjson.Options(parse_float=_finite_float, parse_constant=_no_constant))
+
+
+def _plain_encoder():
+    """The encoder a frame's JSON is: compact, ASCII, no NaN (a cycle cannot come from a handler)."""
+    import json
+
+    return json.JSONEncoder(separators=(",", ":"), allow_nan=False, check_circular=False).encode
 
 
 def _c_encoder():
-    """`_ENCODER.encode` without its Python layers: CPython's C encoder called directly
-    (what JSONEncoder.iterencode builds; 1.6 us instead of 2.8 for a reply). Falls back
-    to the plain encoder where the C one is missing."""
-    make = getattr(json.encoder, "c_make_encoder", None)
-    if make is None:
-        return _ENCODER.encode
+    """`_plain_encoder()` without its Python layers: CPython's C encoder called directly (what
+    JSONEncoder.iterencode builds; 1.6 us instead of 2.8 for a reply). Falls back to the plain
+    encoder where the C one is missing."""
+    if cjson.make_encoder is None:
+        return _plain_encoder()
     # (markers, default, encoder, indent, key_separator, item_separator, sort_keys, skipkeys, allow_nan)
-    chunks = make(None, _ENCODER.default, json.encoder.encode_basestring_ascii, None, ":", ",", False, False, False)
+    chunks = cjson.make_encoder(None, cjson.not_serializable, cjson.encode_string, None, ":", ",", False, False, False)
     return lambda obj: "".join(chunks(obj, 0))
 
 
 _encode_text = _c_encoder()
-encode_text = json.encoder.encode_basestring_ascii  # one JSON string, escaped to ASCII as in a frame
+encode_text = cjson.encode_string  # one JSON string, escaped to ASCII as in a frame
 
 
 def _parse(text: str):
     """`json.loads(text)` with the options above. An object with nothing around it (every
     well-formed frame) goes straight to the scanner; anything else takes the full decoder,
     whose errors say where the text went wrong."""
-    if text[:1] == "{" and text[-1:] == "}":
+    if _SCAN is not None and text[:1] == "{" and text[-1:] == "}":
         try:
             obj, end = _SCAN(text, 0)
-        except StopIteration:
-            return _DECODER.decode(text)
+        except (StopIteration, cjson.FAULT):
+            return _decode_in_full(text)
         if end == len(text):
             return obj
-    return _DECODER.decode(text)
+    return _decode_in_full(text)
+
+
+def _decode_in_full(text: str):
+    """json's own decoder with the options above, imported on the first frame the scanner does not take
+    (rare: the CLI and the listener never send one)."""
+    import json
+
+    return json.JSONDecoder(parse_constant=_no_constant, parse_float=_finite_float).decode(text)
 
 
 def _valid_id(value) -> bool:
