@@ -1,7 +1,11 @@
-"""The word loop both click-free fast paths share (hook_fast.py, listen_fast.py): click's long options,
-`--name value` or `--name=value`, in any order. Imports nothing: the stop hook runs it at every turn's end."""
+"""The word loop the click-free fast paths share (hook_fast.py, listen_fast.py, up_fast.py): click's long
+options, `--name value` or `--name=value`, in any order; and click.Path's test of a path. Imports only
+`os` and `stat`, which the interpreter has loaded at its start: the stop hook runs it at every turn's end."""
 
 from __future__ import annotations
+
+import os
+import stat
 
 
 def options(words: list[str], values: dict[str, str], flags: dict[str, str] | None = None) -> dict | None:
@@ -24,3 +28,16 @@ def options(words: list[str], values: dict[str, str], flags: dict[str, str] | No
             value = rest.pop(0)
         given[values[name]] = value
     return given
+
+
+def path_ok(value: str, kind: str) -> bool:
+    """What click.Path(exists=False, ...) accepts: a name that is not there, or one of the right kind, readable."""
+    if not value:
+        return False
+    try:
+        mode = os.stat(value).st_mode
+    except OSError:
+        return True
+    if stat.S_ISREG(mode) if kind == "directory" else stat.S_ISDIR(mode):
+        return False
+    return os.access(value, os.R_OK)

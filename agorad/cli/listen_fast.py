@@ -14,9 +14,8 @@ path to the same call, held to click's parse by tests/test_listen_fast.py.
 from __future__ import annotations
 
 import os
-import stat
 
-from agorad.cli.fast_parse import options
+from agorad.cli.fast_parse import options, path_ok
 from agorad.surface import settings
 from agorad.surface.durations import format_duration, parse_duration
 from agorad.surface.vocab import LISTEN_SOURCES, WATCHERS
@@ -67,22 +66,9 @@ def _converted(params: dict) -> dict | None:
         if params[name] not in choices:
             return None
     for name, kind in _PATHS.items():
-        if params[name] is not None and not _path_ok(params[name], kind):
+        if params[name] is not None and not path_ok(params[name], kind):
             return None
     return params
-
-
-def _path_ok(value: str, kind: str) -> bool:
-    """What click.Path(exists=False, ...) accepts: a name that is not there, or one of the right kind, readable."""
-    if not value:
-        return False
-    try:
-        mode = os.stat(value).st_mode
-    except OSError:
-        return True
-    if stat.S_ISREG(mode) if kind == "directory" else stat.S_ISDIR(mode):
-        return False
-    return os.access(value, os.R_OK)
 
 
 def answer(params: dict):

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import os
-
 import click
 
 from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
@@ -51,22 +49,15 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
     cleanly on SIGTERM or SIGINT (or `agora down`); SIGUSR2 reopens the notify
     files. Logs one line per event on stderr.
     """
+    from agorad.cli import up_run
     from agorad.runtime.daemon import StartupError, preflight, run
-    from agorad.runtime.hub import Settings
-
-    from agorad.domain.obligations import parse_schedule
 
     try:
-        schedule = parse_schedule(escalation)
+        settings = up_run.hub_settings(sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb,
+                                       max_body_kib, escalation, liveness_flush, listen, tls_cert, tls_key,
+                                       insecure, listen_idle)
     except ValueError as exc:
         raise click.BadParameter(str(exc), param_hint="--escalate") from None
-    settings = Settings(
-        sweep_interval=sweep_interval, ephemeral_ttl=ephemeral_ttl, synchronous=synchronous.upper(),
-        test_clock=os.environ.get("AGORA_TEST_CLOCK") == "1", notify_dir=_absolute(notify_dir),
-        notify_rotate_mb=notify_rotate_mb, max_body=max_body_kib * 1024, escalation=schedule,
-        liveness_flush=liveness_flush, listen=listen, tls_cert=_absolute(tls_cert), tls_key=_absolute(tls_key),
-        insecure=insecure, listen_idle=listen_idle,
-    )
     where = Home.resolve(home)
     if detach:
         from agorad.cli.detach import detach as in_background
@@ -77,21 +68,11 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
             fail(str(exc))
         in_background(where, lambda: run(where, settings), StartupError)
         return
-    try:
-        raise SystemExit(run(where, settings))
-    except StartupError as exc:
-        fail(str(exc))
-    except OSError as exc:
-        fail(f"cannot start the hub: {exc}")
-
-
-def _absolute(path: str | None) -> str | None:
-    """A path option made absolute, spelled as a home is (a detached hub works from `/`); None and '' as given."""
-    from agorad.surface.filenames import home_root
-
-    return home_root(path) if path else path
+    up_run.serve(where, settings, click.get_current_context().find_root().info_name)
 
 
 def agorad_main():
-    """The `agorad` console script: the same command as `agora up`."""
-    up(prog_name="agorad")
+    """The `agorad` console script of an install made before up_fast.main took its place."""
+    from agorad.cli.up_fast import main
+
+    main()

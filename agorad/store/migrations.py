@@ -6,9 +6,9 @@ change to the schema is a new file.
 
 from __future__ import annotations
 
+import os
 import re
 import time
-from importlib import resources
 
 import apsw
 
@@ -20,10 +20,14 @@ _NAME = re.compile(r"(\d{4})_([a-z0-9_]+)\.sql")
 def available() -> list[tuple[int, str, str]]:
     """(version, name, sql) for every migration shipped with this package, in order."""
     found = []
-    for entry in resources.files("agorad.store").joinpath("migrations").iterdir():
-        match = _NAME.fullmatch(entry.name)
+    # Read beside this module, not through importlib.resources: that loads tempfile, zipfile and shutil
+    # into the hub (a few ms of its cold start) for a package installed as plain files (package-data).
+    directory = os.path.join(os.path.dirname(os.path.abspath(__file__)), "migrations")
+    for name in os.listdir(directory):
+        match = _NAME.fullmatch(name)
         if match:
-            found.append((int(match.group(1)), match.group(2), entry.read_text()))
+            with open(os.path.join(directory, name), encoding="utf-8") as sql:
+                found.append((int(match.group(1)), match.group(2), sql.read()))
     return sorted(found)
 
 
