@@ -288,7 +288,7 @@ def _parse(raw: bytes) -> dict | None:
         return None  # (and cjson imports json to word an error: the armed listener does not load it)
     try:
         line = cjson.loads(raw)
-    except ValueError:
+    except (ValueError, RecursionError):  # not a line the hub wrote (it nests nothing that deep): skipped
         return None
     if not isinstance(line, dict) or not isinstance(line.get("id"), int) or isinstance(line.get("id"), bool):
         return None

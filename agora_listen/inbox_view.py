@@ -72,8 +72,8 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
                 current = hub.call("agents.resolve", agent=agent)["agent"]
                 key = keys.read_key(home, current)
             if key is None:
-                raise Trouble(keys.no_key(home, agent, f"it is kept in {home.key_file(agent)} "
-                                          f"({_key_remedy(agent, url)}), or set AGORA_KEY"), "no-key")
+                raise Trouble(keys.no_key(home, agent, f"it is kept in {home.key_file(current)} "
+                                          f"({_key_remedy(agent, url)}), or set AGORA_KEY", holder=current), "no-key")
             hello = hub.hello(agent, key)
             current = (hello.get("redirected") or {}).get("to", current)
             return current, [hub.call(method, **params) for method, params in calls]

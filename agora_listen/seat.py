@@ -80,7 +80,7 @@ class Seat:
             return cjson.loads(filenames.read_regular(self.file(suffix)))
         except FileNotFoundError:
             return None
-        except (OSError, ValueError):
+        except (OSError, ValueError, RecursionError):  # nested past the parser's depth: as corrupt, rewritten
             return CORRUPT
 
     def save(self, suffix: str, value, sync: bool = True) -> None:

@@ -81,9 +81,9 @@ async def connect_as(seat: Seat) -> tuple[Connection, dict]:
             agent = (await connection.call("agents.resolve", agent=agent))["agent"]
             key = keys.read_key(seat.home, agent)
         if key is None:
-            trouble = keys.key_file_trouble(seat.home, seat.agent)
+            trouble = keys.key_file_trouble(seat.home, agent)  # the renamed seat's, if it was asked for
             raise NoKey(f"no key for {seat.agent}" + (f": its key file {trouble}" if trouble else ""),
-                        key_file=str(seat.home.key_file(seat.agent)))
+                        key_file=str(seat.home.key_file(agent)))
         hello = await connection.call("hub.hello", agent=seat.agent, key=key)
     except BaseException:
         connection.close()

@@ -126,7 +126,7 @@ def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
     from agorad.surface.wsclient import RemoteClient
 
     key = keys.read_key(home, agent)
-    present = home.key_file(agent).exists()
+    present = keys.read_key_file(home, agent) is not None  # the hooks' key: they get no AGORA_KEY
     if key is None:
         problems.append(f"{_no_key_at(home, agent)}: pipe it in with `agora setup {agent} --key-stdin`")
         return {"up": None, "registered": None, "key": False, "url": url}

@@ -485,6 +485,31 @@ def test_corrupt_seat_files_fail_toward_more_wakes(hub, pair):
     json.loads((hub.home / "listen-runtime.offset").read_text())  # rewritten whole
 
 
+@pytest.mark.parametrize("suffix", ["offset", "backoff"])
+def test_a_seat_file_nested_past_the_parsers_depth_is_corrupt_not_fatal(hub, pair, suffix):
+    """It raised RecursionError through the listener (`ended reason=error`), and the file, never rewritten,
+    ended every later listener the same way: the seat was deaf until someone mended it by hand."""
+    send(pair["memory"], "@runtime", "one")
+    listen_once(hub, "--as", "runtime", "--max-wait", "1")
+    (hub.home / f"listen-runtime.{suffix}").write_text("[" * 200_000 + "]" * 200_000)
+    code, lines, stderr = listen_once(hub, "--as", "runtime", "--debounce", "0", "--max-wait", "1")
+    assert code in (0, 2) and "RecursionError" not in stderr, (lines, stderr)
+    json.loads((hub.home / f"listen-runtime.{suffix}").read_text())  # rewritten whole
+
+
+def test_a_notify_line_nested_past_the_parsers_depth_is_skipped(hub, pair):
+    """A line the hub never writes (a hand edit, a fault): it ended a persistent listener."""
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0")
+    try:
+        ear.next_line()
+        with open(hub.home / "runtime-inbox.log", "a") as notify:
+            notify.write('{"a":' + "[" * 200_000 + "]" * 200_000 + "}\n")
+        send(pair["memory"], "@runtime", "after it")
+        assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:memory--runtime#1"
+    finally:
+        ear.stop()
+
+
 def test_adaptive_backoff(hub, pair):
     send(pair["memory"], "commons", "make the file")
     backoff = hub.home / "listen-runtime.backoff"

@@ -62,7 +62,7 @@ def test_a_fifo_key_file_is_no_key(hub):
     assert stop.returncode == 0 and f"{key} is not a regular file" in stop.stderr, stop.stderr  # the turn ends
 
 
-@pytest.mark.parametrize("content, words", [(b"", "is empty"), (b" \n", "is empty"),
+@pytest.mark.parametrize("content, words", [(b"", "is empty"), (b" \n", "holds no key (only blank space)"),
                                             (b"\xff\xfe", "does not hold a key (it is not UTF-8 text)"),
                                             (b"k" * ((1 << 20) + 1), "does not hold a key (it is larger than")])
 def test_a_key_file_that_holds_no_key_is_named_with_what_is_wrong(hub, content, words, monkeypatch):
@@ -79,7 +79,7 @@ def test_a_key_file_that_holds_no_key_is_named_with_what_is_wrong(hub, content, 
         Client("b", home=hub.home)
     key.unlink()  # nothing there: the remedy alone, as before
     done = agora(hub, "inbox", "--as", "b")
-    assert f"no key for b: set AGORA_KEY or create {key}" in done.stderr, done.stderr
+    assert f"no key for b: set AGORA_KEY or put the seat's key in {key}" in done.stderr, done.stderr
 
 
 def test_a_fifo_under_a_notify_name_blocks_neither_the_hub_nor_a_listener(hub):
@@ -177,3 +177,18 @@ def test_lines_a_fifo_refused_are_written_as_soon_as_it_is_removed(hub):
                  what="the lines the FIFO refused, written once it went")
     log = hub.log()
     assert log.count(" notify-write-failed ") == 1 and log.count(" notify-write-resumed ") == 1, log
+
+
+def test_a_renamed_seats_key_file_is_the_one_named(hub):
+    """The key is read from the new id's file (it moved with the rename); the message named the old
+    id's file, missing, and said nothing of the empty one."""
+    hub.add_agent("d")
+    assert agora(hub, "agent", "rename", "d", "d2", "--reason", "test").returncode == 0
+    key = hub.home / "keys" / "d2.key"
+    key.write_bytes(b"")
+    done = agora(hub, "inbox", "--as", "d")
+    assert done.returncode != 0 and f"no key for d: {key} is empty; set AGORA_KEY or put the seat's key in {key}" \
+        in done.stderr, done.stderr
+    stop = subprocess.run([AGORA, "--home", str(hub.home), "hook", "stop", "--harness", "claude", "--as", "d"],
+                          input="{}", capture_output=True, text=True, env=hub.env, timeout=20)
+    assert stop.returncode == 0 and f"no key for d: {key} is empty" in stop.stderr, stop.stderr

@@ -119,7 +119,8 @@ def connect(home: str | None, as_id: str | None = None):
         key = keys.read_key(client.home, key_owner)
     if key is None:
         client.close()
-        raise AgoraError(keys.no_key(client.home, as_id, f"set AGORA_KEY or create {client.home.key_file(as_id)}"))
+        raise AgoraError(keys.no_key(client.home, as_id, "set AGORA_KEY or put the seat's key in "
+                                     f"{client.home.key_file(key_owner)}", holder=key_owner))
     _hello(client, as_id, key, client.home.key_file(key_owner))
     return client
 

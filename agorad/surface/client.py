@@ -197,9 +197,10 @@ class Client:
     def _decode(self, line: bytes) -> dict:
         try:
             message = cjson.loads(line)
-        except ValueError:
+        except (ValueError, RecursionError) as exc:
             self.close()
-            raise Unavailable(f"the hub at {self._socket_path} sent a reply that is not JSON") from None
+            what = "nested too deep to read" if isinstance(exc, RecursionError) else "not JSON"
+            raise Unavailable(f"the hub at {self._socket_path} sent a reply that is {what}") from None
         if not isinstance(message, dict):
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} sent a reply that is not a JSON object")

@@ -105,11 +105,12 @@ def read_key_file(home: Home, agent_id: str) -> str | None:
         return None
 
 
-def no_key(home: Home | str, agent_id: str, remedy: str) -> str:
-    """`no key for <id>: <remedy>`, saying first what is wrong with keys/<id>.key when something is there
-    (a FIFO, a file it cannot read, an empty one): "create keys/<id>.key" alone misleads then."""
-    trouble = key_file_trouble(home, agent_id)
-    path = key_file(home.root_text if isinstance(home, Home) else os.fspath(home), agent_id)
+def no_key(home: Home | str, agent_id: str, remedy: str, holder: str | None = None) -> str:
+    """`no key for <id>: <remedy>`, saying first what is wrong with the key file when something is there
+    (a FIFO, a file it cannot read, an empty one): "put the key in keys/<id>.key" alone misleads then.
+    `holder`: the id whose file was read last, when not `agent_id` (a renamed seat's key moved with it)."""
+    trouble = key_file_trouble(home, holder or agent_id)
+    path = key_file(home.root_text if isinstance(home, Home) else os.fspath(home), holder or agent_id)
     return f"no key for {agent_id}: " + (f"{path} {trouble}; " if trouble else "") + remedy
 
 
@@ -129,7 +130,9 @@ def key_file_trouble(home: Home | str, agent_id: str) -> str | None:
         if exc.errno == errno.EFBIG:
             return "does not hold a key (it is larger than a key file can be)"
         return f"cannot be read ({exc.strerror or exc})"
-    return None if text.strip() else "is empty"
+    if text.strip():
+        return None
+    return "holds no key (only blank space)" if text else "is empty"
 
 
 def kept_seats(home: Home) -> list[str]:

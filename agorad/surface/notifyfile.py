@@ -38,8 +38,8 @@ def last_id_in(path: Path) -> int | None:
             continue
         try:
             value = cjson.loads(line)["id"]
-        except (ValueError, KeyError, TypeError):
-            continue  # an empty or torn line: look further back
+        except (ValueError, KeyError, TypeError, RecursionError):
+            continue  # an empty or torn line (or one nested past the parser's depth): look further back
         if type(value) is int and value > 0:
             return value
     return None
