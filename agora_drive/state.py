@@ -43,7 +43,7 @@ class DriveState:
             state = cls(**{k: data[k] for k in cls.__dataclass_fields__ if k in data})
             state._check()
             return state
-        except (OSError, ValueError, TypeError):
+        except (OSError, ValueError, TypeError, RecursionError):
             return cls()
 
     def _check(self) -> None:

@@ -44,6 +44,6 @@ def read_ready(fd: int = 0, wait: float = settings.HOOK_STDIN_WAIT) -> dict:
 def _object(data: bytes) -> dict | None:
     try:
         value = json.loads(data)
-    except ValueError:  # partial, or not JSON (UnicodeDecodeError is a ValueError)
+    except (ValueError, RecursionError):  # partial, or not JSON (UnicodeDecodeError is a ValueError)
         return None
     return value if isinstance(value, dict) else None

@@ -212,7 +212,7 @@ def _load_object(path: Path, text: str | None) -> dict:
         return {}
     try:
         data = json.loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise SetupError(f"{path} is not valid JSON ({exc}); fix it by hand, setup will not overwrite it") from None
     if not isinstance(data, dict):
         raise SetupError(f"{path} is not a JSON object; fix it by hand, setup will not overwrite it")

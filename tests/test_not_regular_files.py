@@ -192,3 +192,27 @@ def test_a_renamed_seats_key_file_is_the_one_named(hub):
     stop = subprocess.run([AGORA, "--home", str(hub.home), "hook", "stop", "--harness", "claude", "--as", "d"],
                           input="{}", capture_output=True, text=True, env=hub.env, timeout=20)
     assert stop.returncode == 0 and f"no key for d: {key} is empty" in stop.stderr, stop.stderr
+
+
+DEEP = "[" * 200_000 + "]" * 200_000  # past the JSON parser's depth: RecursionError, not ValueError
+
+
+def test_files_nested_past_the_parsers_depth_stop_no_start_check_or_hook(hub):
+    """A listener's place nested that deep stopped the hub's start and `agora check` with RecursionError;
+    a stop hook fed such an event, or a stamp file like it, must still end the turn."""
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "one")
+    hub.stop()
+    (hub.home / "listen-b.offset").write_text(DEEP)
+    (hub.home / "hook-b.stop.stamp").write_text(DEEP)
+    hub.start()
+    report = json.loads(agora(hub, "check", "--json").stdout)
+    b = next(seat for seat in report["seats"] if seat["agent"] == "b")
+    assert b["problems"] == [f"{hub.home / 'listen-b.offset'} is not an offset (the next listener reads the file "
+                             "from its start)"]
+    stop = subprocess.run([AGORA, "--home", str(hub.home), "hook", "stop", "--harness", "claude", "--as", "b"],
+                          input=DEEP, capture_output=True, text=True, env=hub.env, timeout=20)
+    assert stop.returncode == 2 and "Traceback" not in stop.stderr, stop.stderr
+    assert "dm:a--b#1" in stop.stderr  # the unread DM re-prompts the turn, as with any event it cannot read
+    status = agora(hub, "status", "--json")
+    assert status.returncode == 0 and "RecursionError" not in status.stderr, status.stderr

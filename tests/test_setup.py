@@ -170,6 +170,7 @@ def test_no_harness_found_is_a_usage_error_that_writes_nothing(hub, ws):
     (".codex/hooks.json", "[1, 2"),
     (".codex/config.toml", "[model\n"),
     (".cursor/hooks.json", '"just a string"'),
+    (".claude/settings.json", '{"a": ' + "[" * 200_000 + "]" * 200_000 + "}"),  # RecursionError: a traceback
 ])
 def test_a_corrupt_config_is_refused_and_nothing_is_written(hub, ws, relative, corrupt):
     (ws / relative).parent.mkdir(parents=True)

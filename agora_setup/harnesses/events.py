@@ -19,7 +19,7 @@ def parse(line: str) -> dict | None:
         return None
     try:
         event = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return event if isinstance(event, dict) else None
 

@@ -80,7 +80,7 @@ def names_agora_server(text: str) -> bool:
 
     try:
         return MCP_NAME in (json.loads(text).get("mcpServers") or {})
-    except (ValueError, AttributeError):
+    except (ValueError, AttributeError, RecursionError):
         return False
 
 

@@ -119,7 +119,7 @@ def _judge_offset(entry: dict, home: Home, path: Path) -> None:
         offset = json.loads(read_regular(offset_file))
     except FileNotFoundError:
         return
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         offset = None
     if not is_place(offset):
         entry["problems"].append(f"{offset_file} is not an offset (the next listener reads the file from its start)")

@@ -98,7 +98,7 @@ def rewrite_without_lost(survey: Survey) -> int:
 def _id(line: bytes) -> int | None:
     try:
         value = json.loads(line)["id"]
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, RecursionError):
         return None
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
@@ -116,7 +116,7 @@ def rung_id(offset_file: str | None) -> int | None:
     try:
         place = json.loads(read_regular(offset_file))
         value = place.get("id")
-    except (OSError, ValueError, AttributeError):
+    except (OSError, ValueError, AttributeError, RecursionError):  # a deep nest stopped the start
         return None
     if is_file_id(value):
         return value

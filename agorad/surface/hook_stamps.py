@@ -33,7 +33,7 @@ def read(root: str | os.PathLike, agent: str, hook: str) -> dict:
     """The stamp's known fields; {} when missing or corrupt."""
     try:
         data = json.loads(read_regular(hook_stamp(root, agent, hook)))
-    except (OSError, ValueError):
+    except (OSError, ValueError, RecursionError):
         return {}
     if not isinstance(data, dict):
         return {}
