@@ -355,7 +355,7 @@ class TomlBlock(Target):
 
         try:
             return tomllib.loads(text)
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, RecursionError) as exc:
             raise SetupError(f"{self.path} is not valid TOML ({exc}); fix it by hand, setup will not overwrite it") from None
 
     def _rest(self, text: str) -> str:

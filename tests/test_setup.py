@@ -171,6 +171,7 @@ def test_no_harness_found_is_a_usage_error_that_writes_nothing(hub, ws):
     (".codex/config.toml", "[model\n"),
     (".cursor/hooks.json", '"just a string"'),
     (".claude/settings.json", '{"a": ' + "[" * 200_000 + "]" * 200_000 + "}"),  # RecursionError: a traceback
+    (".codex/config.toml", "a = " + "[" * 100_000 + "]" * 100_000 + "\n"),
 ])
 def test_a_corrupt_config_is_refused_and_nothing_is_written(hub, ws, relative, corrupt):
     (ws / relative).parent.mkdir(parents=True)
@@ -296,6 +297,7 @@ def test_concurrent_setups_serialise_their_merges(hub, ws):
 
 
 @pytest.mark.parametrize("text, says", [
+    ("a = " + "[" * 100_000 + "]" * 100_000 + "\n", "is not valid TOML"),  # RecursionError: a traceback
     ('format = 2\nid = "runtime"\nhub = "/h/agorad.sock"\nkey_file = "/h/keys/runtime.key"\n', "format 2"),
     ('format = 1\nid = "bad id"\nhub = "/h/agorad.sock"\nkey_file = "/h/k"\n', "no valid id"),
     ('format = 1\nid = "runtime"\n', "lacks hub or key_file"),

@@ -124,7 +124,7 @@ class CodexDrive:
 def _names_agora_server(text: str) -> bool:
     try:
         return MCP_NAME in (tomllib.loads(text).get("mcp_servers") or {})
-    except (tomllib.TOMLDecodeError, AttributeError):
+    except (tomllib.TOMLDecodeError, AttributeError, RecursionError):
         return False
 
 
@@ -138,7 +138,7 @@ def _untrusted(workspace: Path, env) -> str | None:
     config = codex_home / "config.toml"
     try:
         projects = tomllib.loads(config.read_text()).get("projects") or {}
-    except (OSError, tomllib.TOMLDecodeError):
+    except (OSError, tomllib.TOMLDecodeError, RecursionError):
         projects = {}
     for place in (workspace, *workspace.parents):  # Codex trusts a project by its root: the repo's, or cwd
         level = (projects.get(str(place)) or {}).get("trust_level")

@@ -30,7 +30,7 @@ def decode(frame: bytes, where: str) -> dict:
     caller ends the connection: the stream is out of step)."""
     try:
         message = json.loads(frame)
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth
         message = None
     if not isinstance(message, dict):
         raise Unavailable(f"the hub at {where} sent a frame that is not a JSON object")

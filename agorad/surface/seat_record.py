@@ -88,7 +88,7 @@ def load(path: Path) -> SeatRecord:
         data = tomllib.loads(_universal_newlines(read_regular_text(path)))
     except (OSError, UnicodeDecodeError) as exc:
         raise RecordError(f"cannot read the seat record {path}: {exc}") from None
-    except tomllib.TOMLDecodeError as exc:
+    except (tomllib.TOMLDecodeError, RecursionError) as exc:  # RecursionError: arrays nested past its depth
         raise RecordError(f"the seat record {path} is not valid TOML ({exc}); "
                           "fix it, or remove it and run `agora setup ID` again") from None
     fmt = data.get("format")
