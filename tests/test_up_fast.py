@@ -3,6 +3,7 @@ line to click; and a hub started through it loads no click."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 
@@ -57,10 +58,25 @@ def test_the_fast_path_starts_the_hub_click_would(argv, env_home, tmp_path, serv
         monkeypatch.delenv("AGORA_HOME", raising=False)
     else:
         monkeypatch.setenv("AGORA_HOME", env_home.format(home=home))
-    assert up_fast.parse(argv) is not None
+    assert up_fast.parse(argv) == {"home": argv[-1].removeprefix("--home=") if argv else home}
     fast, clicked = by_fast_path(argv, served, monkeypatch), by_click(argv, served)
     assert fast == clicked
     assert isinstance(fast[0], Home) and fast[2] == "agorad"
+
+
+@pytest.mark.parametrize("env_home", [None, ""])
+def test_no_home_outside_a_workspace_is_the_default_home_as_in_click(env_home, tmp_path, served, monkeypatch):
+    """The unit `agora service install` writes without a home: a bare `agorad`, no $AGORA_HOME (or an
+    empty one, which click takes for none), run where no seat record is."""
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("HOME", str(tmp_path))
+    if env_home is None:
+        monkeypatch.delenv("AGORA_HOME", raising=False)
+    else:
+        monkeypatch.setenv("AGORA_HOME", env_home)
+    assert up_fast.parse([]) == {"home": None}
+    fast, clicked = by_fast_path([], served, monkeypatch), by_click([], served)
+    assert fast == clicked and fast[0].root_text == str(tmp_path / ".agora")
 
 
 @pytest.mark.parametrize("argv", [
@@ -71,7 +87,6 @@ def test_the_fast_path_starts_the_hub_click_would(argv, env_home, tmp_path, serv
     ["--home"], ["--home", "--detach"],
     ["--home", "{file}"],  # click: "is a file"
     ["--home", ""],
-    [],  # no home anywhere: the workspace's seat record may name one (click's SharedOption)
 ])
 def test_anything_else_is_left_to_click(argv, tmp_path, monkeypatch):
     monkeypatch.delenv("AGORA_HOME", raising=False)
@@ -80,9 +95,25 @@ def test_anything_else_is_left_to_click(argv, tmp_path, monkeypatch):
     assert up_fast.parse(argv) is None
 
 
-def test_an_empty_agora_home_is_none_as_in_click(monkeypatch):
-    monkeypatch.setenv("AGORA_HOME", "")
+def test_a_workspace_with_a_seat_record_is_left_to_click(tmp_path, monkeypatch):
+    """click's SharedOption takes the record's home when none is given (and words a broken record)."""
+    monkeypatch.delenv("AGORA_HOME", raising=False)
+    (tmp_path / ".agora").mkdir()
+    (tmp_path / ".agora" / "seat.toml").write_text("not toml [")
+    monkeypatch.chdir(tmp_path)
     assert up_fast.parse([]) is None
+    monkeypatch.setenv("AGORA_HOME", str(tmp_path / "h"))  # $AGORA_HOME comes before the record, as in click
+    assert up_fast.parse([]) == {"home": str(tmp_path / "h")}
+
+
+def test_shell_completion_is_left_to_click(tmp_path, monkeypatch):
+    """click completes by running the program with _AGORAD_COMPLETE set: it started a hub instead."""
+    monkeypatch.setenv("AGORA_HOME", str(tmp_path / "h"))
+    monkeypatch.setenv("_AGORAD_COMPLETE", "bash_source")
+    assert up_fast.parse([]) is None
+    done = subprocess.run([AGORAD], capture_output=True, text=True, timeout=30,
+                          env={**os.environ, "AGORA_HOME": str(tmp_path / "h"), "_AGORAD_COMPLETE": "bash_source"})
+    assert done.returncode == 0 and "_agorad_completion" in done.stdout and not (tmp_path / "h").exists()
 
 
 def test_a_hub_started_through_the_fast_path_serves_and_loads_no_click(tmp_path):

@@ -81,7 +81,7 @@ def answer(params: dict):
     try:
         start(**params)
     except KeyboardInterrupt:
-        sys.stderr.write("Aborted!\n")
+        sys.stderr.write("\nAborted!\n")  # click writes the blank line too
         sys.exit(1)
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # nothing more to flush into the pipe

@@ -41,8 +41,11 @@ def serve(where, settings, program: str):
 
 
 def fail(program: str, message: str):
-    sys.stderr.write(f"{program}: {message}\n")
-    sys.stderr.flush()
+    """As common.fail says it: through click.echo, which drops escape sequences (a home's name may hold
+    some) when stderr is not a terminal. Loaded only here, on the way out."""
+    import click
+
+    click.echo(f"{program}: {message}", err=True)
     sys.exit(EXIT_ERROR)
 
 
