@@ -10,13 +10,13 @@ from agorad.surface.errors import AgoraError
 from agora_mcp.link import Seat
 
 
-def _fixes(seat: Seat) -> dict[str, str]:
+def _fixes(seat: Seat, key_file: str) -> dict[str, str]:
     setup = f"agora setup {seat.agent}" + (f" --url {seat.url} --key-stdin" if seat.url else "")
     start = (f"check that the hub at {seat.url} runs with `agora up --listen` and is reachable from here" if seat.url
              else f"start the hub with `agora up --home {seat.home.root}`")
     return {
         "unavailable": f"{start}; this server reconnects by itself, so call the tool again once it answers",
-        "no-key": f"put the seat's key in {seat.home.key_file(seat.agent)} or in AGORA_KEY in this server's "
+        "no-key": f"put the seat's key in {key_file} or in AGORA_KEY in this server's "
                   f"environment (`{setup}` does it)",
         "unauthorized": f"the key does not match the seat {seat.agent}, or the seat was removed: run "
                         f"`{setup}` again",
@@ -31,7 +31,9 @@ def _fixes(seat: Seat) -> dict[str, str]:
 
 
 def explain(exc: AgoraError, seat: Seat) -> str:
-    fix = _fixes(seat).get(exc.reason, "call again; if it persists, see the hub's log")
+    # A renamed seat's key is read from its new id's file: NoKey names the file it looked in.
+    key_file = exc.data.get("key_file") or str(seat.home.key_file(seat.agent))
+    fix = _fixes(seat, key_file).get(exc.reason, "call again; if it persists, see the hub's log")
     limit = exc.data.get("limit")
     said = exc.message + (f" (limit {limit})" if limit is not None and str(limit) not in exc.message else "")
     return f"{exc.reason}: {said}. Fix: {fix}."

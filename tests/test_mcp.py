@@ -290,6 +290,20 @@ def test_a_seat_without_a_key_is_told_where_to_put_it_and_a_wrong_key_is_refused
     assert commons["head"] == 0  # nothing was posted
 
 
+def test_a_renamed_seat_without_a_key_is_told_the_file_its_key_is_read_from(seats):
+    """The key moved with the rename to the new id's file, which is the one read: the fix names it, not
+    the old id's."""
+    seats.call("agents.rename", old="bob", new="bob2", reason="test")
+    (seats.home / "keys" / "bob2.key").unlink()
+
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            text = await bob.fails("check_inbox")
+            assert "no-key:" in text and f"put the seat's key in {seats.home / 'keys' / 'bob2.key'} " in text, text
+            assert "bob.key" not in text, text
+    run(body())
+
+
 def test_the_seat_comes_from_agora_agent_id(seats):
     async def body():
         async with mcp_session(seats.home, env={"AGORA_AGENT_ID": "alice"}) as alice:

@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import os
 import stat
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import apsw
 import pytest
 
+import agorad
 from agorad.store import connect, write
 from agorad.store.migrations import available, current_version, migrate
 
@@ -36,6 +41,25 @@ def test_normal_synchronous_is_an_opt_in(tmp_path):
 def test_migrations_are_numbered_from_one_without_gaps():
     numbers = [number for number, _, _ in available()]
     assert numbers == list(range(1, len(numbers) + 1))
+
+
+def test_a_package_imported_from_a_zip_finds_its_migrations(tmp_path):
+    """A zipapp, pex or shiv imports agorad from a zip: the files beside the module are not on disk,
+    and the loader reads them instead (os.listdir of a path inside a zip fails)."""
+    package = Path(agorad.__file__).parent
+    archive = tmp_path / "agora.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        for path in package.rglob("*"):
+            if path.is_file() and "__pycache__" not in path.parts:
+                z.write(path, path.relative_to(package.parent).as_posix())
+    probe = ("import sys, agorad.store.migrations as m; from agorad.store import connect; "
+             "print(m.__file__); print(m.migrate(connect(sys.argv[1])))")
+    done = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "agora.db")], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": str(archive)}, cwd=tmp_path, timeout=60)
+    assert done.returncode == 0, done.stderr
+    where, applied = done.stdout.splitlines()
+    assert where.startswith(str(archive))
+    assert applied == str([n for n, _, _ in available()])
 
 
 def test_each_migration_is_recorded_once(db):

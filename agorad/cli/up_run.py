@@ -1,6 +1,7 @@
 """The hub's start once its command line is parsed: by click (`agora up`, `agorad`: up.py) or, for the
-usual `agorad` lines, by the fast path (up_fast.py). No click here: the hub would carry it for its life,
-and loading it was about a third of the hub's cold start (bench/README.md "The hub's cold start")."""
+usual `agorad` lines, by the fast path (up_fast.py). No click on the way to serving: the hub would carry
+it for its life, and loading it was about a third of the hub's cold start (bench/README.md "The hub's
+cold start"). Only `fail`, on the way out, loads it to word a refused start as click.echo does."""
 
 from __future__ import annotations
 

@@ -31,7 +31,6 @@ class Options:
         self.parse_float = parse_float
         self.parse_int = int
         self.parse_constant = parse_constant or _CONSTANTS.__getitem__
-        self.memo = {}
 
 
 _CONSTANTS = {"-Infinity": float("-inf"), "Infinity": float("inf"), "NaN": float("nan")}

@@ -110,14 +110,18 @@ def no_key(home: Home | str, agent_id: str, remedy: str, holder: str | None = No
     (a FIFO, a file it cannot read, an empty one): "put the key in keys/<id>.key" alone misleads then.
     `holder`: the id whose file was read last, when not `agent_id` (a renamed seat's key moved with it)."""
     trouble = key_file_trouble(home, holder or agent_id)
-    path = key_file(home.root_text if isinstance(home, Home) else os.fspath(home), holder or agent_id)
+    path = _key_path(home, holder or agent_id)
     return f"no key for {agent_id}: " + (f"{path} {trouble}; " if trouble else "") + remedy
+
+
+def _key_path(home: Home | str, agent_id: str) -> str:
+    return key_file(home.root_text if isinstance(home, Home) else os.fspath(home), agent_id)
 
 
 def key_file_trouble(home: Home | str, agent_id: str) -> str | None:
     """Why keys/<id>.key holds no key for `read_key_file`, in words that follow its name; None when
     nothing is there (or a key is)."""
-    path = key_file(home.root_text if isinstance(home, Home) else os.fspath(home), agent_id)
+    path = _key_path(home, agent_id)
     try:
         text = filenames.read_regular_text(path)
     except FileNotFoundError:
