@@ -68,8 +68,22 @@ def test_a_backup_into_a_directory_that_does_not_exist_names_it_and_says_to_crea
     assert f"{tmp_path / 'plain'} is not a directory" in result.stderr and ".tmp" not in result.stderr
 
 
-def test_backup_refuses_the_hubs_own_database(hub, cli):
-    assert "hub's own database" in cli("backup", str(hub.home / "agora.db"), code=1).stderr
+def test_backup_refuses_the_hubs_own_database(hub, cli, tmp_path):
+    """However the path is spelled: with --force, a symbolic link to the home's directory, or `..` through
+    one, replaced the live database's entry, and a restart served the copy without the sends since."""
+    link = tmp_path / "link"
+    link.symlink_to(hub.home, target_is_directory=True)
+    (tmp_path / "sub").mkdir()
+    database = (hub.home / "agora.db").stat()
+    for spelled in (hub.home / "agora.db", link / "agora.db", link / "agora.db-wal",
+                    tmp_path / "sub" / ".." / "link" / "agora.db"):
+        result = cli("backup", "--force", str(spelled), code=1)
+        assert "hub's own database" in result.stderr, (spelled, result.stderr)
+    after = (hub.home / "agora.db").stat()
+    assert (after.st_ino, after.st_dev) == (database.st_ino, database.st_dev)
+    (tmp_path / "elsewhere").mkdir()
+    cli("backup", str(tmp_path / "elsewhere" / "agora.db"))  # the name alone is no bar
+    assert (tmp_path / "elsewhere" / "agora.db").is_file()
 
 
 # --- restore ------------------------------------------------------------------------------------

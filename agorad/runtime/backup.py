@@ -26,7 +26,7 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
     target = Path(os.path.abspath(target))
     if not home.db.is_file():
         raise AgoraError(f"no database at {home.db}: nothing to back up")
-    if target in home.db_files:
+    if _names_a_database_file(home, target):
         raise AgoraError(f"{target} is the hub's own database file; back up to another path")
     if target.exists() and not force:
         raise AgoraError(f"{target} exists; give --force to replace it")
@@ -40,6 +40,19 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
     finally:
         temp.unlink(missing_ok=True)
     return {"path": str(target), "bytes": target.stat().st_size, **facts}
+
+
+def _names_a_database_file(home: Home, target: Path) -> bool:
+    """Whether `target` is the directory entry of the database or a companion, however spelled: the
+    copy replaces the entry, so a symbolic link or `..` in the path to the home's directory must not
+    get past a comparison of strings (the hub would write on into the unlinked file, and serve the
+    copy after a restart). A link to the file itself is replaced, not followed: no harm there."""
+    if target.name not in {path.name for path in home.db_files}:
+        return False
+    try:
+        return os.path.samestat(os.stat(target.parent), os.stat(home.root))
+    except OSError:  # a directory that is not there is not the home's
+        return False
 
 
 def _copy(database: Path, temp: Path) -> dict:
