@@ -261,6 +261,34 @@ def test_a_restore_after_a_kill_9_serves_the_backup_not_the_wal_the_dead_hub_lef
 
 # --- check --------------------------------------------------------------------------------------
 
+def test_check_beside_a_live_hub_takes_a_file_ahead_of_its_first_read_for_mail_stored_since(hub, monkeypatch):
+    """The hub stores and writes while check reads: a file read after the database can end past that read
+    (a review saw `check` fail 12 times in 14 beside one sender). Here a send lands between the two reads,
+    every time; only a file ahead of the database read after it is a problem."""
+    from agorad.runtime import check
+    from agorad.surface.paths import Home
+
+    real_last_id = check._last_id
+    with seats(hub, "a", "b") as s:
+        send(s["a"], "@b", "before")
+
+        def sent_meanwhile(path):
+            if path.name == "b-inbox.log":
+                send(s["a"], "@b", "meanwhile")  # committed and its line written before the file is read
+            return real_last_id(path)
+        monkeypatch.setattr(check, "_last_id", sent_meanwhile)
+        report = check.check(Home(hub.home), hub.home)
+    b = next(seat for seat in report["seats"] if seat["agent"] == "b")
+    assert report["ok"] and b["problems"] == [] and b["file_id"] == b["database_id"] == 2, report
+
+    monkeypatch.setattr(check, "_last_id", lambda path: 7 if path.name == "b-inbox.log" else real_last_id(path))
+    report = check.check(Home(hub.home), hub.home)  # a file truly ahead is still said to be
+    b = next(seat for seat in report["seats"] if seat["agent"] == "b")
+    assert not report["ok"] and b["problems"] == [
+        f"{hub.home / 'b-inbox.log'} goes to id 7, past the database's 2: its lines above it name deliveries the "
+        "database does not hold"], report
+
+
 def test_check_reports_a_truncated_notify_file_and_a_bogus_offset(hub, cli):
     with seats(hub, "a", "b", "c") as s:
         for n in range(3):

@@ -1,8 +1,10 @@
 """`agora check`: is the database sound, and do the notify files and listeners' offsets agree with it?
 
 Everything here only reads, so it runs beside a live hub: its own connection sees one committed
-state, and leaves no file behind (`_reader`). A delivery committed in the instant between that read and the look at its
-notify file can show as a file one line behind; run it again before acting on that alone.
+state, and leaves no file behind (`_reader`). The notify files are read after that state, so a file
+may end past it by what the hub stored since: such a file is judged against a read made after it
+(`_stored_since`). A delivery whose line was still being written when its file was read can show
+as a file one line behind; run it again before acting on that alone.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
     """The report: `ok`, the database's `integrity` problems and `schema`, and one entry per seat."""
     if not home.db.is_file():
         raise AgoraError(f"no database at {home.db}")
+    seats: list[dict] = []
     try:
         db = _reader(home)
         try:
@@ -34,19 +37,37 @@ def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
             version = integrity.schema_version(db)
             marks = snapshot.summary(db)["last_delivery_id"] if version is not None else {}
             stored = _stored_marks(db) if version is not None else {}
+            newest_now = _newest_now(db)
+            seats = [_seat(home, notify_dir, agent, last, stored.get(agent), newest_now)
+                     for agent, last in marks.items()]
         finally:
             db.close()
     except apsw.Error as exc:
-        found, version, marks, stored = [f"cannot read the database: {exc}"], None, {}, {}
+        found, version = [f"cannot read the database: {exc}"], None
     newest = max(number for number, _, _ in available())
     if version is None:
         found.append("not an Agora database (its tables are missing)")
     elif version > newest:
         found.append(f"schema {version} is newer than this agora knows ({newest})")
-    seats = [_seat(home, notify_dir, agent, last, stored.get(agent)) for agent, last in marks.items()]
     return {"ok": not found and not any(seat["problems"] for seat in seats), "database": str(home.db),
             "integrity": found, "schema": version, "notify_dir": str(notify_dir) if notify_dir else None,
             "seats": seats}
+
+
+def _newest_now(db: apsw.Connection):
+    """A seat's newest delivery id as the database holds it now, in a read of its own (each statement
+    outside a transaction sees the newest commit): a file read after the report's first read may be
+    ahead of that read by the deliveries a live hub stored since, and is only ahead of the database
+    if it is ahead of a read made after the file's."""
+    if db.execute("SELECT 1 FROM sqlite_schema WHERE name = 'delivery_heads'").fetchone() is None:
+        newest = "SELECT MAX(d.id) FROM deliveries d JOIN agents a ON a.pk = d.agent_pk WHERE a.id = ?"
+    else:  # (a copy from before migration 0009 has no heads)
+        newest = "SELECT h.last_id FROM delivery_heads h JOIN agents a ON a.pk = h.agent_pk WHERE a.id = ?"
+
+    def now(agent: str) -> int:
+        found = db.execute(newest, (agent,)).fetchone()
+        return (found[0] if found else None) or 0
+    return now
 
 
 def _reader(home: Home) -> apsw.Connection:
@@ -70,14 +91,29 @@ def _stored_marks(db: apsw.Connection) -> dict[str, int]:
         return {}
 
 
-def _seat(home: Home, notify_dir: Path | None, agent: str, last: int, stored: int | None = None) -> dict:
+def _seat(home: Home, notify_dir: Path | None, agent: str, last: int, stored: int | None = None,
+          newest_now=None) -> dict:
     entry = {"agent": agent, "database_id": last, "file_id": None, "offset": None, "problems": [], "notes": []}
     if notify_dir is not None:
         path = notify_file(notify_dir, agent)
         entry["file_id"] = _last_id(path)
-        _compare_file(entry, path, stored)
+        if not _stored_since(entry, newest_now):
+            _compare_file(entry, path, stored)
         _judge_offset(entry, home, path)
     return entry
+
+
+def _stored_since(entry: dict, newest_now) -> bool:
+    """Whether a file ahead of the report's first read is not ahead of the database read after it: a live hub
+    stored those deliveries in between (and the file may lag that read: it was read before). The entry then
+    shows the newer read."""
+    if newest_now is None or entry["file_id"] is None or entry["file_id"] <= entry["database_id"]:
+        return False
+    now = newest_now(entry["agent"])
+    if entry["file_id"] > now:
+        return False
+    entry["database_id"] = now
+    return True
 
 
 def _last_id(path: Path) -> int | None:
