@@ -22,7 +22,7 @@ from agorad import __version__
 from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import registry
-from agorad.runtime import homelock, notify_lost
+from agorad.runtime import homelock, loop_errors, notify_lost
 from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
@@ -111,6 +111,7 @@ def _recover_socket(home: Home) -> None:
 
 async def _serve(home: Home, settings: Settings) -> int:
     clock = Clock(controllable=settings.test_clock)
+    loop_errors.install(asyncio.get_running_loop())
     try:
         db = connect(home.db, settings.synchronous)
         db.execute("PRAGMA wal_autocheckpoint=0")  # the Checkpointer thread does it, off the request path

@@ -21,3 +21,24 @@ def _value(value) -> str:
     if not text or any(c.isspace() or not c.isprintable() for c in text):
         return repr(text)
     return text
+
+
+class Sparse:
+    """An event a peer or the kernel can repeat thousands of times a second (a refused connection, a failed
+    accept), logged at most once per `every` seconds: the line after a quiet spell says how many were held
+    back meanwhile (`held_back=N`). The log is not rotated, so a flood of them must not fill the disk."""
+
+    def __init__(self, event: str, every: float = 10.0, clock=time.monotonic):
+        self.event, self.every, self.clock = event, every, clock
+        self.held_back = 0
+        self.last: float | None = None
+
+    def __call__(self, **fields) -> None:
+        now = self.clock()
+        if self.last is not None and now - self.last < self.every:
+            self.held_back += 1
+            return
+        if self.held_back:
+            fields["held_back"] = self.held_back
+        log(self.event, **fields)
+        self.held_back, self.last = 0, now

@@ -6,7 +6,8 @@ with `hub.hello {agent, key}` before anything else and is never the operator (th
 only ever a same-uid Unix-socket peer); a failed or missing hello gets one `unauthorized`
 answer that does not say whether the seat exists, and the connection closes. Failures are
 counted per peer address (AuthThrottle; a throttled address is told to try again later), and connections still without a hello
-are capped per address and in all (PendingHellos). Each connection writes through a
+are capped per address and in all (PendingHellos), from their accept: those still in the WebSocket handshake
+(`_Counted`, closed at once past the cap, with nothing to say it in yet) and those past it (closed with 1013). Each connection writes through a
 bounded queue (Outbox): a peer that stops reading is cut off, the hub never waits for it.
 `websockets` is imported here only, and only a hub started with --listen imports this module.
 """
@@ -22,7 +23,7 @@ from websockets.asyncio.server import ServerConnection, serve as ws_serve
 from websockets.exceptions import ConnectionClosed
 
 from agorad.runtime.hub import HubState
-from agorad.runtime.log import log
+from agorad.runtime.log import Sparse, log
 from agorad.runtime.server import HANG_UP_GRACE, Session
 from agorad.surface import keys, settings
 from agorad.surface.errors import AgoraError, InvalidRequest, NotFound, Unauthorized, Unavailable
@@ -93,6 +94,7 @@ class PendingHellos:
         self.per_peer, self.total = per_peer, total
         self.by_peer: collections.Counter[str] = collections.Counter()
         self.count = 0
+        self.refused = Sparse("remote-refused")  # a peer can be refused as fast as it connects
 
     def admit(self, peer: str) -> bool:
         if self.count >= self.total or self.by_peer[peer] >= self.per_peer:
@@ -185,7 +187,7 @@ class RemoteSession(Session):
 
     async def run(self) -> None:
         if not self.pending.admit(self.peer):
-            log("remote-refused", peer=self.peer, reason="too-many-pending")
+            self.pending.refused(peer=self.peer, reason="too-many-pending")
             await self.ws.close(CLOSE_TRY_AGAIN, "too many connections without a hub.hello; try again later")
             return
         self.waiting_hello = True
@@ -328,14 +330,46 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
 
 async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None, idle: float):
     """Listen on host:port; return the websockets server (close() and wait_closed() to stop)."""
-    throttle, pending = AuthThrottle(), PendingHellos()
+    throttle, pending, handshaking = AuthThrottle(), PendingHellos(), PendingHellos()
 
-    async def handler(ws: ServerConnection) -> None:
+    class Counted(_Counted):
+        counter = handshaking
+
+    async def handler(ws: _Counted) -> None:
+        ws.handshake_over()
         await RemoteSession(hub, ws, throttle, pending, idle).run()
 
     return await ws_serve(handler, host, port, ssl=tls, max_size=MAX_FRAME, compression=None,
                           ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
-                          server_header=None, logger=_QUIET)
+                          server_header=None, logger=_QUIET, create_connection=Counted)
+
+
+class _Counted(ServerConnection):
+    """A connection counted from its accept until its WebSocket handshake is over (the handler starts, or the
+    connection ends). A peer that opens TCP connections and never finishes a handshake held each for the
+    handshake's timeout, uncounted: 1,100 of them from one address took every descriptor the hub had, and
+    its notify writes failed. Past the cap one is closed at its accept (there is no WebSocket yet to say
+    1013 in)."""
+
+    counter: PendingHellos
+
+    def connection_made(self, transport) -> None:
+        super().connection_made(transport)
+        address = transport.get_extra_info("peername")
+        self.peer_address = str(address[0]) if address else "?"
+        self.counted = self.counter.admit(self.peer_address)
+        if not self.counted:
+            self.counter.refused(peer=self.peer_address, reason="too-many-handshaking")
+            transport.abort()
+
+    def handshake_over(self) -> None:
+        if self.counted:
+            self.counted = False
+            self.counter.release(self.peer_address)
+
+    def connection_lost(self, exc) -> None:
+        self.handshake_over()
+        super().connection_lost(exc)
 
 
 class _Quiet:
