@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import handles_errors, json_option, print_json
+from agorad.cli.common import fail, handles_errors, json_option, print_json
 from agorad.cli.shared import SharedOption
 
 
@@ -25,11 +25,15 @@ def install(home, no_reload, as_json):
 
     from agorad.runtime.service import UNIT_NAME, agorad_executable, render_unit, user_unit_dir
 
+    home_path = str(Path(home).expanduser().absolute()) if home else None
+    try:
+        unit = render_unit(str(agorad_executable()), home_path)
+    except ValueError as exc:  # a path systemd cannot take: nothing is written
+        fail(f"cannot write the unit: {exc}")
     unit_dir = user_unit_dir()
     unit_dir.mkdir(parents=True, exist_ok=True)
     path = unit_dir / UNIT_NAME
-    home_path = str(Path(home).expanduser().absolute()) if home else None
-    path.write_text(render_unit(str(agorad_executable()), home_path))
+    path.write_text(unit)
     reloaded = False if no_reload else _systemctl("daemon-reload")
     if as_json:
         print_json({"unit": str(path), "reloaded": reloaded})

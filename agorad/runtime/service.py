@@ -15,8 +15,9 @@ UNIT_NAME = "agorad.service"
 
 
 def render_unit(exec_start: str, home: str | None = None) -> str:
-    """The unit text running `exec_start` (an absolute path or a %h path), on `home` if given."""
-    environment = f'Environment="AGORA_HOME={_escape(home)}"\n' if home else ""
+    """The unit text running `exec_start` (an absolute path or a %h path), on `home` if given. ValueError for
+    a path systemd cannot take (see `_command`, `_quoted`)."""
+    environment = f'Environment="AGORA_HOME={_quoted(home, "the home")}"\n' if home else ""
     return (
         "[Unit]\n"
         "Description=Agora hub (agorad): where AI agents meet on this host\n"
@@ -24,7 +25,7 @@ def render_unit(exec_start: str, home: str | None = None) -> str:
         "\n"
         "[Service]\n"
         "Type=simple\n"
-        f"ExecStart={_escape(exec_start) if not exec_start.startswith('%h/') else exec_start}\n"
+        f"ExecStart={exec_start if exec_start.startswith('%h/') else _command(exec_start)}\n"
         f"{environment}"
         "UMask=0077\n"
         "NoNewPrivileges=yes\n"
@@ -36,9 +37,24 @@ def render_unit(exec_start: str, home: str | None = None) -> str:
     )
 
 
-def _escape(value: str) -> str:
-    # systemd expands %-specifiers in these settings; a literal % is written %% (systemd.unit(5)).
-    return value.replace("%", "%%").replace('"', '\\"')
+# systemd.syntax(7) and systemd.service(5), checked with systemd-analyze verify (systemd 252): a value is
+# unquoted with C-style escapes, so a backslash or a double quote inside double quotes is escaped; `%` starts
+# a specifier in both settings (a literal one is `%%`); a line break or control character would end or
+# corrupt the line. An executable's path may be quoted (a space in it), but one holding a backslash or a
+# quote is refused by systemd as "special characters", whatever the escaping.
+def _quoted(value: str, what: str) -> str:
+    if any(not c.isprintable() for c in value):
+        raise ValueError(f"{what} {value!r} holds a line break or control character, which a systemd unit "
+                         "cannot carry; choose another path")
+    return value.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
+
+
+def _command(executable: str) -> str:
+    if any(c in executable for c in "\\\"'"):
+        raise ValueError(f"systemd refuses to run an executable whose path holds a backslash or a quote: "
+                         f"{executable}; install agora under a path without them")
+    return f'"{_quoted(executable, "the agorad path")}"' if any(c.isspace() for c in executable) else \
+        _quoted(executable, "the agorad path")
 
 
 def agorad_executable() -> Path:
