@@ -319,6 +319,14 @@ def test_a_join_hint_names_the_seat_that_must_join(hub, cli):
     assert "create it with `agora channel create dev --as carol`" in cli("claim", "open", "dev", "x", "--as", "carol",
                                                                            code=1).stderr
     assert "create it with `agora channel create dev`)" in cli("claim", "ls", "--channel", "dev", code=1).stderr
+    # A name no channel can have gets the rule, not a create its hint would have refused (a review).
+    cli("channel", "create", "ops2", "--as", "carol")
+    assert "no channel 'Ops2' (channel names are lower case: 'ops2')" in cli(
+        "claim", "open", "Ops2", "x", "--as", "carol", code=1).stderr
+    for name in ("Dev", "dev x", "commons#1"):
+        refused = cli("claim", "ls", "--channel", name, code=1).stderr
+        assert f"no channel {name!r} (no channel can be named so: 1-64 of a-z" in refused and "create" not in refused
+    assert "(no channel can be named so" in cli("read", "commons#1#2", "--as", "carol", code=1).stderr
 
 
 def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):

@@ -20,13 +20,13 @@ from agorad.surface.protocol import check_agent_id
 
 COMMONS = sql.COMMONS
 CHANNEL_NAME = re.compile(r"[a-z0-9][a-z0-9._-]{0,63}")
+NAME_RULE = "1-64 of a-z 0-9 . _ -, starting with a letter or digit"
 REF = re.compile(r"(.+)#([1-9][0-9]{0,17})")
 
 
 def check_new_name(name) -> str:
     if not isinstance(name, str) or not CHANNEL_NAME.fullmatch(name):
-        raise InvalidParams(f"channel name {name!r} is not valid (1-64 of a-z 0-9 . _ -, starting with a letter or digit)",
-                            field="channel")
+        raise InvalidParams(f"channel name {name!r} is not valid ({NAME_RULE})", field="channel")
     if name == COMMONS:
         raise Conflict("commons always exists; every agent is a member", field="channel")
     return name
@@ -46,9 +46,21 @@ def named(db: apsw.Connection, name, field: str = "channel", actor: Actor | None
     hidden = (channel is not None and channel["kind"] == "dm" and actor is not None and not actor.is_operator
               and sql.membership(db, actor.agent_pk, channel["pk"]) is None)
     if channel is None or hidden:
-        hint = "" if name.startswith("dm:") else f" (create it with `{_create_command(name, actor)}`)"
-        raise NotFound(f"no channel {name!r}{hint}", field=field)
+        raise NotFound(f"no channel {name!r}{_missing_hint(db, name, actor)}", field=field)
     return channel
+
+
+def _missing_hint(db: apsw.Connection, name: str, actor: Actor | None) -> str:
+    """How to get the channel `name` that does not exist: the command that creates it, or, for a name no
+    channel can have (a create would be refused), the rule, and the channel it may have meant."""
+    if name.startswith("dm:"):
+        return ""
+    if CHANNEL_NAME.fullmatch(name):
+        return f" (create it with `{_create_command(name, actor)}`)"
+    meant = name.lower()
+    if CHANNEL_NAME.fullmatch(meant) and sql.by_name(db, meant) is not None:
+        return f" (channel names are lower case: {meant!r})"
+    return f" (no channel can be named so: {NAME_RULE})"
 
 
 def _create_command(name: str, actor: Actor | None) -> str:
