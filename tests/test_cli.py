@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import signal
 import os
 import stat
 import subprocess
@@ -105,6 +106,24 @@ def test_no_hub_is_exit_3_with_what_to_do(home):
     assert "agora up" in cli("agents", code=3).stderr
     assert "not running" in cli("status", code=3).stderr
     assert json.loads(cli("status", "--json", code=3).stdout)["running"] is False
+
+
+def test_status_of_a_hub_that_holds_its_socket_and_does_not_answer_says_so(hub, cli, monkeypatch):
+    """A stopped (SIGSTOP) or hung hub accepts connections and answers nothing: it was called "not running",
+    the one state a user would start a second hub for (a review; `agora down` already told the two apart)."""
+    from agorad.surface.client import Client
+
+    monkeypatch.setattr(Client.__init__, "__defaults__", (None, 0.5))  # the CLI's 30 s, shortened
+    hub.proc.send_signal(signal.SIGSTOP)
+    try:
+        said = cli("status", code=3).stderr
+        shown = json.loads(cli("status", "--json", code=3).stdout)
+    finally:
+        hub.proc.send_signal(signal.SIGCONT)
+    assert said.startswith(f"hub: not answering (the hub at {hub.home / 'agorad.sock'} did not answer hub.status "
+                           "within 0.5 s): a process holds its socket") and "stop it with kill" in said, said
+    assert shown["running"] is False and shown["answering"] is False and "did not answer" in shown["error"]
+    assert json.loads(cli("status", "--json").stdout)["running"] is True  # and once it answers again
 
 
 def test_console_scripts_run(hub):

@@ -44,8 +44,14 @@ def status(as_id, home, as_json):
             info = hub.call("hub.status")
             info["agents"] = every_agent(hub, counts=True)["agents"]
     except Unavailable as exc:
+        hung = bool(exc.data.get("timed_out"))  # connected, and no answer: not "not running"
         if as_json:
-            print_json({"running": False, "home": str(Home.resolve(home).root), "error": exc.message})
+            print_json({"running": False, "answering": False if hung else None, "home": str(where.root),
+                        "error": exc.message})
+        elif hung:
+            click.echo(f"hub: not answering ({exc.message}): a process holds its socket but does not answer; "
+                       "if it is a hung or stopped agorad, stop it with kill (`agora down` asks the hub first)",
+                       err=True)
         else:
             click.echo(f"hub: not running ({exc.message})", err=True)
         raise SystemExit(EXIT_UNAVAILABLE)

@@ -108,7 +108,11 @@ class Client:
         try:
             self._sock.sendall(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
             return self._await_reply(request_id)
-        except (BrokenPipeError, ConnectionResetError, TimeoutError) as exc:
+        except TimeoutError:  # connected, so something listens there: hung, stopped (SIGSTOP) or swamped
+            self.close()
+            raise Unavailable(f"the hub at {self._socket_path} did not answer {method} within {self.timeout:g} s",
+                              timed_out=True) from None
+        except (BrokenPipeError, ConnectionResetError) as exc:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} went away during {method}: {exc}") from None
 
