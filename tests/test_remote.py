@@ -411,7 +411,8 @@ def test_a_bind_beyond_loopback_without_tls_refuses_to_start(home):
     assert not home.exists()  # refused before anything was touched
     half = subprocess.run([AGORAD, "--home", str(home), "--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent"],
                           capture_output=True, text=True, timeout=30)
-    assert half.returncode == 1 and "go together" in half.stderr
+    assert half.returncode == 2 and "go together" in half.stderr  # a usage error, as agora-up(1) says
+    assert not home.exists()
 
 
 def test_insecure_allows_it_and_warns_loudly(home):
@@ -454,10 +455,13 @@ def test_tls_serves_wss_to_a_client_that_trusts_the_certificate(home, certificat
         hub.stop()
 
 
-def test_a_bad_listen_address_is_a_startup_error(home):
-    done = subprocess.run([AGORAD, "--home", str(home), "--listen", "127.0.0.1:notaport"], capture_output=True,
+@pytest.mark.parametrize("listen", ["127.0.0.1:notaport", "99999"])
+def test_a_bad_listen_address_is_a_usage_error(home, listen):
+    """An invalid value is exit 2 (agora-up(1)), as click's own usage errors; it was 1, a failed start."""
+    done = subprocess.run([AGORAD, "--home", str(home), "--listen", listen], capture_output=True,
                           text=True, timeout=30)
-    assert done.returncode == 1 and "--listen" in done.stderr and "HOST:PORT" in done.stderr
+    assert done.returncode == 2 and "--listen" in done.stderr and "HOST:PORT" in done.stderr, done.stderr
+    assert not home.exists()
 
 
 def test_a_hub_without_listen_serves_no_port(hub):

@@ -52,6 +52,7 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
     from agorad.cli import up_run
     from agorad.runtime.daemon import StartupError, preflight, run
 
+    _check_remote_usage(listen, tls_cert, tls_key)
     try:
         settings = up_run.hub_settings(sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb,
                                        max_body_kib, escalation, liveness_flush, listen, tls_cert, tls_key,
@@ -69,6 +70,20 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
         in_background(where, lambda: run(where, settings), StartupError)
         return
     up_run.serve(where, settings, click.get_current_context().find_root().info_name)
+
+
+def _check_remote_usage(listen: str | None, tls_cert: str | None, tls_key: str | None) -> None:
+    """What is wrong with the command line itself is a usage error (exit 2, agora-up(1)), as click's own are:
+    a --listen that is no HOST:PORT, one TLS file without the other. A bind the hub refuses stays exit 1."""
+    if (tls_cert is None) != (tls_key is None):
+        raise click.UsageError("--tls-cert and --tls-key go together: give both for wss://, neither for ws://")
+    if listen is not None:
+        from agorad.runtime.remote import parse_listen  # (loads websockets, which --listen needs anyway)
+
+        try:
+            parse_listen(listen)
+        except ValueError as exc:
+            raise click.BadParameter(str(exc), param_hint="--listen") from None
 
 
 def agorad_main():
