@@ -493,9 +493,17 @@ def test_status_on_a_remote_seats_host_asks_as_its_seat_and_shows_this_hosts_lis
         assert f"remote: {remote.url}, asked as alice" in text
     finally:
         listener.kill()
+    # `agora agents` and `agora agent show` ask as the seat too: they were refused as the local operator (a review).
+    listed = json.loads(agora("agents", "--home", str(seat_home), "--json", cwd=tmp_path, env={"AGORA_URL": ""}).stdout)
+    assert {"alice", "bob"} <= {agent["id"] for agent in listed}
+    shown = agora("agent", "show", "bob", "--home", str(seat_home), "--json", cwd=tmp_path, env={"AGORA_URL": ""})
+    assert json.loads(shown.stdout)["id"] == "bob"
     (seat_home / "keys" / "bob.key").write_text(remote.keys["bob"] + "\n")
     two = agora("status", "--home", str(seat_home), cwd=tmp_path, code=2)
     assert "keeps the keys of alice, bob: give --as ID" in two.stderr
+    assert "give --as ID" in agora("agents", "--home", str(seat_home), cwd=tmp_path, code=2).stderr
+    assert json.loads(agora("agent", "show", "alice", "--home", str(seat_home), "--as", "bob", "--json",
+                            cwd=tmp_path).stdout)["id"] == "alice"
     assert json.loads(agora("status", "--home", str(seat_home), "--as", "bob", "--json", cwd=tmp_path).stdout)[
         "asked_as"] == "bob"
 

@@ -8,8 +8,10 @@ import click
 
 from agorad.cli.common import (
     DURATION, Duration, ago, as_option, connect, for_terminal, handles_errors, home_option, json_option,
-    print_json, print_table, report_redirect,
+    hub_url, print_json, print_table, report_redirect, seat_hosts_hub,
 )
+from agorad.cli.shared import SharedOption
+from agorad.surface.paths import Home
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
 from agorad.surface.pages import every_agent
@@ -28,14 +30,33 @@ def agent_rows(agents: list[dict], now: float) -> list[list[str]]:
 AGENT_HEADERS = ["ID", "MODE", "STATUS", "TASK", "LAST SEEN"]
 
 
+def _asking_as():
+    """--as for a command that lists or shows: the operator on the hub's host, a seat on a seat's host (not the
+    seat record's: on the hub's host such a command is the operator, whatever workspace it runs in)."""
+    return click.option("--as", "as_id", metavar="ID", cls=SharedOption, from_record=False,
+                        help="On a seat's host whose home names a hub on another host (its hub.url): ask as this "
+                             "seat (default: the one seat whose key the home keeps). Ignored on the hub's own host.")
+
+
+def _asking_seat(home: str | None, as_id: str | None) -> str | None:
+    """The seat that asks, on a seat's host; None (the operator) on the hub's; as_id over $AGORA_URL (without
+    it the operator, refused there in words)."""
+    where = Home.resolve(home)
+    url, seat = seat_hosts_hub(where, as_id)
+    if url:
+        return seat
+    return as_id if hub_url(where) else None
+
+
 @click.command("agents")
+@_asking_as()
 @home_option
 @json_option
 @click.option("--all", "include_expired", is_flag=True, help="Include ephemeral agents past their TTL.")
 @handles_errors
-def agents(home, as_json, include_expired):
+def agents(as_id, home, as_json, include_expired):
     """List every agent: registry rows merged with KB profiles."""
-    with connect(home) as hub:
+    with connect(home, _asking_seat(home, as_id)) as hub:
         result = every_agent(hub, include_expired=include_expired)
     if as_json:
         print_json(result["agents"])
@@ -47,7 +68,7 @@ def agents(home, as_json, include_expired):
 
 @click.group("agent")
 def agent():
-    """Register, inspect, change, rename and remove agents (local operator only)."""
+    """Register, inspect, change, rename and remove agents (the local operator; `show` also from a seat's host)."""
 
 
 @agent.command("add")
@@ -87,12 +108,13 @@ def _print_key(result: dict, after: str = "") -> None:
 
 @agent.command("show")
 @click.argument("agent_id", metavar="ID")
+@_asking_as()
 @home_option
 @json_option
 @handles_errors
-def agent_show(agent_id, home, as_json):
+def agent_show(agent_id, as_id, home, as_json):
     """Show one agent: mode, status, task, last seen, interval, aliases, profile."""
-    with connect(home) as hub:
+    with connect(home, _asking_seat(home, as_id)) as hub:
         result = hub.call("agents.get", agent=agent_id)
     report_redirect(result["redirected"])
     if as_json:

@@ -100,6 +100,27 @@ def hub_url(home: Home | None = None) -> str | None:
     return hub_url_for(home.root_text) if home is not None else os.environ.get(URL_ENV) or None
 
 
+def seat_hosts_hub(where: Home, as_id: str | None) -> tuple[str | None, str | None]:
+    """(the remote hub, the seat that asks it) when this home is a seat host's: `agora --url`, else the home's
+    hub.url; (None, None) on the hub's own host, where a command that lists or shows is the operator. The
+    seat: --as, else the one seat whose key the home keeps. $AGORA_URL and a workspace's seat record do not
+    make such a command a seat: over them it is refused as the operator (`_connect_remote`) unless --as says
+    which seat asks."""
+    context = click.get_current_context(silent=True)
+    url = (context.meta.get(URL_META) if context is not None else None) or where.hub_url
+    if url is None:
+        return None, None
+    if as_id:
+        return url, as_id
+    from agorad.surface import keys
+
+    kept = keys.kept_seats(where)
+    if len(kept) == 1:
+        return url, kept[0]
+    which = f"keeps the keys of {', '.join(kept)}" if kept else f"keeps no seat's key in {where.keys_dir}"
+    fail(f"the hub at {url} answers seats only, and the home {where.root} {which}: give --as ID", 2)
+
+
 def connect(home: str | None, as_id: str | None = None):
     """A connected client; after `hub.hello` as `as_id` when given. Over a URL (hub_url) always as a seat."""
     from agorad.surface import keys

@@ -6,8 +6,8 @@ import click
 
 from agorad.cli.agents import AGENT_HEADERS, agent_rows
 from agorad.cli.common import (EXIT_UNAVAILABLE, ago, connect, fail, handles_errors, home_option,
-                               hub_url, json_option, print_json, print_table)
-from agorad.cli.shared import URL_META, SharedOption
+                               hub_url, json_option, print_json, print_table, seat_hosts_hub)
+from agorad.cli.shared import SharedOption
 from agorad.surface.durations import format_span
 from agorad.surface.errors import Unavailable
 from agorad.surface.pages import every_agent
@@ -31,8 +31,7 @@ def status(as_id, home, as_json):
     of the home's seats, and the LISTENER, DRIVER and HOOK columns are this host's.
     """
     where = Home.resolve(home)
-    url = _seat_hosts_hub(where)
-    seat = _asking_seat(where, as_id, url) if url else None
+    url, seat = seat_hosts_hub(where, as_id)
     elsewhere = hub_url(where) if url is None else None
     if elsewhere is not None:
         fail(f"`agora status` here is the local operator, who is only ever a same-user peer on the hub's own "
@@ -87,25 +86,6 @@ def status(as_id, home, as_json):
                        str(a["owed"])]
                 for row, a in zip(agent_rows(info["agents"], info["now"]), info["agents"])]
         print_table(rows, AGENT_HEADERS + ["LISTENER", "DRIVER", "HOOK", "UNREAD", "OWED"])
-
-
-def _seat_hosts_hub(where: Home) -> str | None:
-    """The remote hub when this home is a seat host's: `agora --url`, else the home's hub.url. $AGORA_URL and
-    a workspace's seat record do not make `agora status` a seat: over them it is refused as the operator."""
-    return click.get_current_context().meta.get(URL_META) or where.hub_url
-
-
-def _asking_seat(where: Home, as_id: str | None, url: str) -> str:
-    """The seat that asks a remote hub: --as, else the one seat whose key the home keeps."""
-    from agorad.surface import keys
-
-    if as_id:
-        return as_id
-    kept = keys.kept_seats(where)
-    if len(kept) == 1:
-        return kept[0]
-    which = f"keeps the keys of {', '.join(kept)}" if kept else f"keeps no seat's key in {where.keys_dir}"
-    fail(f"the hub at {url} answers seats only, and the home {where.root} {which}: give --as ID", 2)
 
 
 def _print_paused(paused: dict) -> None:
