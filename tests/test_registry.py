@@ -431,6 +431,22 @@ def test_pages_by_limit_list_each_agent_once_in_id_order(hub):
     assert (last["agents"], last["more"]) == ([], False)
 
 
+def test_an_agent_listed_from_its_profile_alone_is_shown_as_listed(hub, cli):
+    """`agora agents` lists a profile-only seat; `agora agent show` said no such agent, pointing back at the
+    list that showed it (a review). A former id's or an invalid id's profile is still no agent."""
+    hub.call("kb.put", key="profile/carl", value='{"liveness_mode": "async"}')
+    listed = next(a for a in hub.call("agents.list")["agents"] if a["id"] == "carl")
+    shown = hub.call("agents.get", agent="carl")
+    assert shown["agent"] == {**listed, "aliases": []} and shown["redirected"] is None
+    text = cli("agent", "show", "carl").stdout
+    assert "status:    dormant" in text and "not registered" in text and "async" in text, text
+    hub.add_agent("h")
+    hub.call("agents.rename", old="h", new="i", reason="test")
+    hub.call("kb.put", key="profile/h", value="a former id's profile")
+    assert hub.call("agents.get", agent="h")["agent"]["id"] == "i"  # the alias leads to the seat, as before
+    assert "no agent named 'nobody'" in cli("agent", "show", "nobody", code=1).stderr
+
+
 WIDE = "\U0001F600"  # twelve bytes of JSON in a frame (a surrogate pair, each escaped), four of UTF-8
 
 

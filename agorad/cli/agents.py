@@ -135,7 +135,10 @@ def print_agent(shown: dict, now: float) -> None:
 
 
 def interval_text(shown: dict) -> str:
-    """`10m (operator)`, and what the agent declared when the operator's setting overrides it."""
+    """`10m (operator)`, and what the agent declared when the operator's setting overrides it; for an agent
+    known from its profile alone, that it is not registered."""
+    if not shown.get("registered", True):
+        return "- (not registered: known from its profile alone; `agora agent add` registers it)"
     text = f"{format_duration(shown['interval'])} ({shown['interval_source']}"
     declared = shown.get("declared_interval")
     if declared is not None and declared != shown["interval"]:

@@ -18,10 +18,11 @@ from collections.abc import Callable, Iterator
 
 import apsw
 
+from agorad.domain import registry
 from agorad.domain.registry import view_of
 from agorad.store import agents as sql
 from agorad.store import kb as kb_sql
-from agorad.surface.errors import InvalidParams
+from agorad.surface.errors import InvalidParams, NotFound
 from agorad.surface.protocol import PAGE_BYTES, encode_text, is_agent_id
 from agorad.surface.vocab import LIVENESS_MODES, PROFILE_PREFIX
 
@@ -47,6 +48,18 @@ def list_agents(db: apsw.Connection, now: float, ttl: float, include_expired: bo
         size += agent_bytes
         listed.append(agent)
     return listed, False
+
+
+def get(db: apsw.Connection, now: float, ttl: float, agent_id) -> tuple[dict, dict | None]:
+    """One agent as agents.list shows it, and the redirect followed: a registered one (registry.get), or one
+    listed from its profile alone, which `agora agents` lists and `agora agent show` must find too."""
+    try:
+        return registry.get(db, now, ttl, agent_id)
+    except NotFound:
+        profile = kb_sql.get(db, PROFILE_PREFIX + agent_id)
+        if profile is None or not _stands_alone(db, agent_id):
+            raise
+    return {**_profile_only(agent_id, profile), "aliases": []}, None
 
 
 def census(db: apsw.Connection, now: float, ttl: float) -> tuple[int, dict[str, int]]:

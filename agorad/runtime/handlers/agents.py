@@ -29,7 +29,7 @@ def add(call: Call) -> dict:
 def get(call: Call) -> dict:
     agent_id = call.params.get("agent", str)
     call.finish()
-    agent, redirect = registry.get(call.hub.db, call.now, call.hub.ephemeral_ttl, agent_id)
+    agent, redirect = roster.get(call.hub.db, call.now, call.hub.ephemeral_ttl, agent_id)
     return {"agent": agent, "redirected": redirect, "now": call.now}
 
 
