@@ -364,6 +364,10 @@ def test_agora_up_detach_refuses_before_touching_the_home_and_shows_its_warnings
     refused = detached(home, "--listen", "0.0.0.0:0")
     assert refused.returncode == 1 and "beyond loopback without TLS" in refused.stderr
     assert not home.exists()
+    deep = home / ("d" * 120)  # its socket path is past what a Unix socket can bind (a review: it was made)
+    refused = detached(deep)
+    assert refused.returncode == 1 and "limit of Unix sockets" in refused.stderr, refused.stderr
+    assert not home.exists()
     warned = detached(home, "--listen", "0.0.0.0:0", "--insecure")
     try:
         assert warned.returncode == 0, warned.stderr

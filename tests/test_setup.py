@@ -631,6 +631,18 @@ def test_a_former_id_is_not_wired_and_a_record_naming_one_is_told_its_seats_id(h
 
 
 
+def test_remove_with_no_hub_up_does_not_say_a_seat_it_never_registered_stays_registered(ws, home):
+    """Wired while no hub ran, the seat was never registered (setup said so); --remove then said it "stays
+    registered with the hub" (a review). It cannot know: it says so, and what to do if it is."""
+    claude_ws(ws)
+    wired = agora("setup", "x", "--harness", "claude", "--home", str(home), cwd=ws)
+    assert "x is not registered yet" in wired.stderr, wired.stderr
+    removed = agora("setup", "--remove", cwd=ws)
+    assert "stays registered" not in removed.stderr, removed.stderr
+    assert (f"no hub answers on {home / 'agorad.sock'} to say whether the seat x is registered; if it is, "
+            "`agora agent rm x` removes it") in removed.stderr, removed.stderr
+
+
 def test_a_remote_seats_former_id_is_not_wired(remote, ws, tmp_path):
     claude_ws(ws)
     before = snapshot(ws)

@@ -164,9 +164,10 @@ def _unregister(where, agent_id: str) -> None:
                    f"({exc.message}): `agora agent rm {agent_id}`", err=True)
 
 
-def _id_now(where, agent_id: str) -> str | None:
+def _id_now(where, agent_id: str) -> str | None | bool:
     """The seat's id as the hub on this host knows it now (a record may name a former id), None when it
-    knows no such seat; as given when no hub here answers (a remote seat's is removed on its hub's host)."""
+    knows no such seat, False when no hub here answers to say; as given for a remote seat (removed on its
+    hub's host)."""
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError, NotFound
 
@@ -174,11 +175,12 @@ def _id_now(where, agent_id: str) -> str | None:
         return agent_id
     try:
         with Client(where).connect() as hub:
-            return hub.call("agents.get", agent=agent_id)["agent"]["id"]
+            shown = hub.call("agents.get", agent=agent_id)["agent"]
+        return shown["id"] if shown["registered"] else None  # (a profile alone is listed, not registered)
     except NotFound:
         return None
     except AgoraError:
-        return agent_id
+        return False
 
 
 def _refuse_renamed(redirect: dict | None, remote: str = "") -> None:
@@ -292,6 +294,9 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
         current = _id_now(where, record.agent)
         if current is None:
             click.echo(f"the seat {record.agent} is not registered with the hub (removed already)", err=True)
+        elif current is False:  # it may never have been: setup with no hub up does not register it
+            click.echo(f"no hub answers on {where.socket} to say whether the seat {record.agent} is registered; "
+                       f"if it is, `agora agent rm {record.agent}` removes it", err=True)
         else:
             named = record.agent if current == record.agent else f"{current} (renamed from {record.agent})"
             click.echo(f"the seat {named} stays registered with the hub; `agora agent rm {current}` removes it",

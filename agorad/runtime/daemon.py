@@ -44,9 +44,11 @@ class StartupError(Exception):
 
 
 def preflight(home: Home, settings: Settings) -> None:
-    """The refusals made before anything is touched (StartupError): a --listen it would not bind, and a
-    home that holds the seats of a hub elsewhere. `agora up --detach` makes them before it forks."""
+    """The refusals made before anything is touched (StartupError): a --listen it would not bind, a socket
+    path too long to bind, and a home that holds the seats of a hub elsewhere. `agora up --detach` makes them
+    before it forks (and before it makes the home)."""
     check_listen(settings)
+    _check_socket_path(home)
     if settings.notify_dir:  # the home itself is made and tightened by Home.ensure
         problem = shared_dir_problem(Home.resolve(settings.notify_dir).root)
         if problem:
@@ -81,14 +83,19 @@ def _take_lock(home: Home) -> int:
 _read_pid = homelock.holder
 
 
-def _recover_socket(home: Home) -> None:
-    """Remove a dead hub's socket; refuse to touch anything that is not one or that answers."""
+def _check_socket_path(home: Home) -> None:
     path = home.socket
     if len(os.fsencode(path)) > SOCKET_PATH_MAX:
         raise StartupError(
             f"the socket path {path} is {len(os.fsencode(path))} bytes, over the {SOCKET_PATH_MAX}-byte "
             "limit of Unix sockets; choose a shorter AGORA_HOME"
         )
+
+
+def _recover_socket(home: Home) -> None:
+    """Remove a dead hub's socket; refuse to touch anything that is not one or that answers."""
+    path = home.socket
+    _check_socket_path(home)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:
