@@ -214,6 +214,7 @@ def test_ack_forms_and_channels(cli, hub):
     listed = json.loads(cli("channel", "ls", "--json").stdout)
     assert [(c["name"], c["members"]) for c in listed] == [("commons", 2), ("ops", 2)]
     assert cli("channel", "leave", "ops", "--as", "runtime").stdout == "left ops\n"
+    assert cli("channel", "leave", "ops", "--as", "runtime").stdout == "not a member of ops: nothing to leave\n"
 
 
 def test_inbox_says_how_many_more_debts_right_under_the_owed_block(cli, hub):

@@ -73,6 +73,7 @@ def test_agora_agent_rekey_prints_the_key_once_and_a_seat_reading_its_key_file_g
     plain = subprocess.run([AGORA, "agent", "rekey", "runtime"], env=env, capture_output=True, text=True, timeout=30)
     assert plain.returncode == 0 and plain.stdout.startswith("new key for runtime\nkey: agk_")
     assert "the old key no longer works" in plain.stderr
+    assert "`agora setup runtime --url URL --key-stdin` there, URL its hub.url" in plain.stderr  # not `setup ID`
     # A command acting as the seat reads the new key file: nothing to do on this host.
     inbox = subprocess.run([AGORA, "inbox", "--as", "runtime", "--json"], env=env, capture_output=True, text=True,
                            timeout=30)

@@ -227,7 +227,8 @@ def agent_rekey(agent_id, home, as_json):
         return
     click.echo(f"new key for {result['agent']}")
     _print_key(result, "; the old key no longer works, and connections acting as the agent were closed (a seat "
-                       "on another host needs the new key: `agora setup ID --url URL --key-stdin` there)")
+                       f"on another host needs the new key: `agora setup {result['agent']} --url URL --key-stdin` "
+                       "there, URL its hub.url)")
 
 
 @agent.command("rm")

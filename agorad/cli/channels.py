@@ -27,7 +27,12 @@ def _simple(verb: str, method: str, help_text: str, needs_agent: bool):
         else:
             done = {"create": "created", "join": "joined", "leave": "left"}[verb]
             changed = result.get("joined", result.get("left", True))
-            click.echo(f"{done} {result['channel']}" if changed or verb == "create" else f"already {done} {result['channel']}")
+            if changed or verb == "create":
+                click.echo(f"{done} {result['channel']}")
+            elif verb == "join":
+                click.echo(f"already joined {result['channel']}")
+            else:  # "already left" said of a channel never joined; the hub cannot tell the two apart
+                click.echo(f"not a member of {result['channel']}: nothing to leave")
     return command
 
 
