@@ -62,6 +62,7 @@ class AuthThrottle:
     def __init__(self, allowed: int = settings.AUTH_FAILURES, window: float = settings.AUTH_WINDOW):
         self.allowed, self.window = allowed, window
         self.failures: collections.OrderedDict[str, collections.deque] = collections.OrderedDict()
+        self.refused = Sparse("remote-refused")  # a throttled address may go on trying as fast as it connects
 
     def blocked(self, now: float, *names: str) -> bool:
         return any(name in self.failures and len(self._recent(now, name)) >= self.allowed for name in names)
@@ -264,7 +265,7 @@ class RemoteSession(Session):
         now = asyncio.get_running_loop().time()
         by_peer = f"peer:{self.peer}"
         if self.throttle.blocked(now, by_peer):
-            log("remote-refused", peer=self.peer, agent=agent[:64], reason="throttled")
+            self.throttle.refused(peer=self.peer, agent=agent[:64], reason="throttled")
             raise Throttled(self.throttle.retry_after(now, by_peer))
         try:
             result = super()._dispatch(request, plain)
