@@ -84,7 +84,10 @@ def _hub(home: Home, agent: str, problems: list[str]) -> dict:
     answer = {"up": True, "registered": True}
     try:
         with Client(home).connect() as hub:
-            agent = _current_id(hub.call("agents.get", agent=agent).get("redirected"), agent, problems)
+            shown = hub.call("agents.get", agent=agent)
+            if not shown["agent"]["registered"]:  # listed from its profile alone
+                raise NotFound(agent)
+            agent = _current_id(shown.get("redirected"), agent, problems)
     except Unavailable:
         problems.append(f"the hub at {home.root} is down: nothing wakes anyone; start it (`agora up --home {home.root}`)")
         answer.update(up=False, registered=None)

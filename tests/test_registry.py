@@ -445,6 +445,8 @@ def test_an_agent_listed_from_its_profile_alone_is_shown_as_listed(hub, cli):
     hub.call("kb.put", key="profile/h", value="a former id's profile")
     assert hub.call("agents.get", agent="h")["agent"]["id"] == "i"  # the alias leads to the seat, as before
     assert "no agent named 'nobody'" in cli("agent", "show", "nobody", code=1).stderr
+    hub.call("kb.put", key="profile/zed", value="{}")  # no mode declared: shown as `agora agents` shows it
+    assert "mode:      -\n" in cli("agent", "show", "zed").stdout
 
 
 WIDE = "\U0001F600"  # twelve bytes of JSON in a frame (a surrogate pair, each escaped), four of UTF-8

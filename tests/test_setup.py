@@ -104,6 +104,22 @@ def test_a_rerun_changes_nothing_and_remove_gives_back_the_users_bytes(hub, ws):
     assert hub.call("agents.get", agent="runtime")  # the seat stays registered
 
 
+def test_a_seat_known_from_its_profile_alone_is_registered_by_setup(hub, ws):
+    """agents.get answers for an id that only a KB profile names (registered false): setup took that for a seat
+    registered before and wrote no key, and --check said "registered" (a review of the change that made it)."""
+    claude_ws(ws)
+    hub.call("kb.put", key="profile/dave", value='{"liveness_mode": "always-on"}')
+    report = json.loads(agora("setup", "dave", "--harness", "claude", "--home", str(hub.home), "--json", cwd=ws).stdout)
+    assert report["hub"]["registered"] == "registered" and report["hub"]["key_file_exists"], report
+    assert hub.call("agents.get", agent="dave")["agent"]["registered"] is True
+    assert (hub.home / "keys" / "dave.key").is_file()
+    agora("setup", "erin", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    hub.call("agents.remove", agent="erin")
+    hub.call("kb.put", key="profile/erin", value="{}")
+    checked = json.loads(agora("setup", "--check", "--json", cwd=ws, code=1).stdout)
+    assert checked["hub"]["registered"] is False, checked  # its profile is still there; the seat is not
+
+
 def test_remove_keeps_what_the_user_added_after_setup(hub, ws):
     claude_ws(ws)
     agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)

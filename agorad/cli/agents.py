@@ -125,7 +125,7 @@ def agent_show(agent_id, as_id, home, as_json):
 
 def print_agent(shown: dict, now: float) -> None:
     for label, value in (
-        ("id", shown["id"]), ("mode", shown["liveness_mode"]), ("status", shown["status"]),
+        ("id", shown["id"]), ("mode", shown["liveness_mode"] or "-"), ("status", shown["status"]),
         ("task", shown["task"] or "-"), ("last seen", ago(shown["last_seen"], now)),
         ("interval", interval_text(shown)), ("expired", "yes" if shown["expired"] else "no"),
         ("aliases", ", ".join(f"{a['old_id']} ({a['reason']})" for a in shown["aliases"]) or "-"),

@@ -136,7 +136,10 @@ def _register(where, agent_id: str, mode: str) -> dict:
     try:
         with Client(where).connect() as hub:
             try:
-                _refuse_renamed(hub.call("agents.get", agent=agent_id).get("redirected"))
+                shown = hub.call("agents.get", agent=agent_id)
+                if not shown["agent"]["registered"]:  # listed from its profile alone: registered here
+                    raise NotFound(f"{agent_id} is known from its profile alone")
+                _refuse_renamed(shown.get("redirected"))
                 registered = "reused"
             except NotFound:
                 try:
