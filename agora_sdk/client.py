@@ -11,7 +11,7 @@ from agora_sdk.inbox import Inbox
 from agora_sdk.methods import Methods
 from agora_sdk.target import Target
 from agorad.surface import client as unix
-from agorad.surface.errors import AgoraError, Unavailable
+from agorad.surface.errors import AgoraError, Unauthorized, Unavailable
 
 
 class Client(Methods):
@@ -72,7 +72,15 @@ class Client(Methods):
         """Call one hub method; its result, or the AgoraError (with `.reason`) it answered with."""
         if self._conn is None:
             self.connect()
-        return self._conn.call(method, **params)
+        try:
+            return self._conn.call(method, **params)
+        except (Unavailable, Unauthorized):
+            # The connection is gone (a hub restart), or its identity with it (a rekey revokes the seat's
+            # connections, saying so as `unauthorized`): drop it, so the next call connects and says hello again,
+            # with the key read again. The surface client would reconnect by itself on its next call without a
+            # hello: as the operator, where `Client("ID")` is the seat (a review found it so).
+            self.close()
+            raise
 
     def next_notification(self, timeout: float | None = None) -> dict | None:
         """The next push (after `inbox.subscribe`), or None when none came within `timeout` seconds."""

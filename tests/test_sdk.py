@@ -14,7 +14,7 @@ import pytest
 from agora_sdk import AsyncClient, Client
 from agorad.runtime.methods import METHODS
 from agorad.surface.errors import AgoraError, InvalidParams, MethodNotFound, NotFound, Unauthorized, Unavailable
-from tests.hubproc import wait_for
+from tests.hubproc import AGORA, wait_for
 from tests.seats import seats, send, unread_refs
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -136,6 +136,28 @@ def test_an_async_client_learns_when_the_hub_goes_away(hub):
                 await bot.inbox.check()
 
     asyncio.run(scenario())
+
+
+def test_a_seats_client_says_hello_again_after_a_hub_restart_and_a_rekey(hub):
+    """The call that finds the connection gone raises Unavailable; the next connects as the seat again. It
+    reconnected without a hello: as the operator, refused every seat method as `unauthorized` and allowed the
+    operator's (a review)."""
+    hub.add_agent("bot")
+    with Client("bot", home=hub.home) as bot:
+        bot.inbox.check()
+        hub.stop()
+        hub.start()
+        with pytest.raises(Unavailable):
+            bot.inbox.check()
+        assert bot.inbox.check()["unread"] == 0  # an agent's method: as the seat again
+        with pytest.raises(AgoraError) as refused:  # the operator's alone: refused to the seat it is again
+            bot.call("steward.report")
+        assert refused.value.reason == "forbidden"
+        subprocess.run([AGORA, "--home", str(hub.home), "agent", "rekey", "bot"], capture_output=True, check=True,
+                       timeout=30)
+        with pytest.raises((Unauthorized, Unavailable)):  # the rekey revoked the old key's connection
+            bot.inbox.check()
+        assert bot.inbox.check()["unread"] == 0  # with the new key, read from the key file again
 
 
 def test_drain_returns_what_waits_owed_first_next_turn_included_and_acks_nothing(hub):
