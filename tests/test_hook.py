@@ -331,6 +331,16 @@ def test_unknown_harness_is_a_usage_error_never_a_reprompt(hub, pair):
     assert not hook_stamp(hub.home, "bob", "stop").exists()
 
 
+@pytest.mark.parametrize("line", [["hook"], ["hook", "sotp", "--harness", "claude", "--as", "bob"],
+                                  ["hook", "--harness", "claude", "stop", "--as", "bob"],
+                                  ["hook", "stop", "--harness", "claude"]])
+def test_a_wrong_hook_command_line_exits_1_never_2(hub, line):
+    """A mistyped subcommand or an option before it was the group's usage error, exit 2: Claude Code would
+    feed the usage text to the model as a re-prompt at every turn's end (a review)."""
+    done = subprocess.run([AGORA, "--home", str(hub.home), *line], input=b"{}", capture_output=True, timeout=30)
+    assert done.returncode == 1 and done.stderr, (line, done.returncode, done.stderr)
+
+
 @pytest.mark.parametrize("bad", ["../evil", "Bob", ""])
 def test_invalid_id_touches_nothing(hub, bad):
     before = sorted(os.listdir(hub.home))

@@ -16,13 +16,29 @@ from agorad.cli.shared import SharedOption
 from agorad.surface.vocab import HARNESSES
 
 
-class HookCommand(click.Command):
+class _UsageExitsOne:
     """A usage error exits 1, never 2: Claude Code reads a Stop hook's exit 2 as "re-prompt with stderr",
     which would feed the error to the model at every turn's end. 1 shows it to the user and moves on."""
 
     def parse_args(self, ctx, args):
         try:
             return super().parse_args(ctx, args)
+        except click.UsageError as exc:
+            exc.exit_code = EXIT_USAGE
+            raise
+
+
+class HookCommand(_UsageExitsOne, click.Command):
+    pass
+
+
+class HookGroup(_UsageExitsOne, click.Group):
+    """The same for the group's own errors: an unknown subcommand (a mistyped `stop` in a hand-edited hook),
+    an option before the subcommand, no subcommand at all (found by a review: each exited 2)."""
+
+    def resolve_command(self, ctx, args):
+        try:
+            return super().resolve_command(ctx, args)
         except click.UsageError as exc:
             exc.exit_code = EXIT_USAGE
             raise
@@ -37,7 +53,7 @@ def _seat_options(command):
                         help="The harness running the hook: its contract decides how the hook answers.")(command)
 
 
-@click.group("hook")
+@click.group("hook", cls=HookGroup)
 def hook():
     """Hooks a harness runs for a seat (agora setup wires them): the turn-end backstop and the session start."""
 
