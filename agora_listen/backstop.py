@@ -52,7 +52,8 @@ def stop(harness: str, agent: str, root: str | os.PathLike, payload: dict) -> Re
 
 
 def _mail(root: str | os.PathLike, view: View, stamp: dict) -> list[str]:
-    due, stamp["backoff"] = prompt_schedule.step(stamp.get("backoff"), [i["mark"] for i in view.important], view.now)
+    marks = [i["mark"] for i in view.important]
+    due, stamp["backoff"] = prompt_schedule.step(stamp.get("backoff"), marks + view.beyond if marks else [], view.now)
     return [mail_text(root, view, stamp["backoff"]["window"])] if due else []
 
 

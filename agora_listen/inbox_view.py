@@ -31,12 +31,16 @@ class View:
     """The seat's mail as a hook sees it (a plain class: `dataclasses` costs the hook its `inspect` import)."""
 
     def __init__(self, agent: str, now: float, unread: int, owed: int, important: list[dict], more: bool,
-                 charters: int = 0, paused: bool = False):
+                 charters: int = 0, paused: bool = False, beyond: list[str] | None = None):
         self.agent = agent  # the seat's current id (a renamed seat's old id is followed)
         self.now = now  # the hub's clock
         self.unread, self.owed = unread, owed
         self.important = important  # [{"ref", "sender", "flags", "title", "mark"}]
         self.more = more  # the hub listed as many as asked for: there may be more
+        # Past the listed headlines, each channel's unread count ("channel:+N" for N not listed): mail that came
+        # after the first BACKSTOP_HEADLINES is in no headline, and the backstop's schedule would wait out its
+        # window for it (a review: 20 unread DMs hid a new ask for up to an hour). A count that moves is news.
+        self.beyond = beyond or []
         self.charters = charters  # charters binding the seat that it has not read: context, never a re-prompt
         self.paused = paused  # the operator paused the hub and this seat is not one of its seats
 
@@ -112,9 +116,22 @@ def _view(agent: str, result: dict) -> View:
     if open_now is not None:  # paused: only what the seat may still answer is asked of it
         items = [item for item in items if channel_of(item["ref"]) in open_now]
     listed = sum(len(c["messages"]) for c in result["channels"])
-    return View(agent, result["now"], result["unread"], result["owed_total"], items,
-                more=listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES,
-                charters=len(result.get("charter") or []), paused=open_now is not None)
+    more = listed >= settings.BACKSTOP_HEADLINES or len(result["owed"]) >= settings.BACKSTOP_HEADLINES
+    return View(agent, result["now"], result["unread"], result["owed_total"], items, more=more,
+                charters=len(result.get("charter") or []), paused=open_now is not None,
+                beyond=_beyond(result, open_now) if more else [])
+
+
+def _beyond(result: dict, open_now: frozenset | None) -> list[str]:
+    """A mark per channel the listing reached its limit in or after (channels before it had room: all their
+    important headlines are listed), with how many of its unread it left out."""
+    marks, listed = [], 0
+    for c in result["channels"]:
+        listed += len(c["messages"])
+        if listed >= settings.BACKSTOP_HEADLINES and c["unread"] > len(c["messages"]) and (
+                open_now is None or c["channel"] in open_now):
+            marks.append(f"{c['channel']}:+{c['unread'] - len(c['messages'])}")
+    return marks
 
 
 def through_pause(result: dict) -> frozenset | None:

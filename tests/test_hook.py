@@ -156,6 +156,23 @@ def test_new_mail_reprompts_within_a_window(hub, pair):
     assert hook(hub.home).returncode == 2
 
 
+def test_new_mail_past_the_listed_headlines_reprompts_at_once(hub):
+    """With BACKSTOP_HEADLINES important headlines unread, a new ask from someone else was in no headline:
+    the hook waited out its window (up to an hour) for it (a review). Later mail in any channel past the
+    listing is news too, as is a new DM in the channel the listing stopped in."""
+    with seats(hub, "alice", "bob", "carol") as s:
+        for n in range(settings.BACKSTOP_HEADLINES):
+            send(s["alice"], "@bob", f"old {n}")
+        assert hook(hub.home).returncode == 2
+        assert hook(hub.home).returncode == 0  # the same mail: the window
+        send(s["carol"], "@bob", "new ask from carol", ask=True)
+        assert hook(hub.home).returncode == 2
+        assert hook(hub.home).returncode == 0
+        send(s["alice"], "@bob", "one more from alice")
+        assert hook(hub.home).returncode == 2
+        assert hook(hub.home).returncode == 0
+
+
 def test_codex_later_stops_are_capped_by_the_backoff(hub, pair):
     send(pair["alice"], "@bob", "one")
     first = hook(hub.home, "codex", payload=b'{"stop_hook_active": false, "hook_event_name": "Stop"}')
