@@ -167,7 +167,10 @@ class AgentRunner:
     async def _catch_up(self) -> None:
         """Handle what the server's cursor says is unread, until nothing is left but failures."""
         while not self._stopping:
-            check = await self.client.call("inbox.check", limit=settings.DRAIN_LIMIT)
+            # Failed and held messages stay unread and are listed first (oldest first), so the listing grows by
+            # them: at a fixed DRAIN_LIMIT, that many failures hid every later message until a restart (a review).
+            room = settings.DRAIN_LIMIT + len(self.failed) + len(self.held)
+            check = await self.client.call("inbox.check", limit=min(room, settings.INBOX_LIMIT_MAX))
             if check.get("paused") is None:
                 self.held.clear()
             waiting = [(m["ref"], m["flags"]) for channel in check["channels"] for m in channel["messages"]

@@ -207,6 +207,29 @@ def test_a_failing_handler_is_reported_and_its_message_left_unread(hub):
         assert "handler failed on " + bad in running.runner.last_error
 
 
+def test_failures_filling_the_catch_ups_listing_do_not_hide_the_messages_after_them(hub, monkeypatch):
+    """Failed messages stay unread, oldest first: with DRAIN_LIMIT of them, the catch-up's inbox check listed
+    nothing else and stopped, and later unread mail waited for a restart (a review: 200 failures, 3 good ones
+    never handled). Here the limit is 3."""
+    from agorad.surface import settings
+
+    monkeypatch.setattr(settings, "DRAIN_LIMIT", 3)
+    with seats(hub, "alice", "bot") as s:
+        bad = [send(s["alice"], "@bot", "bad")["ref"] for _ in range(3)]
+        good = [send(s["alice"], "@bot", f"good {n}")["ref"] for n in range(2)]
+        handled = []
+
+        def handle(message):
+            if message.title == "bad":
+                raise ValueError("cannot parse")
+            handled.append(message.ref)
+
+        running = Running(hub, "bot", handle)
+        wait_for(lambda: unread_refs(s["bot"]) == bad, what="the good ones handled and acked")
+        running.stop()
+        assert handled == good and running.runner.failed == set(bad)
+
+
 def test_while_a_message_is_held_the_seat_shows_its_task_after_handling_others(hub):
     """A message handled while another is held (the hub's pause notice, a note) left its own finished task
     shown for the whole pause, where the docs promise the held message's."""

@@ -102,6 +102,7 @@ DRIVE_STDERR_TAIL = 4096         # bytes of a turn's stderr kept for its failure
 
 # --- reading (agora inbox) -----------------------------------------------------------------
 INBOX_LIMIT = 50                 # --limit: headlines one inbox check returns
+INBOX_LIMIT_MAX = 1000           # ... and the most it may ask for
 DECLINED_SHOWN = 20              # owed.list: the newest declines of the caller's asks it lists
 
 # --- the MCP server (agora mcp) ------------------------------------------------------------

@@ -40,8 +40,8 @@ def check(call: Call) -> dict:
     limit = call.params.get("limit", int, settings.INBOX_LIMIT)
     important = call.params.get("important", bool, False)
     call.finish()
-    if not 1 <= limit <= 1000:
-        raise InvalidParams("limit must be from 1 to 1000", field="limit")
+    if not 1 <= limit <= settings.INBOX_LIMIT_MAX:
+        raise InvalidParams(f"limit must be from 1 to {settings.INBOX_LIMIT_MAX}", field="limit")
     now = call.now
     # The pause rides every check: a hook or a driver learns it from the call it makes anyway.
     return {**inbox.check(call.db, call.actor, now, limit, important), "now": now,
