@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import signal
+import socket
 import os
 import stat
 import subprocess
@@ -114,15 +115,29 @@ def test_status_of_a_hub_that_holds_its_socket_and_does_not_answer_says_so(hub, 
     from agorad.surface.client import Client
 
     monkeypatch.setattr(Client.__init__, "__defaults__", (None, 0.5))  # the CLI's 30 s, shortened
+    queued = []
     hub.proc.send_signal(signal.SIGSTOP)
     try:
         said = cli("status", code=3).stderr
         shown = json.loads(cli("status", "--json", code=3).stdout)
+        while True:  # its backlog filled: a connect fails at once (EAGAIN), and that is no answer either
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.setblocking(False)
+            queued.append(sock)
+            try:
+                sock.connect(str(hub.home / "agorad.sock"))
+            except BlockingIOError:
+                break
+        full = cli("status", code=3).stderr
     finally:
         hub.proc.send_signal(signal.SIGCONT)
+        for sock in queued:
+            sock.close()
     assert said.startswith(f"hub: not answering (the hub at {hub.home / 'agorad.sock'} did not answer hub.status "
                            "within 0.5 s): a process holds its socket") and "stop it with kill" in said, said
     assert shown["running"] is False and shown["answering"] is False and "did not answer" in shown["error"]
+    assert full.startswith("hub: not answering (the hub at ") and "accepts no connection" in full, full
+    monkeypatch.undo()
     assert json.loads(cli("status", "--json").stdout)["running"] is True  # and once it answers again
 
 

@@ -98,4 +98,4 @@ def test_a_sparse_event_is_logged_once_a_spell_with_the_count_held_back(capsys):
     refused(peer="10.0.0.2")
     lines = capsys.readouterr().err.splitlines()
     assert [line.split(" ", 2)[2] for line in lines] == [
-        "remote-refused peer=10.0.0.1", "remote-refused peer=10.0.0.2 held_back=5"]
+        "remote-refused peer=10.0.0.1", "remote-refused peer=10.0.0.2 held_back_since_last=5"]

@@ -43,7 +43,7 @@ def status(as_id, home, as_json):
             info = hub.call("hub.status")
             info["agents"] = every_agent(hub, counts=True)["agents"]
     except Unavailable as exc:
-        hung = bool(exc.data.get("timed_out"))  # connected, and no answer: not "not running"
+        hung = bool(exc.data.get("unresponsive"))  # something holds the socket and does not answer
         if as_json:
             print_json({"running": False, "answering": False if hung else None, "home": str(where.root),
                         "error": exc.message})

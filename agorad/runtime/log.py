@@ -25,8 +25,9 @@ def _value(value) -> str:
 
 class Sparse:
     """An event a peer or the kernel can repeat thousands of times a second (a refused connection, a failed
-    accept), logged at most once per `every` seconds: the line after a quiet spell says how many were held
-    back meanwhile (`held_back=N`). The log is not rotated, so a flood of them must not fill the disk."""
+    accept), logged at most once per `every` seconds. The next line written says how many were held back
+    since the line before (`held_back_since_last=N`): those of any peer, not of the one this line names.
+    The log is not rotated, so a flood of them must not fill the disk."""
 
     def __init__(self, event: str, every: float = 10.0, clock=time.monotonic):
         self.event, self.every, self.clock = event, every, clock
@@ -39,6 +40,6 @@ class Sparse:
             self.held_back += 1
             return
         if self.held_back:
-            fields["held_back"] = self.held_back
+            fields["held_back_since_last"] = self.held_back
         log(self.event, **fields)
         self.held_back, self.last = 0, now

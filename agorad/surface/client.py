@@ -71,6 +71,10 @@ class Client:
         except (FileNotFoundError, ConnectionRefusedError):
             sock.close()
             raise Unavailable(f"no hub is answering on {path}; start one with `{self._start_command()}`") from None
+        except (BlockingIOError, TimeoutError):  # a full backlog (EAGAIN on a Unix socket): it accepts nothing
+            sock.close()
+            raise Unavailable(f"the hub at {path} accepts no connection (its backlog is full)",
+                              unresponsive=True) from None
         except OSError as exc:
             sock.close()
             raise Unavailable(f"connecting to {path}: {exc.strerror or exc}") from None
@@ -111,7 +115,7 @@ class Client:
         except TimeoutError:  # connected, so something listens there: hung, stopped (SIGSTOP) or swamped
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} did not answer {method} within {self.timeout:g} s",
-                              timed_out=True) from None
+                              unresponsive=True) from None
         except (BrokenPipeError, ConnectionResetError) as exc:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} went away during {method}: {exc}") from None
