@@ -28,6 +28,7 @@ from agorad.surface.places import is_place
 from agorad.surface.vocab import IMPORTANT_FLAGS, NEXT_TURN_FLAG
 
 EXIT_WOKE, EXIT_QUIET, EXIT_FAILED = 2, 0, 1
+POLL_SLICE = 3600.0  # seconds one poll waits at most (see the loop)
 
 
 class Options:
@@ -373,7 +374,9 @@ def _loop(options: Options, seat: Seat, follower: Follower, watch, signals: _Sig
             next_beat = now + options.heartbeat
         later = (deadline, remind_at) if window_end is None else ()  # both wait for an open window to close
         wakeups = [t for t in (window_end, *later, next_beat, asker.at) if t is not None]
-        timeout = max(0.0, min(wakeups) - time.monotonic())
+        # At most POLL_SLICE at a time: poll's milliseconds overflow past about 24 days (a --heartbeat of years
+        # ended the listener with OverflowError), and a loop turn with nothing due costs nothing.
+        timeout = min(max(0.0, min(wakeups) - time.monotonic()), POLL_SLICE)
         for fd, _ in poller.poll(timeout * 1000):
             if fd == signals.read_fd:
                 _drain(signals.read_fd)

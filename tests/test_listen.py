@@ -63,6 +63,16 @@ def test_debounce_coalesces_a_burst(hub, pair):
     ear.stop()
 
 
+def test_a_heartbeat_of_years_waits_and_wakes_as_any_other(hub, pair):
+    """poll's milliseconds overflow past about 24 days: a --heartbeat of years ended the listener with
+    OverflowError right after it armed (a review)."""
+    ear = Listener(hub, "--as", "runtime", "--debounce", "0", "--heartbeat", "100000000d")
+    assert ear.next_line().startswith("AGORA_LISTEN armed")
+    send(pair["memory"], "@runtime", "still listening")
+    assert fields(ear.wait_for("AGORA_WAKE"))["n"] == "1"
+    ear.stop()
+
+
 def test_important_only_skips_plain_channel_posts(hub, pair):
     ear = Listener(hub, "--as", "runtime", "--debounce", "0", "--important-only")
     ear.next_line()
