@@ -76,14 +76,17 @@ def test_backup_refuses_the_hubs_own_database(hub, cli, tmp_path):
     (tmp_path / "sub").mkdir()
     database = (hub.home / "agora.db").stat()
     for spelled in (hub.home / "agora.db", link / "agora.db", link / "agora.db-wal",
-                    tmp_path / "sub" / ".." / "link" / "agora.db"):
+                    tmp_path / "sub" / ".." / "link" / "agora.db", link / "agorad.sock", hub.home / "a-inbox.log.1",
+                    hub.home / "listen-a.offset"):
         result = cli("backup", "--force", str(spelled), code=1)
-        assert "hub's own database" in result.stderr, (spelled, result.stderr)
+        assert "is one of the hub's own files" in result.stderr, (spelled, result.stderr)
+    assert (hub.home / "agorad.sock").is_socket()  # (a review: --force replaced it, and no client found the hub)
     after = (hub.home / "agora.db").stat()
     assert (after.st_ino, after.st_dev) == (database.st_ino, database.st_dev)
     (tmp_path / "elsewhere").mkdir()
     cli("backup", str(tmp_path / "elsewhere" / "agora.db"))  # the name alone is no bar
     assert (tmp_path / "elsewhere" / "agora.db").is_file()
+    cli("backup", str(hub.home / "nightly.db"))  # nor the home: any name that is not the hub's
 
 
 # --- restore ------------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ import apsw
 
 from agorad.store import snapshot
 from agorad.surface.errors import AgoraError
+from agorad.surface import filenames
 from agorad.surface.filenames import sync_path
 from agorad.surface.paths import FILE_MODE, Home
 
@@ -26,8 +27,8 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
     target = Path(os.path.abspath(target))
     if not home.db.is_file():
         raise AgoraError(f"no database at {home.db}: nothing to back up")
-    if _names_a_database_file(home, target):
-        raise AgoraError(f"{target} is the hub's own database file; back up to another path")
+    if _names_a_hub_file(home, target):
+        raise AgoraError(f"{target} is one of the hub's own files; back up to another path")
     if target.exists() and not force:
         raise AgoraError(f"{target} exists; give --force to replace it")
     _require_directory(target)
@@ -42,12 +43,22 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
     return {"path": str(target), "bytes": target.stat().st_size, **facts}
 
 
-def _names_a_database_file(home: Home, target: Path) -> bool:
-    """Whether `target` is the directory entry of the database or a companion, however spelled: the
-    copy replaces the entry, so a symbolic link or `..` in the path to the home's directory must not
-    get past a comparison of strings (the hub would write on into the unlinked file, and serve the
-    copy after a restart). A link to the file itself is replaced, not followed: no harm there."""
-    if target.name not in {path.name for path in home.db_files}:
+# The home's own names: a backup put in place of one (the rename replaces the entry) would stand where the
+# hub and its seats read theirs. Any other name in the home is the user's to choose.
+_HUB_NAMES = frozenset({filenames.SOCKET_NAME, filenames.PIDFILE_NAME, filenames.LOCKFILE_NAME, filenames.LOG_NAME,
+                        filenames.HUB_URL_NAME, filenames.SETUP_LOCK_NAME})
+_SEAT_FILE_PREFIXES = ("listen-", "drive-", "hook-")
+
+
+def _names_a_hub_file(home: Home, target: Path) -> bool:
+    """Whether `target` is the directory entry of the database, a companion, or another file of the hub's or
+    its seats', however spelled: the copy replaces the entry, so a symbolic link or `..` in the path to the
+    home's directory must not get past a comparison of strings (the hub would write on into the unlinked
+    database, and serve the copy after a restart; `agorad.sock` replaced, no client finds the hub). A link
+    to the file itself is replaced, not followed: no harm there."""
+    name = target.name
+    if not (name in _HUB_NAMES or name in {path.name for path in home.db_files} or name.startswith(_SEAT_FILE_PREFIXES)
+            or filenames.notify_file_owner(name)):
         return False
     try:
         return os.path.samestat(os.stat(target.parent), os.stat(home.root))
