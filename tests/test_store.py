@@ -38,6 +38,32 @@ def test_normal_synchronous_is_an_opt_in(tmp_path):
         connect(tmp_path / "g.db", "SOMETIMES")
 
 
+def test_a_wal_grown_beside_a_long_read_is_cut_back_once_checkpointed(tmp_path, monkeypatch):
+    """A read that holds its snapshot (agora check, agora backup) keeps the WAL from being reset, so it grows
+    with every write meanwhile; SQLite then kept the grown file's size for good (a review saw 900 MB)."""
+    from agorad.store import snapshot
+    from agorad.surface import settings
+
+    monkeypatch.setattr(settings, "WAL_KEEP_MIB", 1)
+    path = tmp_path / "agora.db"
+    db = connect(path)
+    db.execute("PRAGMA wal_autocheckpoint=0")  # as the hub runs it: its own thread checkpoints
+    db.execute("CREATE TABLE t (x BLOB)")
+    reader = snapshot.open_readonly(path)
+    reader.execute("BEGIN")
+    reader.execute("SELECT COUNT(*) FROM t").fetchall()
+    for _ in range(40):
+        db.execute("INSERT INTO t VALUES (randomblob(100000))")
+    wal = tmp_path / "agora.db-wal"
+    assert wal.stat().st_size > 4 * 1024 * 1024
+    reader.execute("COMMIT")
+    reader.close()
+    db.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+    db.execute("INSERT INTO t VALUES (randomblob(10))")  # starts the WAL over, and cuts the file
+    assert wal.stat().st_size <= 1024 * 1024
+    assert db.execute("PRAGMA journal_size_limit").fetchone()[0] == 1024 * 1024
+
+
 def test_migrations_are_numbered_from_one_without_gaps():
     numbers = [number for number, _, _ in available()]
     assert numbers == list(range(1, len(numbers) + 1))

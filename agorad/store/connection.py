@@ -61,6 +61,10 @@ def connect(path: Path, synchronous: str = settings.SYNCHRONOUS.upper(), vfs: st
     db.execute("PRAGMA journal_mode=WAL")
     db.execute(f"PRAGMA synchronous={synchronous}")
     db.execute("PRAGMA foreign_keys=ON")
+    # A WAL grown while a long read held a snapshot (agora check or agora backup beside a busy hub: 900 MB in
+    # 40 s, a review measured) kept that size on disk for good; past this, the next write after a complete
+    # checkpoint truncates it (SQLite docs, "journal_size_limit").
+    db.execute(f"PRAGMA journal_size_limit={settings.WAL_KEEP_MIB * 1024 * 1024}")
     # Savepoint journals and the ephemeral tables of multi-row UPDATEs are temp files by default:
     # creating one costs ~80 us per statement on the send path. Memory keeps them off the disk.
     db.execute("PRAGMA temp_store=MEMORY")
