@@ -47,7 +47,6 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
 # hub and its seats read theirs. Any other name in the home is the user's to choose.
 _HUB_NAMES = frozenset({filenames.SOCKET_NAME, filenames.PIDFILE_NAME, filenames.LOCKFILE_NAME, filenames.LOG_NAME,
                         filenames.HUB_URL_NAME, filenames.SETUP_LOCK_NAME})
-_SEAT_FILE_PREFIXES = ("listen-", "drive-", "hook-")
 
 
 def _names_a_hub_file(home: Home, target: Path) -> bool:
@@ -57,7 +56,7 @@ def _names_a_hub_file(home: Home, target: Path) -> bool:
     database, and serve the copy after a restart; `agorad.sock` replaced, no client finds the hub). A link
     to the file itself is replaced, not followed: no harm there."""
     name = target.name
-    if not (name in _HUB_NAMES or name in {path.name for path in home.db_files} or name.startswith(_SEAT_FILE_PREFIXES)
+    if not (name in _HUB_NAMES or name in {path.name for path in home.db_files} or name.startswith(filenames.SEAT_FILE_PREFIXES)
             or filenames.notify_file_owner(name)):
         return False
     try:

@@ -45,6 +45,7 @@ SEAT_DIR_NAME = ".agora"
 SEAT_RECORD_NAME = "seat.toml"
 
 # A seat's files: `listen-<id>.<what>` for its listener, `drive-<id>.<what>` for its driver.
+SEAT_FILE_PREFIXES = ("listen-", "drive-", "hook-")  # a seat's listener, driver and hook files in the home
 LISTEN_FILES = ("lock", "pid", "offset", "backoff", "owedsig")
 DRIVE_FILES = ("lock", "pid", "state", "turns.jsonl", "failures.jsonl")
 # What a seat keeps between processes: it follows a rename and goes with a removal. A live
