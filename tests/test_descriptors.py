@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import resource
 import socket
-import subprocess
 from urllib.parse import urlparse
 
 import pytest
@@ -55,40 +54,6 @@ def test_connections_that_never_finish_the_handshake_are_capped_per_address_from
         for sock in held:
             sock.close()
     assert wait_for(lambda: _said_hello(remote, "alice"), what="the places freed by the closed connections")
-
-
-def test_connections_in_a_tls_handshake_are_capped_in_all_from_their_accept(home, tmp_path):
-    """Behind TLS a connection is the WebSocket's only once the TLS handshake is over: raw TCP connections that
-    never start one were uncounted for its 10 s and took the hub's descriptors as on a plain port (a review of
-    the change that capped those). In all (REMOTE_PENDING), as the peer is not known before."""
-    from tests.hubproc import AGORA, Hub
-
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                           "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1",
-                           "-keyout", str(key), "-out", str(cert)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip("openssl cannot make a certificate here")
-    hub = Hub(home, "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)).start()
-    held = []
-    try:
-        where = urlparse(hub.call("hub.status")["remote"])
-        before = len(os.listdir(f"/proc/{hub.proc.pid}/fd"))
-        held = [socket.create_connection((where.hostname, where.port)) for _ in range(settings.REMOTE_PENDING)]
-        for _ in range(3):
-            assert _closed_at_once(socket.create_connection((where.hostname, where.port)))
-        assert len(os.listdir(f"/proc/{hub.proc.pid}/fd")) <= before + settings.REMOTE_PENDING + 8  # (its own)
-        assert hub.log().count("reason=too-many-opening") == 1
-        for sock in held:
-            sock.close()
-        env = {**hub.env, "AGORA_URL": hub.call("hub.status")["remote"], "AGORA_HOME": str(tmp_path / "elsewhere"),
-               "AGORA_KEY": hub.add_agent("alice"), "SSL_CERT_FILE": str(cert)}
-        wait_for(lambda: subprocess.run([AGORA, "inbox", "--as", "alice"], env=env, capture_output=True,
-                                        timeout=30).returncode == 0, what="a seat served once the places freed")
-    finally:
-        for sock in held:
-            sock.close()
-        hub.stop()
 
 
 def test_a_hub_out_of_descriptors_says_so_once_and_serves_again_once_they_free(hub):

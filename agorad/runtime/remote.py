@@ -332,10 +332,9 @@ def tls_context(cert: str, key: str) -> ssl.SSLContext:
 async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None, idle: float):
     """Listen on host:port; return the websockets server (close() and wait_closed() to stop)."""
     throttle, pending, handshaking = AuthThrottle(), PendingHellos(), PendingHellos()
-    opening = PendingHellos(per_peer=settings.REMOTE_PENDING)  # one key for all: see _Counted.__init__
 
     class Counted(_Counted):
-        counter, openings = handshaking, opening
+        counter = handshaking
 
     async def handler(ws: _Counted) -> None:
         ws.handshake_over()
@@ -343,8 +342,7 @@ async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None,
 
     return await ws_serve(handler, host, port, ssl=tls, max_size=MAX_FRAME, compression=None,
                           ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
-                          server_header=None, logger=_QUIET, create_connection=Counted,
-                          open_timeout=settings.REMOTE_OPEN_TIMEOUT)  # (the TLS handshake's bound too)
+                          server_header=None, logger=_QUIET, create_connection=Counted)
 
 
 class _Counted(ServerConnection):
@@ -355,27 +353,8 @@ class _Counted(ServerConnection):
     1013 in)."""
 
     counter: PendingHellos
-    openings: PendingHellos  # made and not yet connected (one key): behind TLS, those in its handshake
-
-    def __init__(self, *args, **kwargs):
-        # Made at the accept, TLS or not; connection_made comes after the TLS handshake, up to
-        # REMOTE_OPEN_TIMEOUT later, and never if it fails. So connections in a TLS handshake are counted here,
-        # in all (the peer is not known yet), each until it connects or that bound has passed. Past the cap the
-        # accepted socket is dropped: asyncio closes it when this raises (selector_events._accept_connection2).
-        if not self.openings.admit(_OPENING):
-            self.openings.refused(reason="too-many-opening")
-            raise ConnectionAbortedError("too many connections opening")
-        super().__init__(*args, **kwargs)
-        self._opening = self.loop.call_later(settings.REMOTE_OPEN_TIMEOUT + 1, self._opened)
-
-    def _opened(self) -> None:
-        if self._opening is not None:
-            self._opening.cancel()
-            self._opening = None
-            self.openings.release(_OPENING)
 
     def connection_made(self, transport) -> None:
-        self._opened()
         super().connection_made(transport)
         address = transport.get_extra_info("peername")
         self.peer_address = str(address[0]) if address else "?"
@@ -390,12 +369,8 @@ class _Counted(ServerConnection):
             self.counter.release(self.peer_address)
 
     def connection_lost(self, exc) -> None:
-        self._opened()
         self.handshake_over()
         super().connection_lost(exc)
-
-
-_OPENING = ""  # the one key `openings` counts under: per address comes at connection_made
 
 
 class _Quiet:
