@@ -19,7 +19,7 @@ import os
 
 from agora_listen import prompt_schedule
 from agora_listen.harness_replies import Reply, quiet, reprompt
-from agora_listen.inbox_view import Trouble, View, ask
+from agora_listen.inbox_view import Trouble, View, ask, steady
 from agora_listen.seat import Seat
 from agorad.surface import hook_stamps, settings
 from agorad.surface.filenames import listen_file
@@ -53,7 +53,10 @@ def stop(harness: str, agent: str, root: str | os.PathLike, payload: dict) -> Re
 
 def _mail(root: str | os.PathLike, view: View, stamp: dict) -> list[str]:
     marks = [i["mark"] for i in view.important]
-    due, stamp["backoff"] = prompt_schedule.step(stamp.get("backoff"), marks + view.beyond if marks else [], view.now)
+    if marks and view.beyond:
+        before = stamp.get("backoff")
+        marks += steady(view.beyond, before["marks"] if prompt_schedule.valid(before) else [])
+    due, stamp["backoff"] = prompt_schedule.step(stamp.get("backoff"), marks, view.now)
     return [mail_text(root, view, stamp["backoff"]["window"])] if due else []
 
 

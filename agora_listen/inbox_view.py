@@ -14,7 +14,7 @@ import os
 from agora_listen.headlines import is_notice
 from agorad.surface import settings
 from agorad.surface.filenames import hub_url_for
-from agorad.surface.vocab import NEXT_TURN
+from agorad.surface.vocab import DM_PREFIX, NEXT_TURN
 
 
 class Trouble(Exception):
@@ -37,9 +37,10 @@ class View:
         self.unread, self.owed = unread, owed
         self.important = important  # [{"ref", "sender", "flags", "title", "mark"}]
         self.more = more  # the hub listed as many as asked for: there may be more
-        # Past the listed headlines, each channel's unread count ("channel:+N" for N not listed): mail that came
-        # after the first BACKSTOP_HEADLINES is in no headline, and the backstop's schedule would wait out its
-        # window for it (a review: 20 unread DMs hid a new ask for up to an hour). A count that moves is news.
+        # Past the listed headlines, each DM's unread count ("dm:...:+N" for N not listed): mail that came after
+        # the first BACKSTOP_HEADLINES is in no headline, and the backstop's schedule would wait out its window
+        # for it (a review: 20 unread DMs hid a new ask for up to an hour). DMs only: every unread DM is
+        # important, while a channel's count moves with its chatter, which re-prompted at every turn's end.
         self.beyond = beyond or []
         self.charters = charters  # charters binding the seat that it has not read: context, never a re-prompt
         self.paused = paused  # the operator paused the hub and this seat is not one of its seats
@@ -123,15 +124,31 @@ def _view(agent: str, result: dict) -> View:
 
 
 def _beyond(result: dict, open_now: frozenset | None) -> list[str]:
-    """A mark per channel the listing reached its limit in or after (channels before it had room: all their
-    important headlines are listed), with how many of its unread it left out."""
-    marks, listed = [], 0
-    for c in result["channels"]:
-        listed += len(c["messages"])
-        if listed >= settings.BACKSTOP_HEADLINES and c["unread"] > len(c["messages"]) and (
-                open_now is None or c["channel"] in open_now):
-            marks.append(f"{c['channel']}:+{c['unread'] - len(c['messages'])}")
-    return marks
+    """A mark per DM whose unread the listing did not show in full, with how many it left out (a channel's
+    new mentions past the listing wait for the window)."""
+    return [f"{c['channel']}{BEYOND}{c['unread'] - len(c['messages'])}" for c in result["channels"]
+            if c["channel"].startswith(DM_PREFIX) and c["unread"] > len(c["messages"])
+            and (open_now is None or c["channel"] in open_now)]
+
+
+BEYOND = ":+"  # in a mark: the DM before it, the count after it
+
+
+def steady(marks: list[str], before: list[str]) -> list[str]:
+    """`marks` with each DM's count past the listing kept at the highest the schedule (`before`) saw: only a
+    count that rises past it is news; one that falls (the seat acked some) is not."""
+    seen = {}
+    for mark in before:
+        dm, sep, count = mark.rpartition(BEYOND)
+        if sep and count.isdigit():
+            seen[dm] = max(seen.get(dm, 0), int(count))
+    kept = []
+    for mark in marks:
+        dm, sep, count = mark.rpartition(BEYOND)
+        if sep and count.isdigit() and seen.get(dm, -1) >= int(count):
+            mark = f"{dm}{BEYOND}{seen[dm]}"
+        kept.append(mark)
+    return kept
 
 
 def through_pause(result: dict) -> frozenset | None:

@@ -16,7 +16,7 @@ def step(schedule, marks: list[str], now: float) -> tuple[bool, dict | None]:
     """(re-prompt now?, the schedule to keep) for what waits now (`marks`, empty for nothing)."""
     if not marks:
         return False, None
-    current = schedule if _valid(schedule) else None
+    current = schedule if valid(schedule) else None
     if current is None or set(marks) - set(current["marks"]):  # new, or something new joined
         return True, {"window": settings.BACKSTOP_FIRST, "next": now + settings.BACKSTOP_FIRST, "marks": marks}
     if now >= current["next"]:
@@ -25,7 +25,7 @@ def step(schedule, marks: list[str], now: float) -> tuple[bool, dict | None]:
     return False, {**current, "marks": marks}  # handled ones drop out, so they would count as new again
 
 
-def _valid(schedule) -> bool:
+def valid(schedule) -> bool:
     return (isinstance(schedule, dict)
             and all(isinstance(schedule.get(k), (int, float)) and not isinstance(schedule.get(k), bool)
                     for k in ("window", "next"))

@@ -171,6 +171,17 @@ def test_new_mail_past_the_listed_headlines_reprompts_at_once(hub):
         send(s["alice"], "@bob", "one more from alice")
         assert hook(hub.home).returncode == 2
         assert hook(hub.home).returncode == 0
+        # A channel's chatter past the listing is not news (it re-prompted at every turn's end), nor is an
+        # ack that makes a DM's count fall.
+        s["carol"].call("channels.create", channel="zz-busy")
+        s["bob"].call("channels.join", channel="zz-busy")
+        for n in range(3):
+            send(s["carol"], "zz-busy", f"chatter {n}")
+            assert hook(hub.home).returncode == 0, n
+        send(s["alice"], "@bob", "and another")  # two of alice's past the listing now
+        assert hook(hub.home).returncode == 2
+        s["bob"].call("inbox.ack", ref=f"dm:alice--bob#{settings.BACKSTOP_HEADLINES + 2}")  # one of them: 1 left
+        assert hook(hub.home).returncode == 0
 
 
 def test_codex_later_stops_are_capped_by_the_backoff(hub, pair):

@@ -27,6 +27,7 @@ PROFILE_PREFIX = "profile/"
 
 # A message's urgency (agora-send(1)).
 NEXT_TURN = "next_turn"  # delivered and listed, but rings no doorbell: it waits for the next inbox check
+DM_PREFIX = "dm:"  # a DM's channel name begins so (dm:<a>--<b>)
 URGENCIES = ("normal", NEXT_TURN)
 DEFAULT_URGENCY = "normal"
 
