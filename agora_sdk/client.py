@@ -33,6 +33,7 @@ class Client(Methods):
         self.target = Target(agent, key=key, home=home, url=url, interval=interval)
         self.timeout = timeout
         self._conn = None
+        self._spent = None  # a connection dropped after a failed call, for the pushes it had read until then
 
     @property
     def agent(self) -> str | None:
@@ -58,6 +59,7 @@ class Client(Methods):
         return self
 
     def close(self) -> None:
+        self._spent = None
         if self._conn is not None:
             self._conn.close()
             self._conn = None
@@ -78,12 +80,20 @@ class Client(Methods):
             # The connection is gone (a hub restart), or its identity with it (a rekey revokes the seat's
             # connections, saying so as `unauthorized`): drop it, so the next call connects and says hello again,
             # with the key read again. The surface client would reconnect by itself on its next call without a
-            # hello: as the operator, where `Client("ID")` is the seat (a review found it so).
+            # hello: as the operator, where `Client("ID")` is the seat (a review found it so). The pushes it read
+            # before are still given, first (next_notification).
+            spent = self._conn
             self.close()
+            self._spent = spent
             raise
 
     def next_notification(self, timeout: float | None = None) -> dict | None:
         """The next push (after `inbox.subscribe`), or None when none came within `timeout` seconds."""
+        if self._spent is not None:
+            try:
+                return self._spent.next_notification(0)  # what it read before it was dropped, then Unavailable
+            except Unavailable:
+                self._spent = None
         if self._conn is None:
             raise Unavailable(f"the connection to {self.target.where} is closed; connect and subscribe again")
         return self._conn.next_notification(timeout)

@@ -160,6 +160,23 @@ def test_a_seats_client_says_hello_again_after_a_hub_restart_and_a_rekey(hub):
         assert bot.inbox.check()["unread"] == 0  # with the new key, read from the key file again
 
 
+def test_pushes_read_before_a_failed_call_are_still_given_after_it(hub):
+    """Dropping a connection after a failed call dropped the pushes it had read (a review of the change above)."""
+    with seats(hub, "alice", "bot") as s:
+        with Client("bot", home=hub.home) as bot:
+            bot.inbox.subscribe()
+            sent = [send(s["alice"], "@bot", f"m{n}")["ref"] for n in range(2)]
+            assert bot.call("agents.heartbeat")  # its reply comes after both pushes, which it reads and keeps
+            subprocess.run([AGORA, "--home", str(hub.home), "agent", "rekey", "bot"], capture_output=True,
+                           check=True, timeout=30)
+            with pytest.raises((Unauthorized, Unavailable)):
+                bot.call("agents.heartbeat")
+            got = [bot.next_notification(timeout=5) for _ in sent]
+            assert [f"{p['params']['channel']}#{p['params']['seq']}" for p in got] == sent
+            with pytest.raises(Unavailable):  # then the dropped connection's end, as before
+                bot.next_notification(timeout=1)
+
+
 def test_drain_returns_what_waits_owed_first_next_turn_included_and_acks_nothing(hub):
     with seats(hub, "alice", "bot") as s:
         chatter = send(s["alice"], "commons", "chatter")["ref"]

@@ -56,12 +56,15 @@ def _names_a_hub_file(home: Home, target: Path) -> bool:
     database, and serve the copy after a restart; `agorad.sock` replaced, no client finds the hub). A link
     to the file itself is replaced, not followed: no harm there."""
     name = target.name
-    if not (name in _HUB_NAMES or name in {path.name for path in home.db_files} or name.startswith(filenames.SEAT_FILE_PREFIXES)
-            or filenames.notify_file_owner(name)):
-        return False
     try:
-        return os.path.samestat(os.stat(target.parent), os.stat(home.root))
-    except OSError:  # a directory that is not there is not the home's
+        where = os.stat(target.parent)
+        if os.path.samestat(where, os.stat(home.keys_dir)):  # every name there is a seat's key, or may become one
+            return True
+        if not (name in _HUB_NAMES or name in {path.name for path in home.db_files}
+                or name.startswith(filenames.SEAT_FILE_PREFIXES) or filenames.notify_file_owner(name)):
+            return False
+        return os.path.samestat(where, os.stat(home.root))
+    except OSError:  # a directory that is not there is not the home's (nor its keys/)
         return False
 
 
