@@ -81,6 +81,11 @@ def test_backup_refuses_the_hubs_own_database(hub, cli, tmp_path):
         result = cli("backup", "--force", str(spelled), code=1)
         assert "is one of the hub's own files" in result.stderr, (spelled, result.stderr)
     assert (hub.home / "agorad.sock").is_socket()  # (a review: --force replaced it, and no client found the hub)
+    os.rename(hub.home / "keys", tmp_path / "keys-away")  # a home without keys/ is no way past the check
+    try:
+        assert "is one of the hub's own files" in cli("backup", "--force", str(link / "agora.db"), code=1).stderr
+    finally:
+        os.rename(tmp_path / "keys-away", hub.home / "keys")
     after = (hub.home / "agora.db").stat()
     assert (after.st_ino, after.st_dev) == (database.st_ino, database.st_dev)
     (tmp_path / "elsewhere").mkdir()

@@ -58,13 +58,19 @@ def _names_a_hub_file(home: Home, target: Path) -> bool:
     name = target.name
     try:
         where = os.stat(target.parent)
-        if os.path.samestat(where, os.stat(home.keys_dir)):  # every name there is a seat's key, or may become one
-            return True
-        if not (name in _HUB_NAMES or name in {path.name for path in home.db_files}
-                or name.startswith(filenames.SEAT_FILE_PREFIXES) or filenames.notify_file_owner(name)):
-            return False
-        return os.path.samestat(where, os.stat(home.root))
     except OSError:  # a directory that is not there is not the home's (nor its keys/)
+        return False
+    if _is_directory(where, home.keys_dir):  # every name there is a seat's key, or may become one
+        return True
+    return (name in _HUB_NAMES or name in {path.name for path in home.db_files}
+            or name.startswith(filenames.SEAT_FILE_PREFIXES) or bool(filenames.notify_file_owner(name))) and \
+        _is_directory(where, home.root)
+
+
+def _is_directory(info: os.stat_result, path) -> bool:
+    try:
+        return os.path.samestat(info, os.stat(path))
+    except OSError:
         return False
 
 
