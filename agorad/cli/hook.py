@@ -6,6 +6,7 @@ this is the command's definition, its help, and the path for every other form.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -16,32 +17,34 @@ from agorad.cli.shared import SharedOption
 from agorad.surface.vocab import HARNESSES
 
 
-class _UsageExitsOne:
+@contextlib.contextmanager
+def _usage_exits_one():
     """A usage error exits 1, never 2: Claude Code reads a Stop hook's exit 2 as "re-prompt with stderr",
     which would feed the error to the model at every turn's end. 1 shows it to the user and moves on."""
+    try:
+        yield
+    except click.UsageError as exc:
+        exc.exit_code = EXIT_USAGE
+        raise
 
+
+class HookCommand(click.Command):
     def parse_args(self, ctx, args):
-        try:
+        with _usage_exits_one():
             return super().parse_args(ctx, args)
-        except click.UsageError as exc:
-            exc.exit_code = EXIT_USAGE
-            raise
 
 
-class HookCommand(_UsageExitsOne, click.Command):
-    pass
-
-
-class HookGroup(_UsageExitsOne, click.Group):
+class HookGroup(click.Group):
     """The same for the group's own errors: an unknown subcommand (a mistyped `stop` in a hand-edited hook),
     an option before the subcommand, no subcommand at all (found by a review: each exited 2)."""
 
+    def parse_args(self, ctx, args):
+        with _usage_exits_one():
+            return super().parse_args(ctx, args)
+
     def resolve_command(self, ctx, args):
-        try:
+        with _usage_exits_one():
             return super().resolve_command(ctx, args)
-        except click.UsageError as exc:
-            exc.exit_code = EXIT_USAGE
-            raise
 
 
 

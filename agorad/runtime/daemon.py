@@ -94,8 +94,7 @@ def _check_socket_path(home: Home) -> None:
 
 def _recover_socket(home: Home) -> None:
     """Remove a dead hub's socket; refuse to touch anything that is not one or that answers."""
-    path = home.socket
-    _check_socket_path(home)
+    path = home.socket  # (its length: preflight, which run() calls first)
     try:
         mode = os.lstat(path).st_mode
     except FileNotFoundError:

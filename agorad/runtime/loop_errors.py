@@ -22,8 +22,8 @@ _RESOURCE_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.E
 class AcceptFailures:
     """The loop's exception handler: accept failures logged sparingly, the rest as asyncio would."""
 
-    def __init__(self, sparse: Sparse | None = None):
-        self.log = sparse or Sparse("accept-failed")
+    def __init__(self):
+        self.log = Sparse("accept-failed")
 
     def __call__(self, loop: asyncio.AbstractEventLoop, context: dict) -> None:
         exc = context.get("exception")
@@ -33,7 +33,5 @@ class AcceptFailures:
             loop.default_exception_handler(context)
 
 
-def install(loop: asyncio.AbstractEventLoop) -> AcceptFailures:
-    handler = AcceptFailures()
-    loop.set_exception_handler(handler)
-    return handler
+def install(loop: asyncio.AbstractEventLoop) -> None:
+    loop.set_exception_handler(AcceptFailures())
