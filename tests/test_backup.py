@@ -77,7 +77,7 @@ def test_backup_refuses_the_hubs_own_database(hub, cli, tmp_path):
     database = (hub.home / "agora.db").stat()
     for spelled in (hub.home / "agora.db", link / "agora.db", link / "agora.db-wal",
                     tmp_path / "sub" / ".." / "link" / "agora.db", link / "agorad.sock", hub.home / "a-inbox.log.1",
-                    hub.home / "listen-a.offset", link / "keys" / "a.key"):
+                    hub.home / "listen-a.offset", link / "keys" / "a.key", hub.home / "agorad.log.1"):
         result = cli("backup", "--force", str(spelled), code=1)
         assert "is one of the hub's own files" in result.stderr, (spelled, result.stderr)
     assert (hub.home / "agorad.sock").is_socket()  # (a review: --force replaced it, and no client found the hub)

@@ -3,7 +3,7 @@
 The hub is this process, forked once the options are parsed and the refusals that need nothing
 touched are made (nothing to parse again, the same code). The child starts a session of its own, so
 no terminal's hangup reaches it; it works from `/`, so it pins no directory; it reads /dev/null,
-appends its log to `<home>/agorad.log` (0600) and keeps no other descriptor of its caller's (a
+appends its log to `<home>/agorad.log` (0600; the hub rotates it, runtime/log_file.py) and keeps no other descriptor of its caller's (a
 pipe held open would keep the caller's reader waiting), then runs the hub. The parent waits until
 the hub answers `hub.status` with the child's pid and prints what the hub logged while starting (a
 `--insecure` warning among it); or, when the child exits first, why it did not start: a refusal
@@ -12,11 +12,9 @@ comes back through a pipe, anything else is in the log. Either way the parent ne
 
 from __future__ import annotations
 
-import errno
 import os
 import select
 import signal
-import stat
 import sys
 import time
 from collections.abc import Callable
@@ -24,6 +22,7 @@ from collections.abc import Callable
 import click
 
 from agorad.cli.common import fail
+from agorad.runtime import log_file
 from agorad.surface.paths import Home
 
 READY_WAIT = 30.0  # seconds for the hub to answer: a home of 10,000 seats starts in about half a second
@@ -37,10 +36,11 @@ def detach(home: Home, run_hub: Callable[[], int], startup_error: type[Exception
     log_path = home.log
     try:
         home.ensure()
-        log_fd = _open_log(log_path)
+        log_fd = log_file.open_append(log_path)
     except OSError as exc:
         fail(f"cannot start the hub: {exc}")
-    started_at = os.fstat(log_fd).st_size
+    opened = os.fstat(log_fd)
+    started_at = (opened.st_dev, opened.st_ino, opened.st_size)
     refusal_read, refusal_write = os.pipe()
     signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # an inherited SIG_IGN would reap the child before waitpid
     for stream in (sys.stdout, sys.stderr):
@@ -66,24 +66,6 @@ def _standard_streams_open() -> None:
             os.fstat(fd)
         except OSError:
             os.open(os.devnull, os.O_RDWR)  # the lowest free descriptor: this one
-
-
-def _open_log(path) -> int:
-    """The log, opened to append: a regular file, made 0600 (O_NONBLOCK: a FIFO there cannot hang the open)."""
-    try:
-        fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC | os.O_NONBLOCK, 0o600)
-    except OSError as exc:
-        if exc.errno in (errno.ENXIO, errno.ELOOP):  # a FIFO nobody reads; a symbolic link
-            raise OSError(f"{path} is not a regular file; move it away") from None
-        raise
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise OSError(f"{path} is not a regular file; move it away")
-        os.fchmod(fd, 0o600)
-        return fd
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 def _run_child(log_fd: int, refusal_write: int, run_hub: Callable[[], int], startup_error: type[Exception]):
@@ -135,7 +117,7 @@ def _tell(message: str) -> None:
     log("not-started", reason=message)
 
 
-def _await_hub(home: Home, pid: int, refusal_read: int, log_path, started_at: int) -> None:
+def _await_hub(home: Home, pid: int, refusal_read: int, log_path, started_at: tuple[int, int, int]) -> None:
     deadline = time.monotonic() + READY_WAIT
     while True:
         exited, status = os.waitpid(pid, os.WNOHANG)
@@ -176,11 +158,15 @@ def _drain(fd: int) -> str:
     return b"".join(chunks).decode("utf-8", "replace").strip()
 
 
-def _echo_log(log_path, start: int) -> None:
-    """The log lines the hub wrote while starting, on stderr: a warning must reach whoever started it."""
+def _echo_log(log_path, started_at: tuple[int, int, int]) -> None:
+    """The log lines the hub wrote while starting, on stderr: a warning must reach whoever started it. A log
+    found past its limit was set aside as `.1` as the hub started (log_file.keep_under): its lines are then
+    in a new file, from the start."""
+    device, inode, start = started_at
     try:
         with open(log_path, "rb") as log:
-            log.seek(start)
+            found = os.fstat(log.fileno())
+            log.seek(start if (found.st_dev, found.st_ino) == (device, inode) else 0)
             text = log.read(64 << 10).decode("utf-8", "replace")
     except OSError:
         return

@@ -67,6 +67,7 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
             preflight(where, settings)  # refused before the home is touched, as in the foreground
         except StartupError as exc:
             fail(str(exc))
+        settings.log_file = str(where.log)  # the hub keeps it under its limit (runtime/log_file.py)
         in_background(where, lambda: run(where, settings), StartupError)
         return
     up_run.serve(where, settings, click.get_current_context().find_root().info_name)

@@ -46,6 +46,7 @@ def backup(home: Home, target: Path, force: bool = False) -> dict:
 # The home's own names: a backup put in place of one (the rename replaces the entry) would stand where the
 # hub and its seats read theirs. Any other name in the home is the user's to choose.
 _HUB_NAMES = frozenset({filenames.SOCKET_NAME, filenames.PIDFILE_NAME, filenames.LOCKFILE_NAME, filenames.LOG_NAME,
+                        filenames.LOG_NAME + filenames.ROTATED_SUFFIX,
                         filenames.HUB_URL_NAME, filenames.SETUP_LOCK_NAME})
 
 

@@ -22,7 +22,7 @@ from agorad import __version__
 from agorad.domain import cadence
 from agorad.domain import obligations
 from agorad.domain import registry
-from agorad.runtime import homelock, loop_errors, notify_lost
+from agorad.runtime import homelock, log_file, loop_errors, notify_lost
 from agorad.runtime.checkpoint import Checkpointer
 from agorad.runtime.clock import Clock
 from agorad.runtime.hub import HubState, Settings
@@ -34,7 +34,7 @@ from agorad.store import connect, write
 from agorad.store import messages as messages_sql
 from agorad.store.migrations import migrate
 from agorad.surface.paths import Home, write_private
-from agorad.surface.settings import DB_CACHE_MIB
+from agorad.surface.settings import DB_CACHE_MIB, LOG_KEEP_MIB
 
 SOCKET_PATH_MAX = 107  # sun_path is 108 bytes on Linux, one for the NUL (unix(7))
 
@@ -66,6 +66,8 @@ def run(home: Home, settings: Settings | None = None) -> int:
     home.ensure()
     lock_fd = _take_lock(home)
     try:
+        if settings.log_file:  # only now: a hub refused for another's lock must not rotate that one's log
+            log_file.keep_under(settings.log_file, LOG_KEEP_MIB << 20)
         _recover_socket(home)
         return asyncio.run(_serve(home, settings))
     finally:

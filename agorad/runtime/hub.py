@@ -52,6 +52,7 @@ class Settings:
     tls_key: str | None = None
     insecure: bool = False              # --insecure: allow a plain ws:// port beyond loopback
     listen_idle: float = settings.REMOTE_IDLE
+    log_file: str | None = None         # agora up --detach: the file stderr appends to, rotated (log_file.py)
 
 
 @dataclass

@@ -7,6 +7,9 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
+
+_after_line: Callable[[], None] | None = None  # the detached hub's log rotation (log_file.keep_under)
 
 
 def log(event: str, **fields) -> None:
@@ -14,6 +17,14 @@ def log(event: str, **fields) -> None:
     parts = " ".join(f"{k}={_value(v)}" for k, v in fields.items())
     sys.stderr.write(f"agorad {stamp} {event} {parts}".rstrip() + "\n")
     sys.stderr.flush()
+    if _after_line is not None:
+        _after_line()
+
+
+def after_each_line(check: Callable[[], None] | None) -> None:
+    """Call `check` after every line written from now on (None: stop)."""
+    global _after_line
+    _after_line = check
 
 
 def _value(value) -> str:
@@ -27,7 +38,7 @@ class Sparse:
     """An event a peer or the kernel can repeat thousands of times a second (a refused connection, a failed
     accept), logged at most once per `every` seconds. The next line written says how many were held back
     since the line before (`held_back_since_last=N`): those of any peer, not of the one this line names.
-    The log is not rotated, so a flood of them must not fill the disk."""
+    A flood of them must not fill the disk, nor rotate the lines that matter out of the log."""
 
     def __init__(self, event: str, every: float = 10.0, clock=time.monotonic):
         self.event, self.every, self.clock = event, every, clock

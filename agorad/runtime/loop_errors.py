@@ -4,7 +4,7 @@ Out of descriptors (EMFILE, ENFILE) or memory, asyncio's accept loop reports eac
 `accept()` and tries the next pending connection, up to the listening socket's backlog in one
 turn (CPython 3.11 `selector_events._accept_connection`: no break after the failure), and
 schedules a retry for each: a burst of held connections wrote thousands of tracebacks a second
-into `agorad.log`, which the hub does not rotate (a review measured 122 MB in a minute). Such a
+into `agorad.log` (a review measured 122 MB in a minute, which rotation would only have cycled). Such a
 report is one `accept-failed` line, at most once per `log.Sparse` spell. Everything else goes to
 asyncio's default handler, as before.
 """

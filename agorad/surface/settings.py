@@ -16,6 +16,7 @@ MAX_BODY_KIB_LIMIT = 128         # ... and its ceiling, so any body fits a 1 MiB
 ESCALATION = (900.0, 3600.0, 14400.0)  # --escalate: an unanswered ask re-notifies at these offsets
 LIVENESS_FLUSH = 1.0             # --liveness-flush: a restated heartbeat is written within this
 DB_CACHE_MIB = 32                # the hub connection's page cache: a post dirties a page per member (ARCHITECTURE.md)
+LOG_KEEP_MIB = 16                # `agora up --detach`: agorad.log rotates to agorad.log.1 past this (runtime/log_file.py)
 WAL_KEEP_MIB = 64                # the WAL file left on disk after a checkpoint, at most: a read held long beside a busy
                                  # hub (agora check, agora backup) grows it, and SQLite keeps a grown WAL's size otherwise
 
