@@ -417,6 +417,12 @@ def test_a_bind_beyond_loopback_without_tls_refuses_to_start(home):
                           capture_output=True, text=True, timeout=30)
     assert half.returncode == 2 and "go together" in half.stderr  # a usage error, as agora-up(1) says
     assert not home.exists()
+    for detach in ([], ["--detach"]):  # files that do not load: refused before the home is made, too
+        missing = subprocess.run([AGORAD, "--home", str(home), "--listen", "127.0.0.1:0", "--tls-cert", "/nonexistent",
+                                  "--tls-key", "/nonexistent", *detach], capture_output=True, text=True, timeout=30)
+        assert missing.returncode == 1 and "loading --tls-cert /nonexistent" in missing.stderr, missing.stderr
+        assert "No such file" in missing.stderr and "Traceback" not in missing.stderr
+        assert not home.exists()
 
 
 def test_insecure_allows_it_and_warns_loudly(home):

@@ -212,7 +212,20 @@ def check_listen(settings: Settings) -> tuple[str, int] | None:
     if settings.tls_cert is None and not is_loopback(host) and not settings.insecure:
         raise StartupError(f"--listen {settings.listen} is beyond loopback without TLS: agent keys would cross the "
                            "network in clear. Give --tls-cert and --tls-key, or --insecure if the network is yours")
+    tls_of(settings)  # files that do not load are refused here, before the home is made
     return host, port
+
+
+def tls_of(settings: Settings):
+    """The remote port's TLS context (None: ws://); StartupError for a certificate or key that does not load."""
+    if settings.tls_cert is None:
+        return None
+    from agorad.runtime import remote
+
+    try:
+        return remote.tls_context(settings.tls_cert, settings.tls_key)
+    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
+        raise StartupError(f"loading --tls-cert {settings.tls_cert} and --tls-key {settings.tls_key}: {exc}") from None
 
 
 async def _serve_remote(hub: HubState, settings: Settings):
@@ -223,10 +236,7 @@ async def _serve_remote(hub: HubState, settings: Settings):
     from agorad.runtime import remote
 
     host, port = where
-    try:
-        tls = remote.tls_context(settings.tls_cert, settings.tls_key) if settings.tls_cert else None
-    except (OSError, ValueError) as exc:  # ssl.SSLError is an OSError
-        raise StartupError(f"loading --tls-cert {settings.tls_cert} and --tls-key {settings.tls_key}: {exc}") from None
+    tls = tls_of(settings)
     try:
         server = await remote.serve(hub, host, port, tls, settings.listen_idle)
     except OSError as exc:
