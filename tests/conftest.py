@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
 
 import pytest
 from click.testing import CliRunner
@@ -47,6 +48,32 @@ def remote(home):
     running = Hub(home, "--listen", "127.0.0.1:0").start()
     running.url = running.call("hub.status")["remote"]
     running.keys = {agent: running.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+    yield running
+    running.stop()
+
+
+@pytest.fixture
+def certificate(tmp_path):
+    """A self-signed certificate for 127.0.0.1 and localhost: (cert.pem, key.pem)."""
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
+                           "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
+                           "-keyout", str(key), "-out", str(cert)], capture_output=True)
+    if made.returncode != 0:
+        pytest.skip(f"openssl cannot make a certificate here: {made.stderr[-200:]!r}")
+    return cert, key
+
+
+@pytest.fixture
+def secure_remote(home, certificate):
+    """`remote` on a wss:// port: `.url`, `.keys` (alice, bob), and `.tls`, a client context that trusts it."""
+    import ssl
+
+    cert, key = certificate
+    running = Hub(home, "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)).start()
+    running.url = running.call("hub.status")["remote"]
+    running.keys = {agent: running.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+    running.tls = ssl.create_default_context(cafile=str(cert))
     yield running
     running.stop()
 

@@ -434,17 +434,6 @@ def test_insecure_allows_it_and_warns_loudly(home):
         hub.stop()
 
 
-@pytest.fixture
-def certificate(tmp_path):
-    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
-    made = subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1",
-                           "-subj", "/CN=localhost", "-addext", "subjectAltName=IP:127.0.0.1,DNS:localhost",
-                           "-keyout", str(key), "-out", str(cert)], capture_output=True)
-    if made.returncode != 0:
-        pytest.skip(f"openssl cannot make a certificate here: {made.stderr[-200:]!r}")
-    return cert, key
-
-
 def test_tls_serves_wss_to_a_client_that_trusts_the_certificate(home, certificate, tmp_path):
     cert, key = certificate
     hub = Hub(home, "--listen", "127.0.0.1:0", "--tls-cert", str(cert), "--tls-key", str(key)).start()

@@ -161,8 +161,9 @@ async def _serve(home: Home, settings: Settings) -> int:
         server.close()
         await server.wait_closed()
         if remote is not None:
-            remote.close()
-            await remote.wait_closed()
+            from agorad.runtime.remote import close as close_remote
+
+            await close_remote(remote)
         hub.liveness.close()  # late heartbeats take the transaction path, so none is answered unstored
         hub.batch.commit()  # answer what was handled before the signal
         with write(db):

@@ -335,42 +335,134 @@ async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None,
 
     class Counted(_Counted):
         counter = handshaking
+        tls_context = tls
+        opening: set[_Counted] = set()
+        port_closed = False
 
     async def handler(ws: _Counted) -> None:
         ws.handshake_over()
         await RemoteSession(hub, ws, throttle, pending, idle).run()
 
-    return await ws_serve(handler, host, port, ssl=tls, max_size=MAX_FRAME, compression=None,
-                          ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
-                          server_header=None, logger=_QUIET, create_connection=Counted)
+    # No ssl= here: a wss:// connection's TLS is Counted's own (start_tls), so that it is counted from its accept
+    server = await ws_serve(handler, host, port, max_size=MAX_FRAME, compression=None,
+                            ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
+                            server_header=None, logger=_QUIET, create_connection=Counted)
+    server.counted = Counted
+    return server
+
+
+async def close(server) -> None:
+    """Stop the remote port: no new connection, the open ones closed (1001), and those still in their TLS or
+    WebSocket handshake cut at once: websockets waits for them to send a request it can refuse, so a peer that
+    sends nothing held the hub's stop for the handshake's timeout (10 s)."""
+    server.close()
+    await asyncio.sleep(0)  # websockets' close task stops accepting ...
+    await asyncio.sleep(0)  # ... and what was accepted before reaches connection_made
+    counted = server.counted
+    counted.port_closed = True
+    for connection in list(counted.opening):
+        connection.cut()
+    await server.wait_closed()
 
 
 class _Counted(ServerConnection):
-    """A connection counted from its accept until its WebSocket handshake is over (the handler starts, or the
-    connection ends). A peer that opens TCP connections and never finishes a handshake held each for the
+    """A connection counted from its TCP accept until its WebSocket handshake is over (the handler starts, or
+    the connection ends). A peer that opens TCP connections and never finishes a handshake held each for the
     handshake's timeout, uncounted: 1,100 of them from one address took every descriptor the hub had, and
     its notify writes failed. Past the cap one is closed at its accept (there is no WebSocket yet to say
-    1013 in)."""
+    1013 in).
+
+    On a wss:// port the TLS handshake is the connection's own: `loop.start_tls` on the accepted TCP
+    transport, so it is counted by the peer's address from the accept, and a handshake that fails (or takes
+    longer than settings.REMOTE_TLS_TIMEOUT) frees its place at once. With asyncio's own TLS (`ssl=` to the
+    server) the protocol learns nothing before the handshake ends, not even the peer, and nothing when it
+    fails. The WebSocket side starts once the handshake is over."""
 
     counter: PendingHellos
+    tls_context: ssl.SSLContext | None = None
+    made = False   # whether websockets' connection_made has run (for a wss:// connection: after its TLS)
+    # A wss:// connection's callbacks from its TLS handshake's end until websockets has the connection: asyncio
+    # passes on what arrived with the handshake's last bytes at once, and `_secure` resumes a loop turn later.
+    early: list[tuple] | None = None
+    _securing: set[asyncio.Task] = set()  # the TLS handshakes under way (the loop keeps only weak references)
+
+    opening: set[_Counted]  # the port's connections still in a handshake (counted)
+    port_closed: bool        # the hub is stopping: a connection accepted now is cut at once
 
     def connection_made(self, transport) -> None:
-        super().connection_made(transport)
         address = transport.get_extra_info("peername")
         self.peer_address = str(address[0]) if address else "?"
-        self.counted = self.counter.admit(self.peer_address)
+        self.tcp = transport
+        self.counted = not self.port_closed and self.counter.admit(self.peer_address)
         if not self.counted:
-            self.counter.refused(peer=self.peer_address, reason="too-many-handshaking")
+            if not self.port_closed:
+                self.counter.refused(peer=self.peer_address, reason="too-many-handshaking")
             transport.abort()
+            return
+        self.opening.add(self)
+        if self.tls_context is None:
+            self._websocket_made(transport)
+            return
+        transport.pause_reading()  # start_tls takes the first bytes, in its task
+        self.early = []
+        task = asyncio.get_running_loop().create_task(self._secure(transport))
+        self._securing.add(task)
+        task.add_done_callback(self._securing.discard)
+
+    async def _secure(self, tcp) -> None:
+        loop = asyncio.get_running_loop()
+        try:
+            secured = await loop.start_tls(tcp, self, self.tls_context, server_side=True,
+                                           ssl_handshake_timeout=settings.REMOTE_TLS_TIMEOUT,
+                                           ssl_shutdown_timeout=settings.REMOTE_TLS_TIMEOUT)
+        except asyncio.CancelledError:  # the hub stopping
+            self._not_secured(tcp)
+            raise
+        except Exception:  # a failed or timed-out handshake, a peer gone: nothing to log, a place to free
+            self._not_secured(tcp)
+            return
+        self._websocket_made(secured)
+        early, self.early = self.early, None
+        for call, *args in early:
+            call(*args)
+
+    def _not_secured(self, tcp) -> None:
+        self.early = None
+        self.handshake_over()
+        tcp.abort()
+
+    def _websocket_made(self, transport) -> None:
+        self.made = True
+        super().connection_made(transport)
+
+    def data_received(self, data: bytes) -> None:
+        if self.early is not None:
+            self.early.append((super().data_received, data))
+            return
+        super().data_received(data)
+
+    def eof_received(self):
+        if self.early is not None:
+            self.early.append((super().eof_received,))
+            return None
+        return super().eof_received()
 
     def handshake_over(self) -> None:
         if self.counted:
             self.counted = False
             self.counter.release(self.peer_address)
+            self.opening.discard(self)
+
+    def cut(self) -> None:
+        """Close the connection at once, in whatever handshake it is (its TCP transport: TLS goes with it)."""
+        self.tcp.abort()
 
     def connection_lost(self, exc) -> None:
         self.handshake_over()
-        super().connection_lost(exc)
+        if self.early is not None:
+            self.early.append((super().connection_lost, exc))
+        elif self.made:
+            super().connection_lost(exc)
 
 
 class _Quiet:

@@ -143,6 +143,7 @@ DRAIN_LIMIT = 200                # Inbox.drain(): at most this many debts and he
 LISTEN_HOST = "127.0.0.1"        # --listen PORT: loopback unless a host is named
 REMOTE_IDLE = 300.0              # --listen-idle: an authenticated connection with no request and no
                                  # subscription for this long is closed (a subscriber is kept by pings)
+REMOTE_TLS_TIMEOUT = 10.0        # a wss:// connection's TLS handshake must end within this (and its TLS shutdown)
 REMOTE_HELLO_TIMEOUT = 10.0      # the first request (hub.hello) must come within this, or --listen-idle if shorter
 REMOTE_PING = 20.0               # WebSocket keepalive: a ping this often; no pong within as long cuts the peer
 REMOTE_SEND_QUEUE = 4 << 20      # bytes queued for a peer that does not read before it is cut off ...
