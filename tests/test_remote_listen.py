@@ -291,6 +291,44 @@ def test_watch_refuses_the_directory_the_hub_says_it_writes_to(home, tmp_path):
         hub.stop()
 
 
+def test_watch_started_with_no_hub_refuses_the_hubs_notify_directory_once_it_connects(home, tmp_path):
+    """The hub says where it writes at each hello, so a watcher that started while no hub answered learned it
+    only then: it wrote the hub's own lines into the hub's own file again (a review: delivery 2 twice)."""
+    from tests.remote_seat import free_port
+
+    notify_dir = tmp_path / "notes"
+    hub = Hub(home, "--listen", f"127.0.0.1:{free_port()}", "--notify-dir", str(notify_dir)).start()
+    hub.url = hub.call("hub.status")["remote"]
+    hub.keys = {agent: hub.add_agent(agent, liveness_mode="always-on") for agent in ("alice", "bob")}
+    with hub.client("bob", hub.keys["bob"]) as bob:
+        send(bob, "@alice", "before")
+    hub.stop()
+    watcher = watch(hub, notify_dir / "alice-inbox.log")
+    try:
+        wait_for(lambda: "retrying" in _stderr_line(watcher), what="the watcher to find no hub")
+        hub.start()
+        with hub.client("bob", hub.keys["bob"]) as bob:
+            send(bob, "@alice", "after")
+        _, stderr = watcher.communicate(timeout=60)
+        assert watcher.returncode == 1 and "the hub's own notify directory" in stderr, stderr
+        ids = [json.loads(line)["id"] for line in (notify_dir / "alice-inbox.log").read_bytes().splitlines()]
+        assert ids == [1, 2]  # the hub's own lines, each once
+    finally:
+        watcher.kill()
+        hub.stop()
+
+
+def test_watch_refuses_a_symbolic_link_as_its_notify_file(remote, tmp_path):
+    """The file is never written through a link; one was taken at the start and ended the watch at its first
+    delivery with a bare errno."""
+    path = tmp_path / "alice-inbox.log"
+    path.symlink_to(tmp_path / "target.log")
+    done = watch(remote, path)
+    _, stderr = done.communicate(timeout=30)
+    assert done.returncode == 1 and f"{path} is a symbolic link" in stderr and "Errno" not in stderr, stderr
+    assert not (tmp_path / "target.log").exists()
+
+
 def test_watch_needs_a_url(remote, tmp_path):
     env = {key: value for key, value in remote.env.items() if key != "AGORA_URL"}
     done = subprocess.run([AGORA, "watch", "--as", "alice", "--notify-file", str(tmp_path / "f.log")], env=env,

@@ -66,11 +66,16 @@ def watch(as_id, notify_file, url, home):
 
 
 def _refuse_no_regular_file(path: Path) -> None:
-    """A FIFO or socket under the name is refused at the start (each append also refuses one put there later)."""
+    """A FIFO, a socket or a symbolic link under the name is refused at the start (each append also refuses one
+    put there later): the file is never written through a link (O_NOFOLLOW), so one would end the watch at
+    its first delivery."""
     try:
-        mode = os.stat(path).st_mode
+        mode = os.lstat(path).st_mode
     except FileNotFoundError:
         return
+    if stat.S_ISLNK(mode):
+        fail(f"{path} is a symbolic link, which agora watch never writes through; give the file it names, "
+             f"{os.path.realpath(path)}, or another --notify-file")
     if not stat.S_ISREG(mode):
         fail(f"{path} is not a regular file; remove it, or choose another --notify-file")
 
@@ -137,6 +142,7 @@ def _follow(url: str, agent: str, key: str, path: Path, home: str) -> None:
             except Fatal as exc:
                 fail(str(exc))
             if lines:
+                _refuse_hub_directory(path.parent, source.notify_dir)  # said again at each connection's hello
                 _append(path, lines)
     finally:
         source.close()
