@@ -202,9 +202,10 @@ class Driver:
     def _record(self, verdict: Verdict, outcome, finished: Finished, resumed: str | None, lane: str = "") -> None:
         """The turn's consequences, saved before anything else can fail. `lane`: its session's (state.py)."""
         self.state.ran_in(self.options.harness, outcome.session, lane)
-        if outcome.context_full:
+        fresh_start = outcome.context_full or outcome.session_gone  # (a session gone was resumed forever, failing)
+        if fresh_start:
             self.state.rotate(lane)
-        if verdict.status == FAILED and not (outcome.context_full and resumed):  # a fresh session may fit
+        if verdict.status == FAILED and not (fresh_start and resumed):  # a fresh session may fit, or exist
             delay = self.state.failed(self.clock())
             lines.say(f"the turn never reached the hub ({verdict.reason}); the wake is held {delay:g} s: "
                       f"{verdict.detail or 'no detail'}")

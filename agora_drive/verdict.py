@@ -74,6 +74,8 @@ def _harness_failure(finished: Finished, outcome: Outcome) -> Verdict | None:
         return None
     if outcome.context_full:
         return Verdict(FAILED, "stream", "context-full", _words(outcome, finished))
+    if outcome.session_gone:
+        return Verdict(FAILED, "stream", "session-gone", _words(outcome, finished))
     if outcome.completed and not outcome.error:
         return None
     if outcome.terminal:  # the harness ended the turn and said it failed

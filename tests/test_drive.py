@@ -640,6 +640,35 @@ def test_each_adapter_resumes_its_session_backs_off_and_rotates_when_the_context
     assert owed(pair) == 0
 
 
+def test_a_claude_session_that_is_gone_is_dropped_and_the_wake_answered_at_once_in_a_new_one(
+        hub, pair, tmp_path, monkeypatch):
+    """Claude answers a resume of a session it no longer has with "No conversation found": the driver
+    resumed it at every turn after, each failing, the back-off doubling, `--release` no help (a review)."""
+    from tests.test_drive_adapters import Fake
+
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    fake = Fake(tmp_path / "fake", workspace)
+    for name in ("PATH", "AGORA_FAKE_SCRIPT", "AGORA_FAKE_LOG", "AGORA_FAKE_AGORA"):
+        if name in fake.env:
+            monkeypatch.setenv(name, fake.env[name])
+    fake.play("answer", "session-gone", "answer", "answer")
+    options = Options(agent=SEAT, home=hub.home, notify_dir=hub.home, harness="claude", workspace=workspace,
+                      executable=fake.exe["claude"], turn_limit=30.0, grace=1.0)
+    drive = Driver(options, clock=Clock())
+    ask(pair)
+    assert drive.step().verdict.reason == "answered"
+    ask(pair, "second")
+    assert drive.step().verdict.reason == "session-gone"
+    assert drive.step().verdict.reason == "answered"  # at once, no back-off, in a new session
+    ask(pair, "third")
+    assert drive.step().verdict.reason == "answered"
+    sessions = [turn["resumed"] for turn in fake.turns()]
+    first, second = fake.turns()[0]["session"], fake.turns()[2]["session"]
+    assert sessions == [None, first, None, second] and first != second
+    assert owed(pair) == 0
+
+
 def test_hostile_message_text_reaches_neither_the_drivers_lines_nor_the_turns_prompt(hub, pair, plan, tmp_path,
                                                                                      capfd):
     turns = plan("answer")

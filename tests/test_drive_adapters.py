@@ -163,7 +163,7 @@ def test_claude_reader_keeps_the_session_resumed_and_drops_one_that_is_gone():
     assert read(claude.DRIVE, STREAMS / "claude-resume.jsonl", 0).session
     gone = read(claude.DRIVE, STREAMS / "claude-no-session.jsonl", 1)
     assert "No conversation found" in gone.error
-    assert gone.session is None  # resuming it again would fail the same way: start a new one
+    assert gone.session is None and gone.session_gone  # resuming it again would fail the same way: start anew
 
 
 def test_claude_reader_quotes_the_api_error_and_notes_retries():

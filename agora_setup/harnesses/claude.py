@@ -190,6 +190,7 @@ class ClaudeReader:
         outcome.error = events.quote(words)
         if any(str(error).startswith(SESSION_GONE) for error in errors):
             outcome.session = None  # resuming it again fails the same way: the next turn starts a new one
+            outcome.session_gone = True
         status = event.get("api_error_status")
         outcome.provider = _provider_status(status) or self._provider_kind is not None
         outcome.context_full = str(event.get("result") or "").startswith(CONTEXT_FULL)

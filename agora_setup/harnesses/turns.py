@@ -47,6 +47,7 @@ class Outcome:
     error: str | None = None  # the harness's own words, when it said the turn failed
     provider: bool = False  # the failure was the model provider's (429, 5xx, overloaded): worth a retry later
     context_full: bool = False  # the harness said the session's context is too large: start a new one
+    session_gone: bool = False  # the harness has no such session to resume (deleted, expired): start a new one
     session: str | None = None  # the harness session the turn ran in, to resume next time
     tool_calls: int = 0  # tool calls the turn made (a turn with none cannot have reached the hub)
     notes: list[str] = field(default_factory=list)  # anything else worth a line in the failures log

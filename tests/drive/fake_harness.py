@@ -25,6 +25,8 @@ behaviour): the test reads that log.
     hang          never ends: a grandchild that calls setsid() holds stdout open (its pid is in the log)
     429           the provider's rate limit, as the real harness reports it (measured streams)
     context-full  the context window overflowed, as the real harness reports it
+    session-gone  (claude) a resume of a session it does not have: the result alone, exit 1 (the measured
+                  stream claude-no-session.jsonl)
     no-terminal   exit 0 without the terminal event
 """
 
@@ -48,7 +50,7 @@ LOG_VARIABLE = "AGORA_FAKE_LOG"
 AGORA_VARIABLE = "AGORA_FAKE_AGORA"
 EX_USAGE = 64
 ROLES = {"claude": "claude", "codex": "codex", "cursor": "cursor-agent"}  # role -> the program's name
-BEHAVIOURS = ("ok", "answer", "leave-debt", "crash", "hang", "429", "context-full", "no-terminal")
+BEHAVIOURS = ("ok", "answer", "leave-debt", "crash", "hang", "429", "context-full", "session-gone", "no-terminal")
 
 
 class Misuse(Exception):
@@ -295,6 +297,12 @@ class ClaudeStream:
         text = "Prompt is too long · the request is ~215000 tokens (limit 200000)"
         return self._api_error(session, text, "invalid_request", 400)
 
+    def session_gone(self, session: str) -> int:
+        emit({"type": "result", "subtype": "error_during_execution", "is_error": True, "num_turns": 0,
+              "session_id": session, "permission_denials": [],
+              "errors": [f"No conversation found with session ID: {session}"]})
+        return 1
+
     def _api_error(self, session: str, text: str, kind: str, status: int) -> int:
         emit({"type": "assistant", "session_id": session, "error": kind, "message": {
             "model": "<synthetic>", "role": "assistant", "content": [{"type": "text", "text": text}]}})
@@ -459,6 +467,8 @@ def main(argv: list[str]) -> int:
         sys.stderr.write(f"fake harness ({role}): {misuse}\n")
         return EX_USAGE
     stream = STREAMS[role]()
+    if behaviour == "session-gone":
+        return stream.session_gone(session)
     stream.start(session)
     if behaviour == "hang":
         log.note({"turn_of": session, "grandchild": holder().pid})
