@@ -25,7 +25,8 @@ from agora_drive.chunks import Work
 from agora_drive.obligations import Obligations, Trouble, sweep
 from agora_drive.ownership import Ownership, Refused
 from agora_drive.state import DriveState
-from agora_drive.supervise import Finished, run_turn, scrubbed_environment
+from agora_drive.supervise import Finished, new_token, run_turn, scrubbed_environment
+from agora_drive.tree import end_marked
 from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge, judge_chunk
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
@@ -180,9 +181,12 @@ class Driver:
         """Run one turn of the harness with this prompt; its process facts, its outcome, and the sweep after it."""
         turn = Turn(text, self.options.workspace, resumed, self.options.model, self.options.args, self.options.command)
         reader = self.harness.reader()
+        self.state.turn_token = new_token()
+        self.state.save(self.state_path)  # before the spawn: should this driver die mid-turn, the next ends it
         finished = self.supervise(self._argv(turn), cwd=self.options.workspace, env=self._environment(turn),
                                   limit=self.options.turn_limit, grace=self.options.grace,
-                                  on_line=self._feeder(reader), stop_fd=self.stop_fd)
+                                  on_line=self._feeder(reader), stop_fd=self.stop_fd, token=self.state.turn_token)
+        self.state.turn_token = None  # (saved with the turn's consequences, _record)
         outcome = reader.finish(finished.status, finished.stderr_tail)
         after = None if finished.stopped else self._sweep_quietly()
         return finished, outcome, after
@@ -280,6 +284,18 @@ class Driver:
         except FileNotFoundError:
             return "agora"
 
+    def end_orphaned_turn(self) -> None:
+        """What a driver that died mid-turn (SIGKILL, the OOM killer) left running of its turn: ended before
+        this one can start a turn for the same wake, which would answer it twice."""
+        token, self.state.turn_token = self.state.turn_token, None
+        if token is None:
+            return
+        ended = end_marked(token)
+        self.state.save(self.state_path)
+        if ended:
+            lines.say(f"the last driver of {self.options.agent} died during a turn; ended the {ended} "
+                      f"process{'es' if ended > 1 else ''} it had left running")
+
     def preflight(self) -> str | None:
         """Before any wake: why this harness cannot run a turn here, in its own words; None when it can."""
         if self.program() is None:
@@ -325,6 +341,7 @@ def run(options: Options) -> int:
     except Refused as refused:
         return _ended(refused.reason, EXIT_FAILED, str(refused))
     try:
+        driver.end_orphaned_turn()  # the seat is this driver's now: what is left of a dead one's turn is no one's
         problem = driver.preflight()
         if problem:
             return _ended("config", EXIT_FAILED, problem)

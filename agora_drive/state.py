@@ -35,6 +35,8 @@ class DriveState:
     chunk_session_harness: str | None = None
     chunk_session_turns: int = 0
     chains: dict = field(default_factory=dict)  # claim ref -> [version, chunks in a row without a receipt]
+    turn_token: str | None = None  # the running turn's (tree.py), kept until it ends: a driver that died mid-turn
+                                   # left it, and the next one ends what the turn left running
 
     @classmethod
     def load(cls, path: Path) -> "DriveState":
@@ -51,7 +53,8 @@ class DriveState:
         numbers = all(isinstance(t, (int, float)) for t in self.turns + self.chunks)
         if not (numbers and isinstance(self.streak, int) and isinstance(self.session_turns, int)):
             raise TypeError("drive state")
-        texts = (self.quarantined, self.session, self.session_harness, self.chunk_session, self.chunk_session_harness)
+        texts = (self.quarantined, self.session, self.session_harness, self.chunk_session, self.chunk_session_harness,
+                 self.turn_token)
         if not all(v is None or isinstance(v, str) for v in texts) or not isinstance(self.chunk_session_turns, int):
             raise TypeError("drive state")
         if not isinstance(self.chains, dict) or not all(

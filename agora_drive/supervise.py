@@ -72,19 +72,21 @@ def _hub_secret(name: str) -> bool:
 
 def run_turn(argv: list[str], *, cwd, env: dict, limit: float, grace: float = settings.DRIVE_GRACE,
              pipe_grace: float = settings.DRIVE_PIPE_GRACE, on_line: Callable[[str], None] = lambda line: None,
-             stop_fd: int | None = None, on_spawn: Callable[[int], None] = lambda pid: None) -> Finished:
-    """Run `argv` in `cwd` with `env` (plus the turn's token, tree.py) for at most `limit` seconds.
+             stop_fd: int | None = None, on_spawn: Callable[[int], None] = lambda pid: None,
+             token: str | None = None) -> Finished:
+    """Run `argv` in `cwd` with `env` (plus the turn's token, tree.py: `token`, else a new one) for at most
+    `limit` seconds. The leader is killed if the driver dies (see `_dies_with_parent`).
 
     `on_line` gets each line of stdout as it comes; `on_spawn` the pid right after the spawn. Returns
     once the leader is reaped and its tree has gone. An exception from a callback ends the tree
     (SIGKILL) before it propagates.
     """
     started = time.monotonic()
-    token = secrets.token_hex(16)
+    token = token or new_token()
     try:
         proc = subprocess.Popen(argv, cwd=cwd, env={**env, TURN_TOKEN: token}, stdin=subprocess.DEVNULL,
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True,
-                                close_fds=True)
+                                close_fds=True, preexec_fn=_dies_with_parent())
     except (OSError, ValueError) as exc:  # ValueError: a NUL byte in an argument the user gave
         return Finished(status=None, signal=None, timed_out=False, stopped=False, spawn_error=_why(exc),
                         duration=time.monotonic() - started, stderr_tail="", pid=None)
@@ -97,6 +99,35 @@ def run_turn(argv: list[str], *, cwd, env: dict, limit: float, grace: float = se
     finally:
         turn.close(failed)
     return turn.finished(time.monotonic() - started)
+
+
+def new_token() -> str:
+    return secrets.token_hex(16)
+
+
+def _dies_with_parent() -> Callable[[], None] | None:
+    """For the spawned leader: SIGKILL when the driver dies (prctl PR_SET_PDEATHSIG, Linux). A driver killed by
+    SIGKILL or the OOM killer ended nothing, and its turn ran on past its limit (a review saw it at 33 s of
+    20), beside the turn a restarted driver then started for the same wake. What the leader started is
+    ended by the next driver (tree.end_marked). The function runs in the child between fork and exec, so it
+    is a bound C call only; the driver's other threads (a watcher's) hold no lock it needs. None off Linux."""
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def set_death_signal() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        if os.getppid() != parent:  # the driver died before the call: nobody would send it
+            os._exit(1)
+
+    return set_death_signal
+
+
+_PR_SET_PDEATHSIG = 1  # linux/prctl.h
 
 
 def _why(exc: Exception) -> str:

@@ -50,9 +50,7 @@ class Tree:
 
     def sweep(self) -> None:
         """Add every process carrying this turn's token, wherever it was re-parented to."""
-        marked = [p for p in psutil.process_iter(["environ"])
-                  if (p.info["environ"] or {}).get(TURN_TOKEN) == self.token]
-        self._add(marked)
+        self._add(marked(self.token))
 
     def end(self, sig: int) -> None:
         """Find what is there now, then send it `sig`: the group first, then each process found."""
@@ -81,6 +79,23 @@ class Tree:
             known = self.found.get(process.pid)
             if known is None or not known.is_running():  # a pid reused since: keep the newer process
                 self.found[process.pid] = process
+
+
+def marked(token: str) -> list[psutil.Process]:
+    """Every process of ours carrying `token` in its environment (TURN_TOKEN)."""
+    return [p for p in psutil.process_iter(["environ"]) if (p.info["environ"] or {}).get(TURN_TOKEN) == token]
+
+
+def end_marked(token: str) -> int:
+    """SIGKILL every process carrying `token`: what is left of the turn of a driver that died mid-turn (its
+    turn had no one to end it at its limit). How many there were."""
+    found = [p for p in marked(token) if p.pid != os.getpid()]
+    for process in found:
+        try:
+            process.kill()
+        except psutil.Error:
+            pass
+    return len(found)
 
 
 def _running(process: psutil.Process) -> bool:

@@ -346,6 +346,38 @@ def stop(proc: subprocess.Popen, seen: list[str]) -> int:
     return proc.returncode
 
 
+def test_a_driver_killed_mid_turn_takes_its_turn_with_it_and_the_next_one_ends_what_was_left(
+        hub, pair, plan, tmp_path):
+    """A SIGKILLed (or OOM-killed) driver ended nothing: its turn ran on past its limit, and the next driver
+    started a second turn for the same wake beside it (a review: two answers). The leader now dies with the
+    driver, and the next driver ends what the turn had started before it starts one of its own."""
+    plan("hang", "answer")
+    proc = start_driver(hub, tmp_path)
+    seen: list[str] = []
+    ask(pair)
+    read_until(proc, "AGORA_DRIVE state=turn", seen)
+
+    def turn_processes() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if _environ(p).get("DRIVE_RECORD") ==
+                str(tmp_path / "turns.jsonl") and p.status() != psutil.STATUS_ZOMBIE and p.pid != proc.pid]
+
+    wait_for(lambda: len(turn_processes()) == 2, what="the turn and its grandchild")
+    leader = next(p for p in turn_processes() if "drive_turn.py" in " ".join(p.info["cmdline"]))
+    proc.kill()
+    proc.wait(timeout=10)
+    wait_for(lambda: not leader.is_running() or leader.status() == psutil.STATUS_ZOMBIE, what="the leader gone")
+    assert len(turn_processes()) == 1  # the grandchild in a session of its own: the next driver's to end
+    again = start_driver(hub, tmp_path)
+    try:
+        read_until(again, "AGORA_DRIVE event=turn_end", seen)
+        assert owed(pair) == 0
+    finally:
+        again.send_signal(signal.SIGTERM)
+        _, said = again.communicate(timeout=30)
+    assert "died during a turn; ended the 1 process it had left running" in said, said
+    assert not turn_processes()
+
+
 def test_a_dm_wakes_the_driver_whose_turn_answers_and_it_rearms(hub, pair, plan, tmp_path):
     plan("answer")
     proc = start_driver(hub, tmp_path, "--turn-log")
