@@ -314,7 +314,10 @@ class Driver:
         if trouble.refusal is None:
             lines.say(f"the hub could not be asked ({trouble}); asking again in {HUB_RETRY:g} s or at the next wake")
             return Pass("armed", "hub-unreachable", now + HUB_RETRY)
-        lines.say(f"the hub refused seat {self.options.agent}: {trouble}")
+        if trouble.refusal == "no-key":  # (the hub was never asked)
+            lines.say(str(trouble))
+        else:
+            lines.say(f"the hub refused seat {self.options.agent}: {trouble}")
         return Pass("armed", trouble.refusal, now + REFUSAL_RETRY) if first else Pass("stopped", trouble.refusal)
 
     def facts(self, decided: Pass) -> dict:

@@ -83,7 +83,15 @@ def ask_as_seat(root: str | os.PathLike, agent: str, calls: list[tuple[str, dict
             current = (hello.get("redirected") or {}).get("to", current)
             return current, [hub.call(method, **params) for method, params in calls]
     except AgoraError as exc:
-        raise Trouble(exc.message, "refused" if exc.reason in SEAT_REFUSALS else None) from None
+        refused = exc.reason in SEAT_REFUSALS
+        said = exc.message + (_from_environment(home, agent) if refused and os.environ.get("AGORA_KEY") else "")
+        raise Trouble(said, "refused" if refused else None) from None
+
+
+def _from_environment(home, agent: str) -> str:
+    """A refused key that came from $AGORA_KEY: no key file the remedies rewrite would change it."""
+    return (f"; the key came from $AGORA_KEY, which comes before {home.key_file(agent)}: correct it, or unset "
+            "it to use the key file")
 
 
 def _key_remedy(agent: str, url: str | None) -> str:

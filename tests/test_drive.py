@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -560,12 +561,51 @@ def test_a_seat_without_its_key_or_with_a_wrong_one_stops_the_driver_instead_of_
                           text=True, timeout=60, env=env)
     assert (done.returncode, done.stdout.splitlines()[-1]) == (1, "AGORA_DRIVE state=stopped reason=no-key")
     assert f"agora agent rekey {SEAT}" in done.stderr and "hook" not in done.stderr
+    assert "the hub refused" not in done.stderr  # it was never asked
     key_file.write_text(kept)
     done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
                            "--command", f"{sys.executable} {TURN}"], cwd=tmp_path, capture_output=True,
                           text=True, timeout=60, env={**env, "AGORA_KEY": "agk_not_the_seats"})
     assert (done.returncode, done.stdout.splitlines()[-1]) == (1, "AGORA_DRIVE state=stopped reason=refused")
     assert f"the hub refused seat {SEAT}" in done.stderr
+    assert f"the key came from $AGORA_KEY, which comes before {key_file}: correct it, or unset it" in done.stderr
+
+
+def test_a_command_line_a_shell_would_refuse_is_a_usage_error(hub, tmp_path):
+    done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+                           "--command", "'unterminated", "--once"], cwd=tmp_path, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 2 and "cannot be split into words: No closing quotation" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_release_of_a_seat_no_driver_ran_for_is_an_error_and_writes_nothing(hub, tmp_path):
+    done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", "nosuch", "--release"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 1 and "no driver of nosuch has run" in done.stderr
+    assert not list(hub.home.glob("drive-nosuch*"))
+
+
+def test_a_stop_while_the_hub_is_first_asked_ends_with_the_stopped_line(hub, pair, tmp_path):
+    """The first ask of the hub came before the driver's handlers: SIGTERM against a hung hub killed it
+    (status 143) with no last line."""
+    from tests.hubproc import stopped
+
+    with stopped(hub):
+        proc = start_driver(hub, tmp_path)
+        wait_for(lambda: _asks_the_hub(proc.pid), what="the driver's first ask")
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=30)
+    assert (proc.returncode, out) == (0, "AGORA_DRIVE state=stopped reason=signal\n"), err
+    assert "Traceback" not in err
+
+
+def _asks_the_hub(pid: int) -> bool:
+    """Whether the process holds a connection to the hub's socket (a Unix socket descriptor)."""
+    try:
+        return any(c.family == socket.AF_UNIX for c in psutil.Process(pid).net_connections(kind="unix"))
+    except psutil.Error:
+        return False
 
 
 def test_a_rekey_racing_a_sweep_is_asked_once_more_not_taken_for_a_wrong_key(hub, pair, plan, tmp_path,

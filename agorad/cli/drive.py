@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import shlex
+import signal
 import sys
 from pathlib import Path
 
@@ -64,21 +65,49 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
         return _release(where.root, as_id)
     record = seat_record(click.get_current_context())
     harness = _harness(harness, record)
-    command = tuple(shlex.split(command_line)) if command_line else ()
+    command = _command(command_line)
     if (harness == "command") != bool(command):
         fail("--command goes with --harness command, which needs it (the program each turn runs)", 2)
-    # The hub the sweeps ask (agora_listen.inbox_view.ask_as_seat): on another host, its pushes ring.
-    url = hub_url_for(where.root_text)
-    agent, notify_dir, confirmed = (as_id, None, True) if url else _seat(where.root, as_id)
-    from agora_drive.driver import Options, run
+    signal.signal(signal.SIGTERM, _stopped_starting)  # until run() installs its own (agora_drive.signals)
+    signal.signal(signal.SIGINT, _stopped_starting)
+    signal.signal(signal.SIGHUP, _stopped_starting)
+    try:
+        # The hub the sweeps ask (agora_listen.inbox_view.ask_as_seat): on another host, its pushes ring.
+        url = hub_url_for(where.root_text)
+        agent, notify_dir, confirmed = (as_id, None, True) if url else _seat(where.root, as_id)
+        from agora_drive.driver import Options, run
 
-    workspace = record.workspace if record is not None and record.agent in (as_id, agent) else Path.cwd()
-    options = Options(agent=agent, home=where.root, notify_dir=notify_dir, harness=harness, workspace=workspace,
-                      executable=harness_path, model=model, args=tuple(harness_args), command=command, budget=budget,
-                      chunk_budget=chunk_budget,
-                      turn_limit=turn_limit, rotate_after=rotate_after, debounce=debounce, turn_log=turn_log,
-                      force=force, once=once, watcher=watcher, notify_dir_confirmed=confirmed, url=url)
-    sys.exit(run(options))
+        workspace = record.workspace if record is not None and record.agent in (as_id, agent) else Path.cwd()
+        options = Options(agent=agent, home=where.root, notify_dir=notify_dir, harness=harness, workspace=workspace,
+                          executable=harness_path, model=model, args=tuple(harness_args), command=command,
+                          budget=budget, chunk_budget=chunk_budget,
+                          turn_limit=turn_limit, rotate_after=rotate_after, debounce=debounce, turn_log=turn_log,
+                          force=force, once=once, watcher=watcher, notify_dir_confirmed=confirmed, url=url)
+        status = run(options)
+    except _StoppedStarting:  # a stop while the hub was first asked (a hung one holds that ask 30 s)
+        from agora_drive import lines
+
+        lines.emit(state="stopped", reason="signal")
+        status = 0
+    sys.exit(status)
+
+
+class _StoppedStarting(Exception):
+    """SIGTERM, SIGINT or SIGHUP before the driver's own handlers are in place."""
+
+
+def _stopped_starting(signum, frame) -> None:
+    raise _StoppedStarting()
+
+
+def _command(command_line: str | None) -> tuple[str, ...]:
+    """--command split as a shell would (no expansion); a line a shell would refuse is a usage error."""
+    if not command_line:
+        return ()
+    try:
+        return tuple(shlex.split(command_line))
+    except ValueError as exc:  # "No closing quotation", "No escaped character"
+        fail(f"--command {command_line!r} cannot be split into words: {exc}; quote it as a shell would", 2)
 
 
 def _harness(chosen: str | None, record) -> str:
@@ -126,6 +155,9 @@ def _release(root: Path, agent: str) -> None:
     from agorad.surface.paths import drive_file
     from agorad.surface.pidfiles import read_pidfile
 
+    if not any(drive_file(root, agent, name).exists() for name in ("state", "pid", "lock")):
+        fail(f"no driver of {agent} has run on {root} (no drive-{agent}.* files there), so there is nothing to "
+             "release: check the id (`agora status` lists the seats and their drivers)")
     owner = Ownership(root, agent)
     try:
         owner.take(force=True)  # free: no driver runs, and none starts while we edit
