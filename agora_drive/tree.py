@@ -21,8 +21,10 @@ import os
 
 import psutil
 
+from agorad.surface.vocab import TURN_ENV
+
 # The environment variable that marks every process a turn started (see `sweep`).
-TURN_TOKEN = "AGORA_DRIVE_TURN"
+TURN_TOKEN = TURN_ENV
 
 
 class Tree:

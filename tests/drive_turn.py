@@ -13,6 +13,8 @@ the driver's side of the contract. Behaviours:
   hang        sleep far past any limit, with a grandchild in its own session holding stdout
   receipt     a work chunk: write a progress receipt on the claim the prompt names; exit 0
   finish      a work chunk: mark the claim the prompt names done, at the version it names; exit 0
+  operator    try what only the hub's operator may (`agora agent rekey asker`, `agora down`) as a
+              prompt-injected turn would; their exit statuses and stderr go to DRIVE_RECORD.operator; exit 0
 
 Run as: python tests/drive_turn.py (the seat and home come from AGORA_AGENT_ID and AGORA_HOME,
 which the driver sets).
@@ -106,6 +108,16 @@ def hang() -> int:
     return 0
 
 
+def operator() -> int:
+    agora = str(Path(sys.executable).with_name("agora"))
+    tried = {}
+    for argv in (["agent", "rekey", "asker"], ["down"]):
+        done = subprocess.run([agora, *argv], capture_output=True, text=True, timeout=60)
+        tried[" ".join(argv)] = {"status": done.returncode, "stdout": done.stdout, "stderr": done.stderr}
+    Path(os.environ["DRIVE_RECORD"] + ".operator").write_text(json.dumps(tried))
+    return 0
+
+
 PLAYS = {
     "answer": answer,
     "ack": ack,
@@ -115,6 +127,7 @@ PLAYS = {
     "hang": hang,
     "receipt": receipt,
     "finish": finish,
+    "operator": operator,
 }
 
 if __name__ == "__main__":

@@ -571,6 +571,33 @@ def test_a_seat_without_its_key_or_with_a_wrong_one_stops_the_driver_instead_of_
     assert f"the key came from $AGORA_KEY, which comes before {key_file}: correct it, or unset it" in done.stderr
 
 
+def test_a_turns_agora_commands_act_as_its_seat_never_as_the_hubs_operator(hub, pair, plan, tmp_path):
+    """A review: a turn ran `agora agent rekey` on another seat, which printed its new key, and `agora down`
+    would have stopped the hub; a same-user process on the socket is the operator. In a turn the CLI asks
+    as the turn's seat, and refuses what has no seat to ask as."""
+    plan("operator")
+    kept = (hub.home / f"keys/{PEER}.key").read_text()
+    ask(pair)
+    driver(hub, tmp_path).step()
+    tried = json.loads((tmp_path / "turns.jsonl.operator").read_text())
+    rekey, down = tried["agent rekey asker"], tried["down"]
+    assert rekey["status"] == 1 and "reserved to the local operator" in rekey["stderr"] and "agk_" not in rekey["stdout"]
+    assert down["status"] == 1 and "part of a driven turn" in down["stderr"]
+    assert (hub.home / f"keys/{PEER}.key").read_text() == kept
+    assert hub.call("hub.status")["pid"] == hub.proc.pid  # still serving
+
+
+@pytest.mark.parametrize("argv", [["setup", "newseat"], ["restore", "backup.db"], ["service", "install", "--no-reload"],
+                                  ["down"]])
+def test_operator_commands_with_no_seat_to_ask_as_refuse_in_a_turn_and_touch_nothing(hub, tmp_path, argv):
+    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "a-token", "AGORA_AGENT_ID": SEAT,
+           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    before = sorted(p.name for p in hub.home.iterdir())
+    done = subprocess.run([agora(), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
+    assert done.returncode == 1 and "part of a driven turn (AGORA_DRIVE_TURN is set)" in done.stderr, done.stderr
+    assert sorted(p.name for p in hub.home.iterdir()) == before and not list(tmp_path.iterdir())
+
+
 def test_a_command_line_a_shell_would_refuse_is_a_usage_error(hub, tmp_path):
     done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
                            "--command", "'unterminated", "--once"], cwd=tmp_path, capture_output=True, text=True,

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from agorad.cli.common import handles_errors, home_option, json_option, print_json
+from agorad.cli.common import handles_errors, home_option, json_option, print_json, refuse_in_turn
 from agorad.surface import settings
 from agorad.surface.paths import Home
 
@@ -47,6 +47,7 @@ def restore(file, notify_dir, home, as_json):
     FILE is checked first (an Agora database, a schema this agora knows, integrity_check);
     then the notify files are made anew from it, so listeners ring nothing twice.
     """
+    refuse_in_turn()
     from agorad.runtime.restore import restore as put_back
 
     where = Home.resolve(home)

@@ -18,7 +18,7 @@ from agorad.cli.shared import URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import hub_url_for
 from agorad.surface.paths import Home
-from agorad.surface.vocab import URL_ENV
+from agorad.surface.vocab import TURN_ENV, URL_ENV
 
 EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
 
@@ -126,6 +126,8 @@ def connect(home: str | None, as_id: str | None = None):
     from agorad.surface import keys
     from agorad.surface.client import Client
 
+    if as_id is None and os.environ.get(TURN_ENV):
+        as_id = _turn_seat()
     url = hub_url(Home.resolve(home))
     if url is not None:
         return _connect_remote(url, home, as_id)
@@ -144,6 +146,25 @@ def connect(home: str | None, as_id: str | None = None):
                                      f"{client.home.key_file(key_owner)}", holder=key_owner))
     _hello(client, as_id, key, client.home.key_file(key_owner))
     return client
+
+
+def _turn_seat() -> str:
+    """In a driven turn (TURN_ENV set) the CLI acts as the turn's seat: a command that would act as the hub's
+    operator asks as the seat instead, and the hub refuses what only the operator may do. A review had a
+    turn rekey another seat, and print its new key, through `agora agent rekey`."""
+    seat = os.environ.get("AGORA_AGENT_ID")
+    if not seat:
+        refuse_in_turn()
+    return seat
+
+
+def refuse_in_turn() -> None:
+    """Exit 1 in a driven turn: what acts as the hub's operator is not for a turn's tools (agora-drive(1))."""
+    if os.environ.get(TURN_ENV):
+        context = click.get_current_context(silent=True)
+        command = context.command_path if context is not None else "this command"
+        fail(f"`{command}` acts as the hub's operator, and this process is part of a driven turn ({TURN_ENV} is "
+             "set): a turn's tools act as its seat only (agora-drive(1) SECURITY). Run it from your own shell")
 
 
 def _connect_remote(url: str, home: str | None, as_id: str | None):

@@ -15,7 +15,7 @@ import socket
 import click
 
 from agorad.cli.common import (DURATION, EXIT_ERROR, EXIT_UNAVAILABLE, handles_errors, home_option, hub_url,
-                               json_option, print_json)
+                               json_option, print_json, refuse_in_turn)
 from agorad.surface.durations import format_duration
 from agorad.surface.paths import Home
 from agorad.surface.pidfiles import open_pidfd
@@ -43,6 +43,7 @@ def down(timeout, home, as_json):
     The hub answers what it had handled, stores its marks and removes its socket, as on any SIGTERM.
     Exits 3 when no hub answers there. Local operator only.
     """
+    refuse_in_turn()
     where = Home.resolve(home)
     try:
         pid, stop, wait = _hub(where, timeout)

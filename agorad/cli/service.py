@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import fail, handles_errors, json_option, print_json
+from agorad.cli.common import fail, handles_errors, json_option, print_json, refuse_in_turn
 from agorad.cli.shared import SharedOption
 
 
@@ -21,6 +21,7 @@ def service():
 @handles_errors
 def install(home, no_reload, as_json):
     """Write agorad.service into the user's systemd directory."""
+    refuse_in_turn()
     from pathlib import Path
 
     from agorad.runtime.service import UNIT_NAME, agorad_executable, render_unit, user_unit_dir
@@ -48,6 +49,7 @@ def install(home, no_reload, as_json):
 @handles_errors
 def uninstall(no_reload, as_json):
     """Stop and disable the unit, then remove its file."""
+    refuse_in_turn()
     from agorad.runtime.service import UNIT_NAME, user_unit_dir
 
     path = user_unit_dir() / UNIT_NAME

@@ -100,6 +100,9 @@ DRIVE_STATES = ("armed", "turn", "chunk", "backoff", "held", "quarantined", "sto
 TURN_STATUSES = ("ok", "failed", "debt-left", "stopped")
 # How a driven turn's prompt begins; the rule block every harness reads (agora setup) says what it means.
 DRIVEN_TURN_MARK = "[agora drive]"
+# Set in the environment of every process of a driven turn (its token, agora_drive/tree.py). The CLI there
+# acts as the turn's seat ($AGORA_AGENT_ID), never as the hub's operator (agora-drive(1) SECURITY).
+TURN_ENV = "AGORA_DRIVE_TURN"
 
 # The remote port's URL schemes (agora-rpc(7) "Remote"): plain, and TLS.
 URL_SCHEMES = ("ws", "wss")
