@@ -337,3 +337,35 @@ def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):
         assert s["alice"].call("claims.receipt", ref="claim:1", text="handing over")["receipt"] == 1
         assert s["alice"].call("claims.done", ref="claim:1", version=1)["state"] == "done"
         assert s["alice"].call("claims.list")["claims"] == []  # the listing is by channel membership
+
+
+def test_claims_list_pages_after_a_claim_and_says_whether_more_follow(hub):
+    with seats(hub, "alice") as s:
+        for n in range(5):
+            open_claim(s["alice"], title=f"task {n}")
+        first = s["alice"].call("claims.list", limit=2)
+        assert ([c["ref"] for c in first["claims"]], first["more"]) == (["claim:1", "claim:2"], True)
+        last = s["alice"].call("claims.list", limit=3, after="claim:2")
+        assert ([c["ref"] for c in last["claims"]], last["more"]) == (["claim:3", "claim:4", "claim:5"], False)
+        past = s["alice"].call("claims.list", after="claim:5")
+        assert (past["claims"], past["more"]) == ([], False)
+        for after in ("5", "claim:0", "claim:x", ""):
+            assert refused(lambda: s["alice"].call("claims.list", after=after), InvalidParams).data["field"] == "after"
+
+
+def test_cli_claim_ls_says_when_more_claims_follow_and_how_to_list_them(hub, cli):
+    """A review: past the 200 oldest, claim ls dropped every claim without a word."""
+    with seats(hub, "alice") as s:
+        for n in range(205):
+            open_claim(s["alice"], title=f"task {n}")
+    first = cli("claim", "ls", "--as", "alice")
+    assert len(first.stdout.splitlines()) == 1 + 200
+    assert first.stderr == "more claims follow: agora claim ls --as alice --after claim:200\n"
+    rest = cli("claim", "ls", "--as", "alice", "--after", "claim:200")
+    assert [line.split()[0] for line in rest.stdout.splitlines()[1:]] == [f"claim:{n}" for n in range(201, 206)]
+    assert rest.stderr == ""
+    paged = cli("claim", "ls", "--owner", "alice", "--state", "open", "--limit", "3", "--after", "claim:4", "--json")
+    assert [c["ref"] for c in json.loads(paged.stdout)["claims"]] == ["claim:5", "claim:6", "claim:7"]
+    assert json.loads(paged.stdout)["more"] is True
+    assert paged.stderr == "more claims follow: agora claim ls --state open --owner alice --limit 3 --after claim:7\n"
+    assert json.loads(cli("claim", "ls", "--after", "claim:203", "--json").stdout)["more"] is False

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import shlex
 import sys
 
 import click
 
-from agorad.cli.common import ago, as_option, fetch, handles_errors, home_option, json_option, print_table
+from agorad.cli.common import (
+    ago, as_option, fetch, handles_errors, home_option, json_option, print_json, print_table,
+)
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
 from agorad.surface.fence import one_line
@@ -165,19 +168,34 @@ _state_command("done", "claims.done", "Mark claim REF done if it is still at --v
 @click.option("--channel", help="Only claims in this channel.")
 @click.option("--state", type=click.Choice(CLAIM_STATES), help="Only claims in this state.")
 @click.option("--owner", metavar="ID", help="Only claims this agent owns.")
+@click.option("--limit", type=click.IntRange(1, settings.CLAIMS_LIST_MAX), default=settings.CLAIMS_LIMIT,
+              show_default=True, help="At most this many claims.")
+@click.option("--after", metavar="REF", help="Start after this claim (the last one a listing showed).")
 @home_option
 @json_option
 @handles_errors
-def claim_ls(as_id, channel, state, owner, home, as_json):
-    """List claims in your channels (every claim, for the operator without --as), oldest first."""
-    params = {name: value for name, value in (("channel", channel), ("state", state), ("owner", owner)) if value}
-    result = fetch(home, as_id, "claims.list", as_json, **params)
-    if result is None:
-        return
-    now = result["now"]
-    rows = [[c["ref"], c["channel"], c["owner"], c["state"], _cadence_text(c["cadence_minutes"]),
-             ago(c["last_receipt_at"], now), str(c["version"]), one_line(c["title"], 60)] for c in result["claims"]]
-    print_table(rows, ["CLAIM", "CHANNEL", "OWNER", "STATE", "CADENCE", "RECEIPT", "VERSION", "TITLE"])
+def claim_ls(as_id, channel, state, owner, limit, after, home, as_json):
+    """List claims in your channels (every claim, for the operator without --as), oldest first.
+
+    A listing stops at --limit claims; when more follow, it says how to list them (--after the last
+    claim shown).
+    """
+    filters = (("--channel", channel), ("--state", state), ("--owner", owner))
+    params = {option[2:]: value for option, value in filters if value}
+    result = fetch(home, as_id, "claims.list", False, **params, limit=limit, after=after)
+    if as_json:
+        print_json(result)
+    else:
+        now = result["now"]
+        rows = [[c["ref"], c["channel"], c["owner"], c["state"], _cadence_text(c["cadence_minutes"]),
+                 ago(c["last_receipt_at"], now), str(c["version"]), one_line(c["title"], 60)] for c in result["claims"]]
+        print_table(rows, ["CLAIM", "CHANNEL", "OWNER", "STATE", "CADENCE", "RECEIPT", "VERSION", "TITLE"])
+    if result.get("more") and result["claims"]:
+        again = [word for option, value in (*filters, ("--as", as_id)) if value for word in (option, value)]
+        if limit != settings.CLAIMS_LIMIT:
+            again += ["--limit", str(limit)]
+        command = shlex.join(["agora", "claim", "ls", *again, "--after", result["claims"][-1]["ref"]])
+        click.echo(f"more claims follow: {command}", err=True)
 
 
 @claim.command("show")

@@ -180,10 +180,19 @@ def show(db: apsw.Connection, actor: Actor, ref) -> dict:
     return {**view(claim), "receipts_shown": sql.receipts(db, claim["pk"], settings.CLAIM_RECEIPTS_SHOWN)}
 
 
-def listing(db: apsw.Connection, actor: Actor, channel_name, state, owner_id, limit: int) -> list[dict]:
-    """Claims the actor may see (in its channels; all of them for the operator), oldest first."""
+def listing(db: apsw.Connection, actor: Actor, channel_name, state, owner_id, limit: int,
+            after=None) -> tuple[list[dict], bool]:
+    """Claims the actor may see (in its channels; all of them for the operator), oldest first, after
+    the claim `after` names (the last of the page before): at most `limit`, and whether more follow."""
     if state is not None and state not in CLAIM_STATES:
         raise InvalidParams(f"state must be one of {', '.join(CLAIM_STATES)}", field="state")
+    after_pk = 0
+    if after is not None:
+        match = REF.fullmatch(after) if isinstance(after, str) else None
+        if not match:
+            raise InvalidParams(f"after {after!r} is not a claim reference like claim:12 (the last claim listed)",
+                                field="after")
+        after_pk = int(match.group(1))
     channel_pk = None
     if channel_name is not None:
         channel = channels.named(db, channel_name, "channel", actor)
@@ -191,7 +200,8 @@ def listing(db: apsw.Connection, actor: Actor, channel_name, state, owner_id, li
             channels.require_member(db, actor, channel)
         channel_pk = channel["pk"]
     owner_pk = registry.resolve(db, owner_id, "owner")[0]["pk"] if owner_id is not None else None
-    found = sql.listing(db, None if actor.is_operator else actor.agent_pk, channel_pk, state, owner_pk, limit)
-    return [view(claim) for claim in found]
+    found = sql.listing(db, None if actor.is_operator else actor.agent_pk, channel_pk, state, owner_pk, limit + 1,
+                        after_pk)
+    return [view(claim) for claim in found[:limit]], len(found) > limit
 
 

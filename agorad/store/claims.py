@@ -40,17 +40,18 @@ def by_pk(db: apsw.Connection, pk: int) -> dict | None:
 
 
 def listing(db: apsw.Connection, member_pk: int | None, channel_pk: int | None, state: str | None,
-            owner_pk: int | None, limit: int) -> list[dict]:
-    """Claims, oldest first, filtered; `member_pk`: only in channels that agent is a member of."""
-    where, args = [], []
+            owner_pk: int | None, limit: int, after_pk: int = 0) -> list[dict]:
+    """Claims after `after_pk`, oldest first, filtered; `member_pk`: only in channels that agent is a
+    member of."""
+    where, args = ["k.pk > ?"], [after_pk]
     for clause, value in (("k.channel_pk = ?", channel_pk), ("k.state = ?", state), ("k.owner_pk = ?", owner_pk),
                           ("EXISTS (SELECT 1 FROM members mb WHERE mb.channel_pk = k.channel_pk AND mb.agent_pk = ?)",
                            member_pk)):
         if value is not None:
             where.append(clause)
             args.append(value)
-    condition = f"WHERE {' AND '.join(where)}" if where else ""
-    return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} {condition} ORDER BY k.pk LIMIT ?", (*args, limit)))
+    return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} WHERE {' AND '.join(where)} ORDER BY k.pk LIMIT ?",
+                           (*args, limit)))
 
 
 def update(db: apsw.Connection, pk: int, version: int, changes: dict, now: float) -> bool:

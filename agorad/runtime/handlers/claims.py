@@ -52,11 +52,12 @@ def _set_state(call: Call, state: str) -> dict:
 def list_claims(call: Call) -> dict:
     p = call.params
     channel, state, owner = p.get("channel", str, None), p.get("state", str, None), p.get("owner", str, None)
-    limit = p.get("limit", int, settings.CLAIMS_LIMIT)
+    limit, after = p.get("limit", int, settings.CLAIMS_LIMIT), p.get("after", str, None)
     call.finish()
     if not 1 <= limit <= settings.CLAIMS_LIST_MAX:
         raise InvalidParams(f"limit must be from 1 to {settings.CLAIMS_LIST_MAX}", field="limit")
-    return {"claims": claims.listing(call.db, call.actor, channel, state, owner, limit), "now": call.now}
+    listed, more = claims.listing(call.db, call.actor, channel, state, owner, limit, after)
+    return {"claims": listed, "more": more, "now": call.now}
 
 
 def show(call: Call) -> dict:
