@@ -336,7 +336,25 @@ def test_an_owner_who_left_the_channel_still_answers_for_its_claim(hub):
         s["alice"].call("channels.leave", channel="dev")
         assert s["alice"].call("claims.receipt", ref="claim:1", text="handing over")["receipt"] == 1
         assert s["alice"].call("claims.done", ref="claim:1", version=1)["state"] == "done"
-        assert s["alice"].call("claims.list")["claims"] == []  # the listing is by channel membership
+
+
+def test_an_owner_who_left_the_channel_still_lists_its_claim_and_no_one_elses_there(hub, cli):
+    """A review: the owner's claim left its own listing with the channel, while show, receipt and
+    done still worked for it; the listing shows what `claims.show` does (member or owner)."""
+    with seats(hub, "alice", "bob", "carol") as s:
+        s["alice"].call("channels.create", channel="dev")
+        s["bob"].call("channels.join", channel="dev")
+        open_claim(s["alice"], channel="dev")
+        open_claim(s["bob"], channel="dev")
+    cli("channel", "leave", "dev", "--as", "alice")
+    listed = cli("claim", "ls", "--as", "alice").stdout.splitlines()
+    assert [line.split()[:3] for line in listed[1:]] == [["claim:1", "dev", "alice"]]
+    assert "claim:1" in cli("claim", "ls", "--channel", "dev", "--as", "alice").stdout
+    assert "claim:2" not in cli("claim", "ls", "--channel", "dev", "--as", "alice").stdout
+    assert json.loads(cli("claim", "ls", "--owner", "alice", "--as", "alice", "--json").stdout)["claims"][0]["ref"] \
+        == "claim:1"
+    assert "carol is not a member of dev" in cli("claim", "ls", "--channel", "dev", "--as", "carol", code=1).stderr
+    assert cli("claim", "ls", "--as", "carol").stdout == "CLAIM  CHANNEL  OWNER  STATE  CADENCE  RECEIPT  VERSION  TITLE\n"
 
 
 def test_claims_list_pages_after_a_claim_and_says_whether_more_follow(hub):

@@ -182,8 +182,9 @@ def show(db: apsw.Connection, actor: Actor, ref) -> dict:
 
 def listing(db: apsw.Connection, actor: Actor, channel_name, state, owner_id, limit: int,
             after=None) -> tuple[list[dict], bool]:
-    """Claims the actor may see (in its channels; all of them for the operator), oldest first, after
-    the claim `after` names (the last of the page before): at most `limit`, and whether more follow."""
+    """Claims the actor may see, oldest first: those in its channels and its own, also in a channel it
+    left (as `_claim` shows them); every claim for the operator. After the claim `after` names (the
+    last of the page before): at most `limit`, and whether more follow."""
     if state is not None and state not in CLAIM_STATES:
         raise InvalidParams(f"state must be one of {', '.join(CLAIM_STATES)}", field="state")
     after_pk = 0
@@ -196,7 +197,7 @@ def listing(db: apsw.Connection, actor: Actor, channel_name, state, owner_id, li
     channel_pk = None
     if channel_name is not None:
         channel = channels.named(db, channel_name, "channel", actor)
-        if not actor.is_operator:
+        if not actor.is_operator and not sql.owns_in(db, actor.agent_pk, channel["pk"]):
             channels.require_member(db, actor, channel)
         channel_pk = channel["pk"]
     owner_pk = registry.resolve(db, owner_id, "owner")[0]["pk"] if owner_id is not None else None

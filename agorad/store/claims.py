@@ -35,21 +35,27 @@ def insert(db: apsw.Connection, channel_pk: int, owner_pk: int, title: str, cade
     return db.last_insert_rowid()
 
 
+def owns_in(db: apsw.Connection, owner_pk: int, channel_pk: int) -> bool:
+    """Whether the agent owns a claim in the channel (claims_by_owner answers it)."""
+    return db.execute("SELECT 1 FROM claims WHERE owner_pk = ? AND channel_pk = ? LIMIT 1",
+                      (owner_pk, channel_pk)).fetchone() is not None
+
+
 def by_pk(db: apsw.Connection, pk: int) -> dict | None:
     return one(db.execute(f"SELECT {_CLAIM} {_JOINS} WHERE k.pk = ?", (pk,)))
 
 
-def listing(db: apsw.Connection, member_pk: int | None, channel_pk: int | None, state: str | None,
+def listing(db: apsw.Connection, viewer_pk: int | None, channel_pk: int | None, state: str | None,
             owner_pk: int | None, limit: int, after_pk: int = 0) -> list[dict]:
-    """Claims after `after_pk`, oldest first, filtered; `member_pk`: only in channels that agent is a
-    member of."""
+    """Claims after `after_pk`, oldest first, filtered; `viewer_pk`: only those that agent owns or
+    that are in channels it is a member of."""
     where, args = ["k.pk > ?"], [after_pk]
     for clause, value in (("k.channel_pk = ?", channel_pk), ("k.state = ?", state), ("k.owner_pk = ?", owner_pk),
-                          ("EXISTS (SELECT 1 FROM members mb WHERE mb.channel_pk = k.channel_pk AND mb.agent_pk = ?)",
-                           member_pk)):
+                          ("(k.owner_pk = ? OR EXISTS (SELECT 1 FROM members mb "
+                           "WHERE mb.channel_pk = k.channel_pk AND mb.agent_pk = ?))", viewer_pk)):
         if value is not None:
             where.append(clause)
-            args.append(value)
+            args.extend([value] * clause.count("?"))
     return rows(db.execute(f"SELECT {_CLAIM} {_JOINS} WHERE {' AND '.join(where)} ORDER BY k.pk LIMIT ?",
                            (*args, limit)))
 
