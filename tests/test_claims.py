@@ -387,3 +387,12 @@ def test_cli_claim_ls_says_when_more_claims_follow_and_how_to_list_them(hub, cli
     assert json.loads(paged.stdout)["more"] is True
     assert paged.stderr == "more claims follow: agora claim ls --state open --owner alice --limit 3 --after claim:7\n"
     assert json.loads(cli("claim", "ls", "--after", "claim:203", "--json").stdout)["more"] is False
+
+
+def test_cli_claim_receipt_refuses_stdin_that_is_not_utf8_as_agora_send_does(hub, cli):
+    """A review: it reached the hub as a lone surrogate and exited 1 with the wire's words."""
+    hub.add_agent("alice")
+    cli("claim", "open", "commons", "x", "--as", "alice")
+    refused = cli("claim", "receipt", "claim:1", "-", "--as", "alice", input=b"ok \xff", code=2).stderr
+    assert "the text on stdin is not valid UTF-8 (byte 3)" in refused and "surrogate" not in refused
+    assert hub.call("claims.show", ref="claim:1")["receipts"] == 0

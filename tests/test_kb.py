@@ -24,6 +24,13 @@ def test_put_get_ls_rm_through_the_cli(cli, hub):
     cli("kb", "get", "team/lead", code=1)
 
 
+def test_a_value_on_stdin_that_is_not_utf8_is_refused_as_agora_send_does(cli, hub):
+    """A review: it reached the hub as a lone surrogate and exited 1 with the wire's words."""
+    refused = cli("kb", "put", "team/lead", "-", input=b"\xff", code=2).stderr
+    assert "the value on stdin is not valid UTF-8 (byte 0)" in refused and "surrogate" not in refused
+    assert hub.call("kb.list")["entries"] == []
+
+
 def test_author_is_the_seat_when_acting_as_one(cli, hub):
     hub.add_agent("memory")
     cli("kb", "put", "--as", "memory", "schema", "v2")

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shlex
-import sys
 
 import click
 
 from agorad.cli.common import (
-    ago, as_option, fetch, handles_errors, home_option, json_option, print_json, print_table,
+    ago, as_option, fetch, handles_errors, home_option, json_option, print_json, print_table, read_text,
 )
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
@@ -134,8 +133,10 @@ def claim_update(as_id, ref, version, title, cadence, link, state, home, as_json
 @handles_errors
 def claim_receipt(as_id, ref, text, home, as_json):
     """Record progress on your claim REF (TEXT, or - for stdin): restarts its cadence, discharges a reminder."""
-    if text == "-":
-        text = sys.stdin.read().strip()
+    from_stdin = text == "-"
+    text = read_text(text, "TEXT")
+    if from_stdin:
+        text = text.strip()  # a line piped in ends with its newline
     result = fetch(home, as_id, "claims.receipt", as_json, ref=ref, text=text)
     if result is None:
         return

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shlex
-import sys
 
 import click
 
 from agorad.cli.common import (
-    ago, as_option, connect, for_terminal, handles_errors, home_option, json_option, print_json, print_table,
+    ago, as_option, connect, for_terminal, handles_errors, home_option, json_option, print_json, print_table, read_text,
 )
 
 
@@ -42,8 +41,7 @@ def kb_get(key, home, as_id, as_json):
 @handles_errors
 def kb_put(key, value, home, as_id, as_json):
     """Set KEY to VALUE (`-` reads the value from stdin); the author is --as ID or the operator."""
-    if value == "-":
-        value = sys.stdin.read()
+    value = read_text(value, "VALUE")
     with connect(home, as_id) as hub:
         entry = hub.call("kb.put", key=key, value=value)["entry"]
     if as_json:
