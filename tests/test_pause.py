@@ -343,3 +343,27 @@ def test_an_operator_seat_named_twice_or_by_its_old_name_is_listed_once(hub):
         assert paused["paused"]["operator_seats"] == ["chief", "memory"]
         assert hub.call("hub.status")["paused"]["operator_seats"] == ["chief", "memory"]
         assert "seats (chief, memory) still work" in s["memory"].call("messages.read", ref="commons#1")["body"]
+
+
+def test_an_operator_seat_removed_while_paused_is_no_seat_and_refusals_offer_no_dm(hub, cli):
+    """A review: with the only operator seat removed, refusals still offered DMs with the operator's
+    seats while agora status listed none. An agent added again under its id is a new agent: no seat."""
+    for agent in ("bob", "runtime"):
+        hub.add_agent(agent)
+    cli("send", "--as", "runtime", "@bob", "hello")
+    with hub.client("runtime") as runtime:
+        assert "dm:bob--runtime" in [c["name"] for c in runtime.call("channels.list")["channels"]]
+    cli("pause", "--operator-seat", "bob")
+    cli("agent", "rm", "bob")
+    assert json.loads(cli("status", "--json").stdout)["paused"]["operator_seats"] == []
+    refused = cli("send", "--as", "runtime", "commons", "deploying", code=1).stderr
+    assert "reads, acks and heartbeats still work (no DM: every seat the operator named was removed)" in refused
+    assert "DMs with" not in refused
+    dead_dm = cli("send", "--as", "runtime", "dm:bob--runtime", "anyone?", code=1).stderr  # the DM leads to no one
+    assert "no DM: every seat the operator named was removed" in dead_dm
+    with hub.client("runtime") as runtime:
+        assert runtime.call("inbox.check")["paused"]["open_dms"] == []
+    hub.add_agent("bob")
+    again = cli("send", "--as", "bob", "commons", "back", code=1).stderr
+    assert "is refused until the operator resumes it" in again and "DMs with" not in again
+    assert "no DM" in cli("send", "--as", "runtime", "@bob", "hi", code=1).stderr

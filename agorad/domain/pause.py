@@ -97,42 +97,53 @@ def on_resume(db: apsw.Connection, paused_at: float, resumed_at: float) -> None:
     cadence.shift(db, paused_at, resumed_at)
 
 
+def live_seats(db: apsw.Connection, paused: Pause) -> list[dict]:
+    """The operator's seats the pause named that are still agents. One removed since (`agora agent rm`)
+    is no seat: the pause keeps its pk, and a new agent under its id has another (pks are never reused),
+    so it is no operator seat either."""
+    return [row for row in (agents_sql.by_pk(db, pk) for pk in sorted(paused.seats)) if row]
+
+
 def shown(db: apsw.Connection, paused: Pause | None, now: float) -> dict | None:
     """The pause as hub.status shows it, or None when the hub runs."""
     if paused is None:
         return None
-    seats = [row["id"] for row in (agents_sql.by_pk(db, pk) for pk in sorted(paused.seats)) if row]
-    return {"since": paused.since, "paused_for": now - paused.since, "reason": paused.reason, "operator_seats": seats}
+    return {"since": paused.since, "paused_for": now - paused.since, "reason": paused.reason,
+            "operator_seats": [row["id"] for row in live_seats(db, paused)]}
 
 
-def refusal(paused: Pause, now: float, method: str) -> Paused:
+def refusal(db: apsw.Connection, paused: Pause, now: float, method: str) -> Paused:
     # The operator's reason stays in data.pause_reason and in the fenced announcement: a refusal's
     # message may reach a model as a tool error, so it holds hub words only.
+    has_seats = bool(live_seats(db, paused))
     return Paused(f"the hub is paused (for {format_span(now - paused.since)}, since {_clock(paused.since)}"
-                  f"): {method} is refused until the operator resumes it; {_still_works(bool(paused.seats))}",
+                  f"): {method} is refused until the operator resumes it; "
+                  f"{_still_works(has_seats, removed=bool(paused.seats) and not has_seats)}",
                   since=paused.since, pause_reason=paused.reason)
 
 
-def _still_works(has_seats: bool, named: str = "") -> str:
+def _still_works(has_seats: bool, named: str = "", removed: bool = False) -> str:
     """What an agent may still do while paused (`named`: the operator's seats, to show them). DMs only
-    when the pause named operator seats: without one no DM goes through (allows_send), and saying
-    they work would send an agent to try."""
+    while an operator seat is left: without one no DM goes through (allows_send), and saying they
+    work would send an agent to try. `removed`: the pause named seats, all removed since."""
     if not has_seats:
-        return "reads, acks and heartbeats still work (no DM: the operator named no seat to speak through)"
+        why = "every seat the operator named was removed" if removed else "the operator named no seat to speak through"
+        return f"reads, acks and heartbeats still work (no DM: {why})"
     return f"reads, acks, heartbeats and DMs with the operator's seats{f' ({named})' if named else ''} still work"
 
 
 def allows_send(db: apsw.Connection, paused: Pause, params: dict) -> bool:
     """A send while paused goes through only as a DM with one of the operator's seats, and may answer
     (reply_to, decline) only what was asked in such a DM: the ledger elsewhere stays as it stood."""
-    if not paused.seats or not _with_operator(db, paused, params.get("target")):
+    live = {row["pk"] for row in live_seats(db, paused)}  # a DM with a seat removed since leads to no one
+    if not live or not _with_operator(db, live, params.get("target")):
         return False
     reply_to = params.get("reply_to")
-    return reply_to is None or (isinstance(reply_to, str) and _with_operator(db, paused, reply_to.rpartition("#")[0]))
+    return reply_to is None or (isinstance(reply_to, str) and _with_operator(db, live, reply_to.rpartition("#")[0]))
 
 
-def _with_operator(db: apsw.Connection, paused: Pause, target) -> bool:
-    """`target` (@id or a channel's name) is a DM with one of the operator's seats."""
+def _with_operator(db: apsw.Connection, seat_pks: set[int], target) -> bool:
+    """`target` (@id or a channel's name) is a DM with one of the operator's seats (`seat_pks`)."""
     if not isinstance(target, str) or not is_unicode(target):  # checked before the send's own params: it says why
         return False
     if target.startswith("@"):
@@ -140,9 +151,9 @@ def _with_operator(db: apsw.Connection, paused: Pause, target) -> bool:
             peer, _ = registry.resolve(db, target[1:], "target")
         except AgoraError:  # a bad id is refused as paused; the send itself says why once resumed
             return False
-        return peer["pk"] in paused.seats
+        return peer["pk"] in seat_pks
     channel = channels_sql.by_name(db, target) or (channels_sql.by_old_name(db, target) if target.startswith("dm:") else None)
-    return channel is not None and channel["kind"] == "dm" and bool({channel["dm_low"], channel["dm_high"]} & paused.seats)
+    return channel is not None and channel["kind"] == "dm" and bool({channel["dm_low"], channel["dm_high"]} & seat_pks)
 
 
 def for_seat(db: apsw.Connection, paused: Pause | None, agent_pk: int, now: float) -> dict | None:
@@ -150,8 +161,8 @@ def for_seat(db: apsw.Connection, paused: Pause | None, agent_pk: int, now: floa
     freely), and the DMs it shares with them (all it may still answer in). None while the hub runs."""
     if paused is None:
         return None
-    dms = [dm["name"] for dm in (channels_sql.dm_between(db, agent_pk, seat) for seat in sorted(paused.seats)
-                                 if seat != agent_pk) if dm]
+    dms = [dm["name"] for dm in (channels_sql.dm_between(db, agent_pk, seat["pk"]) for seat in live_seats(db, paused)
+                                 if seat["pk"] != agent_pk) if dm]
     return {**shown(db, paused, now), "operator_seat": agent_pk in paused.seats, "open_dms": dms}
 
 

@@ -127,7 +127,7 @@ def _check_paused(hub_state: HubState, actor: Actor, name: str, raw_params: dict
     allowed = WHILE_PAUSED.get(name, False)
     if allowed is ALLOWED or (allowed and allowed(hub_state, raw_params)):
         return
-    raise pausing.refusal(hub_state.pause, hub_state.clock.now(), name)
+    raise pausing.refusal(hub_state.db, hub_state.pause, hub_state.clock.now(), name)
 
 
 def dispatch_steady(hub_state: HubState, actor: Actor, name: str, raw_params: dict, plain: bool = False) -> dict | None:
