@@ -26,7 +26,7 @@ from agora_drive.obligations import Obligations, Trouble, sweep
 from agora_drive.ownership import Ownership, Refused
 from agora_drive.state import DriveState
 from agora_drive.supervise import Finished, new_token, run_turn, scrubbed_environment
-from agora_drive.tree import end_marked
+from agora_drive.tree import become_subreaper, end_marked
 from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge, judge_chunk
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
@@ -337,6 +337,7 @@ def run(options: Options) -> int:
     from agora_listen.wsource import Fatal
 
     signals = Signals()
+    become_subreaper()  # what a turn leaves behind re-parents to the driver, which ends it (tree.py)
     driver = Driver(options, stop_fd=signals.stop_fd)
     owner = Ownership(options.home, options.agent)
     try:

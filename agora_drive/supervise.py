@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from agora_drive.tree import TURN_TOKEN, Tree
+from agora_drive.tree import TURN_TOKEN, Tree, reap_strays
 from agorad.surface import settings
 from agorad.surface.pidfiles import open_pidfd
 
@@ -319,6 +319,7 @@ class _Turn:
             self.proc.wait(timeout=self.grace)
         except subprocess.TimeoutExpired:  # a SIGKILLed leader stuck in the kernel: leave it, never hang
             pass
+        reap_strays()
 
     def _drain(self, fd: int) -> None:
         """What a pipe holds now, without waiting; bounded, as a writer we could not kill may keep writing."""

@@ -9,7 +9,10 @@ process found:
   only time the parent links still lead to them;
 - every process of ours whose environment carries the turn's token (`sweep`): run_turn puts it in
   the leader's environment and children inherit it, so a double-forked daemon whose parent exited
-  between two collections is still found. Only our own processes' environments are readable.
+  between two collections is still found. Only our own processes' environments are readable;
+- in the driver, which is a child subreaper (`become_subreaper`), its own children other than the
+  leader: an orphan of the turn re-parents to the driver, not to init, so one that also cleared its
+  environment (`env -i setsid ...`, a review's) is found too.
 
 The leader is never reaped here: an unreaped leader keeps its pid, and so its process-group id,
 from being reused, which makes `killpg` on it safe until run_turn reaps it last.
@@ -49,10 +52,11 @@ class Tree:
             self._add(self.leader.children(recursive=True))
         except psutil.Error:
             pass
+        self._add(strays(self.pid))
 
     def sweep(self) -> None:
         """Add every process carrying this turn's token, wherever it was re-parented to."""
-        self._add(marked(self.token))
+        self._add(marked(self.token) + strays(self.pid))
 
     def end(self, sig: int) -> None:
         """Find what is there now, then send it `sig`: the group first, then each process found."""
@@ -81,6 +85,45 @@ class Tree:
             known = self.found.get(process.pid)
             if known is None or not known.is_running():  # a pid reused since: keep the newer process
                 self.found[process.pid] = process
+
+
+_PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
+_subreaper = False  # this process is a child subreaper: every child but a turn's leader is a turn's leftover
+
+
+def become_subreaper() -> bool:
+    """Make this process (the driver, which runs nothing but turns) a child subreaper (prctl, Linux 3.4):
+    what its turns leave behind re-parents to it, where `strays` finds it. False where it cannot be."""
+    global _subreaper
+    try:
+        import ctypes
+
+        _subreaper = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
+    except (OSError, AttributeError):
+        _subreaper = False
+    return _subreaper
+
+
+def strays(leader: int) -> list[psutil.Process]:
+    """The subreaper's children and their descendants other than the turn's leader `leader`: orphans of
+    the turn (none unless `become_subreaper`: a test's process has children of its own)."""
+    if not _subreaper:
+        return []
+    try:
+        return [p for p in psutil.Process().children(recursive=True) if p.pid != leader]
+    except psutil.Error:
+        return []
+
+
+def reap_strays() -> None:
+    """Reap the subreaper's children that have exited (an orphan that ends becomes the driver's zombie);
+    only zombies, by pid, so no live child's status is taken from whoever waits for it."""
+    for process in strays(0):
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                os.waitpid(process.pid, os.WNOHANG)
+        except (psutil.Error, ChildProcessError):
+            pass
 
 
 def marked(token: str) -> list[psutil.Process]:

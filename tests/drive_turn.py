@@ -13,6 +13,8 @@ the driver's side of the contract. Behaviours:
   hang        sleep far past any limit, with a grandchild in its own session holding stdout
   receipt     a work chunk: write a progress receipt on the claim the prompt names; exit 0
   finish      a work chunk: mark the claim the prompt names done, at the version it names; exit 0
+  escape      start a grandchild with an empty environment in a session of its own (`env -i setsid`),
+              sleeping, its command line naming DRIVE_RECORD; exit 0 at once
   operator    try what only the hub's operator may (`agora agent rekey asker`, `agora down`) as a
               prompt-injected turn would; their exit statuses and stderr go to DRIVE_RECORD.operator; exit 0
 
@@ -108,6 +110,12 @@ def hang() -> int:
     return 0
 
 
+def escape() -> int:
+    subprocess.Popen(["env", "-i", "setsid", sys.executable, "-c", "import sys, time; time.sleep(3600)",
+                      os.environ["DRIVE_RECORD"]], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return 0
+
+
 def operator() -> int:
     agora = str(Path(sys.executable).with_name("agora"))
     tried = {}
@@ -128,6 +136,7 @@ PLAYS = {
     "receipt": receipt,
     "finish": finish,
     "operator": operator,
+    "escape": escape,
 }
 
 if __name__ == "__main__":

@@ -379,6 +379,28 @@ def test_a_driver_killed_mid_turn_takes_its_turn_with_it_and_the_next_one_ends_w
     assert not turn_processes()
 
 
+def test_what_a_turn_left_with_its_environment_cleared_is_ended_with_the_turn(hub, pair, plan, tmp_path):
+    """`env -i setsid ...` leaves the turn's group and drops its token: once its parent exited it was found
+    neither way, and outlived the turn (a review). The driver is a child subreaper, so it re-parents there."""
+    plan("escape", "answer")
+    record = str(tmp_path / "turns.jsonl")
+
+    def escaped() -> list[psutil.Process]:
+        return [p for p in psutil.process_iter(["cmdline"]) if record in (p.info["cmdline"] or [])
+                and p.status() != psutil.STATUS_ZOMBIE]
+
+    proc = start_driver(hub, tmp_path)
+    seen: list[str] = []
+    try:
+        ask(pair)
+        read_until(proc, "AGORA_DRIVE event=turn_end", seen)
+        wait_for(lambda: not escaped(), what="the escaped grandchild ended with the turn")
+    finally:
+        stop(proc, seen)
+        for left in escaped():
+            left.kill()
+
+
 def test_a_dm_wakes_the_driver_whose_turn_answers_and_it_rearms(hub, pair, plan, tmp_path):
     plan("answer")
     proc = start_driver(hub, tmp_path, "--turn-log")
