@@ -21,7 +21,7 @@ from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
 from agorad.surface.protocol import encode
 
-CALL_TIMEOUT = 30.0  # as the surface client's: a hub that answers nothing is treated as gone
+CALL_TIMEOUT = 30.0  # as the surface client's: a hub that answers nothing in this time is unresponsive
 
 
 class Connection:
@@ -51,10 +51,22 @@ class Connection:
         request_id = self._next_id
         try:
             self._stream.send(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
-            return await asyncio.wait_for(self._reply(request_id), CALL_TIMEOUT)
-        except (ConnectionError, asyncio.TimeoutError) as exc:
+        except ConnectionError as exc:
             self.close()
-            raise Unavailable(f"the hub at {self.where} went away during {method}: {exc!r}") from None
+            raise Unavailable(f"the hub at {self.where} went away before {method}: {exc!r}") from None
+        # Written: from here a lost connection or a missing reply leaves the outcome unknown, and the error
+        # says which request was out (written=method), so a caller can tell a send that may have been stored.
+        try:
+            return await asyncio.wait_for(self._reply(request_id), CALL_TIMEOUT)
+        except asyncio.TimeoutError:  # connected, so something listens there: hung, stopped (SIGSTOP) or swamped
+            self.close()
+            raise Unavailable(f"the hub at {self.where} did not answer {method} within {CALL_TIMEOUT:g} s",
+                              unresponsive=True, written=method) from None
+        except ConnectionError as exc:
+            self.close()
+            raise Unavailable(f"the hub at {self.where} went away during {method}: {exc!r}", written=method) from None
+        except Unavailable as exc:  # it closed the connection, or sent what cannot be read
+            raise Unavailable(f"{exc.message} during {method}", **{**exc.data, "written": method}) from None
 
     async def next_push(self) -> dict:
         """The next push notification (after inbox.subscribe); waits as long as it takes."""

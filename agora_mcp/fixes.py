@@ -1,21 +1,44 @@
 """A hub error as the text of an MCP tool error: the hub's reason word, what it said, and a one-line fix.
 
 The reason word leads, so a model (or a test) can match it; the fix says what to
-do next, in terms of this server's tools or the one command that helps.
+do next, in terms of this server's tools or the one command that helps. One
+reason word covers several cases (a hub that is down, and one that did not
+answer; a send cut off after it went out), so the fix is chosen by the case.
 """
 
 from __future__ import annotations
 
 from agorad.surface.errors import AgoraError
-from agora_mcp.link import Seat
+from agora_mcp.link import REPEATABLE, Seat
+
+# What a request cut off after it went out may have done, and how to look before doing it again, per method
+# that is not REPEATABLE (the tools' writes).
+_IN_DOUBT = {
+    "messages.send": ("the message may have been stored",
+                      "before sending it again, see whether it was: read_message on a ref past the channel's end "
+                      "(such as commons#999999999; a DM's channel is dm:ID--ID, the two ids sorted) names its "
+                      "newest message, and an ask of yours shows in owed"),
+    "claims.open": ("the claim may have been opened",
+                    "before opening it again, see whether it was: claims with action list lists yours"),
+    "claims.receipt": ("the receipt may have been written",
+                       "before writing it again, see whether it was: claims with action show lists its newest receipts"),
+    "claims.park": ("the claim may have been parked",
+                    "see its state and version with claims action show before trying again"),
+    "claims.done": ("the claim may have been marked done",
+                    "see its state and version with claims action show before trying again"),
+}
+
+
+def _start(seat: Seat) -> str:
+    """What brings a hub that is down back."""
+    return (f"check that the hub at {seat.url} runs with `agora up --listen` and is reachable from here" if seat.url
+            else f"start the hub with `agora up --home {seat.home.root}`")
 
 
 def _fixes(seat: Seat, key_file: str) -> dict[str, str]:
     setup = f"agora setup {seat.agent}" + (f" --url {seat.url} --key-stdin" if seat.url else "")
-    start = (f"check that the hub at {seat.url} runs with `agora up --listen` and is reachable from here" if seat.url
-             else f"start the hub with `agora up --home {seat.home.root}`")
     return {
-        "unavailable": f"{start}; this server reconnects by itself, so call the tool again once it answers",
+        "unavailable": f"{_start(seat)}; this server reconnects by itself, so call the tool again once it answers",
         "no-key": f"put the seat's key in {key_file} or in AGORA_KEY in this server's "
                   f"environment (`{setup}` does it)",
         "unauthorized": f"the key does not match the seat {seat.agent}, or the seat was removed: run "
@@ -30,10 +53,37 @@ def _fixes(seat: Seat, key_file: str) -> dict[str, str]:
     }
 
 
+def _unresponsive(seat: Seat) -> str:
+    """A hub that holds its socket (or port) but did not answer in time: starting one would not help."""
+    if seat.url:
+        return f"the hub at {seat.url} is reachable but did not answer in time (busy, or stopped)"
+    return (f"the hub holds its socket but did not answer in time (busy, stopped or hung: "
+            f"`agora status --home {seat.home.root}` says)")
+
+
+def _unavailable(exc: AgoraError, seat: Seat, fixes: dict[str, str]) -> tuple[str, str]:
+    """(what may have happened, the fix) for a hub that is gone or did not answer."""
+    written = exc.data.get("written")
+    hung = bool(exc.data.get("unresponsive"))
+    if written is not None and written not in REPEATABLE:  # the request went out: the hub may have done it
+        outcome, look = _IN_DOUBT.get(written, (f"{written} may have been done", "look whether it was before "
+                                                                                 "calling again"))
+        state = _unresponsive(seat) if hung else f"if the hub is down, {_start(seat)}"
+        return outcome, f"{look}; {state}, and this server reconnects by itself once it answers"
+    if hung:
+        return "", f"{_unresponsive(seat)}; call the tool again once it answers (this server reconnects by itself)"
+    return "", fixes["unavailable"]
+
+
 def explain(exc: AgoraError, seat: Seat) -> str:
     # A renamed seat's key is read from its new id's file: NoKey names the file it looked in.
     key_file = exc.data.get("key_file") or str(seat.home.key_file(seat.agent))
-    fix = _fixes(seat, key_file).get(exc.reason, "call again; if it persists, see the hub's log")
+    fixes = _fixes(seat, key_file)
+    outcome = ""
+    if exc.reason == "unavailable":
+        outcome, fix = _unavailable(exc, seat, fixes)
+    else:
+        fix = fixes.get(exc.reason, "call again; if it persists, see the hub's log")
     limit = exc.data.get("limit")
     said = exc.message + (f" (limit {limit})" if limit is not None and str(limit) not in exc.message else "")
-    return f"{exc.reason}: {said}. Fix: {fix}."
+    return f"{exc.reason}: {said}{': ' + outcome if outcome else ''}. Fix: {fix}."

@@ -13,11 +13,13 @@ from agorad.surface.errors import AgoraError, Unavailable
 from agorad.surface.paths import Home
 from agora_mcp.connection import Connection
 
-# Methods that change nothing, or whose repeat changes nothing more (an ack, a heartbeat): after a
-# connection dies mid-call they are sent again on a fresh one. A send is not: the hub may have
-# stored it before it died, and a repeat would post it twice.
-REPEATABLE = frozenset({"hub.hello", "inbox.check", "inbox.digest", "owed.list", "messages.read",
-                        "agents.list", "inbox.ack", "agents.heartbeat"})
+# Methods that change nothing, or whose repeat changes nothing more (an ack, a heartbeat, a charter
+# marked read): after a connection dies mid-call they are sent again on a fresh one. A send is not: the
+# hub may have stored it before it died, and a repeat would post it twice; its error says the outcome
+# is unknown instead (agora_mcp.fixes).
+REPEATABLE = frozenset({"hub.hello", "agents.resolve", "inbox.check", "inbox.digest", "owed.list",
+                        "messages.read", "agents.list", "inbox.ack", "agents.heartbeat", "charters.get",
+                        "claims.list", "claims.show"})
 
 
 class NoKey(AgoraError):
@@ -52,9 +54,11 @@ class HubLink:
             fresh = self._connection is None
             try:
                 return await (await self._connected()).call(method, **params)
-            except Unavailable:
+            except Unavailable as exc:
                 self.close()
-                if fresh or method not in REPEATABLE:
+                # A hub that did not answer in time would most likely keep a second try waiting as long, past
+                # the harness's own limit on a tool call: only a lost connection is worth one more try.
+                if fresh or method not in REPEATABLE or exc.data.get("unresponsive"):
                     raise
                 return await (await self._connected()).call(method, **params)  # once more, on a new connection
 

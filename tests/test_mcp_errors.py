@@ -1,0 +1,82 @@
+"""`agora mcp`'s tool errors against a real hub: each case's reason word, what happened, and a fix that fits it."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+
+import pytest
+
+from tests.hubproc import Hub, stopped, wait_for, with_sitecustomize
+from tests.mcpclient import mcp_session
+
+pytestmark = pytest.mark.timeout(90)
+
+SHORT_TIMEOUT = 2  # the server's call timeout in these tests, so that a stopped hub is not waited on for 30 s
+
+
+def run(coro):
+    return asyncio.run(coro)
+
+
+@pytest.fixture
+def seated(hub):
+    """The hub, with a seat alice."""
+    hub.add_agent("alice")
+    return hub
+
+
+def short_timeout(tmp_path) -> dict:
+    """The environment of a server whose hub calls time out after SHORT_TIMEOUT seconds."""
+    inherited = {"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {}
+    return with_sitecustomize(inherited, tmp_path / "short-timeout",
+                              f"from agora_mcp import connection\nconnection.CALL_TIMEOUT = {SHORT_TIMEOUT}\n")
+
+
+def head(hub, channel: str = "commons") -> int:
+    found, = [c for c in hub.call("channels.list")["channels"] if c["name"] == channel]
+    return found["head"]
+
+
+def test_a_send_the_hub_did_not_answer_in_time_may_have_been_stored_and_is_not_called_gone(seated, tmp_path):
+    async def body():
+        async with mcp_session(seated.home, "--as", "alice", env=short_timeout(tmp_path)) as alice:
+            await alice.ok("check_inbox")  # connected: the send goes out on this connection
+            with stopped(seated):
+                sent = await alice.fails("send_message", target="commons", title="once")
+                inbox = await alice.fails("check_inbox")  # a read: nothing in doubt, but not "start the hub"
+            return sent, inbox
+    sent, inbox = run(body())
+    assert "unavailable: " in sent and f"did not answer messages.send within {SHORT_TIMEOUT} s" in sent, sent
+    assert "the message may have been stored. Fix: before sending it again, see whether it was" in sent, sent
+    assert "agora up" not in sent and "call the tool again" not in sent, sent
+    assert "did not answer" in inbox and "agora status" in inbox and "agora up" not in inbox, inbox
+    assert "may have been" not in inbox, inbox
+    wait_for(lambda: head(seated) == 1, what="the send the hub took before it went on")  # it was stored
+
+
+def test_a_send_cut_off_by_a_hub_killed_after_its_commit_may_have_been_stored(home):
+    first = Hub(home).start()
+    first.add_agent("alice")
+    first.add_agent("bob")  # a send delivered to someone: its announcement is where the fault point is
+    first.stop()
+    crashing = Hub(home)
+    crashing.env["AGORA_FAULT"] = "after-commit"  # SIGKILL between the send's COMMIT and its reply
+    crashing.start()
+
+    async def body():
+        async with mcp_session(home, "--as", "alice") as alice:
+            return await alice.fails("send_message", target="commons", title="once")
+    try:
+        sent = run(body())
+    finally:
+        crashing.stop()
+    assert "unavailable: " in sent and "messages.send" in sent, sent
+    assert "the message may have been stored. Fix: before sending it again, see whether it was" in sent, sent
+    assert f"if the hub is down, start the hub with `agora up --home {home}`" in sent, sent
+    assert "call the tool again" not in sent, sent
+    again = Hub(home).start()
+    try:
+        assert head(again) == 1  # it was stored: sending it again would have posted it twice
+    finally:
+        again.stop()
