@@ -9,7 +9,7 @@ answer; a send cut off after it went out), so the fix is chosen by the case.
 from __future__ import annotations
 
 from agorad.surface.errors import AgoraError
-from agora_mcp.link import REPEATABLE, Seat
+from agora_mcp.link import REPEATABLE, NoSeat, Seat
 
 # What a request cut off after it went out may have done, and how to look before doing it again, per method
 # that is not REPEATABLE (the tools' writes).
@@ -46,6 +46,10 @@ def _fixes(seat: Seat, key_file: str) -> dict[str, str]:
         "invalid-params": "correct the field the message names and call again",
         "too-large": "shorten it below the limit and call again (a long text can go in several messages)",
         "not-found": "check the reference or target: check_inbox lists refs, get_agents lists seats",
+        "not-found seat": (f"only the hub's operator adds seats, on the hub's host (`agora agent add {seat.agent}` "
+                           f"prints its key); then run `{setup}` here with that key" if seat.url else
+                           f"register it with `{setup}` (`agora agents` lists the seats there are), or start "
+                           "this server with --as a seat that is registered"),
         "forbidden": "the seat is not a member there: post to a channel it belongs to, or DM with @id",
         "conflict": "it changed meanwhile: look again (check_inbox; for a claim, claims with action show) and retry",
         "internal": "nothing was stored; call again in a moment",
@@ -75,6 +79,13 @@ def _unavailable(exc: AgoraError, seat: Seat, fixes: dict[str, str]) -> tuple[st
     return "", fixes["unavailable"]
 
 
+def _case(exc: AgoraError) -> str:
+    """The case of a reason word that has a fix of its own: "REASON CASE"."""
+    if isinstance(exc, NoSeat):
+        return f"{exc.reason} seat"
+    return exc.reason
+
+
 def explain(exc: AgoraError, seat: Seat) -> str:
     # A renamed seat's key is read from its new id's file: NoKey names the file it looked in.
     key_file = exc.data.get("key_file") or str(seat.home.key_file(seat.agent))
@@ -83,7 +94,7 @@ def explain(exc: AgoraError, seat: Seat) -> str:
     if exc.reason == "unavailable":
         outcome, fix = _unavailable(exc, seat, fixes)
     else:
-        fix = fixes.get(exc.reason, "call again; if it persists, see the hub's log")
+        fix = fixes.get(_case(exc)) or fixes.get(exc.reason, "call again; if it persists, see the hub's log")
     limit = exc.data.get("limit")
     said = exc.message + (f" (limit {limit})" if limit is not None and str(limit) not in exc.message else "")
     return f"{exc.reason}: {said}{': ' + outcome if outcome else ''}. Fix: {fix}."

@@ -9,7 +9,7 @@ import asyncio
 from dataclasses import dataclass
 
 from agorad.surface import keys
-from agorad.surface.errors import AgoraError, Unavailable
+from agorad.surface.errors import AgoraError, NotFound, Unavailable
 from agorad.surface.paths import Home
 from agora_mcp.connection import Connection
 
@@ -26,6 +26,10 @@ class NoKey(AgoraError):
     """The seat has no key here."""
 
     reason = "no-key"
+
+
+class NoSeat(NotFound):
+    """The seat this server acts as is not registered on its hub (its own case of not-found: the fix registers it)."""
 
 
 @dataclass(frozen=True)
@@ -89,6 +93,10 @@ async def connect_as(seat: Seat) -> tuple[Connection, dict]:
             raise NoKey(f"no key for {seat.agent}" + (f": its key file {trouble}" if trouble else ""),
                         key_file=str(seat.home.key_file(agent)))
         hello = await connection.call("hub.hello", agent=seat.agent, key=key)
+    except NotFound as exc:  # hub.hello, or agents.resolve, knows no such agent: the seat itself is missing
+        connection.close()
+        raise NoSeat(f"the seat {seat.agent} is not registered on the hub at {seat.hub} ({exc.message})",
+                     **exc.data) from None
     except BaseException:
         connection.close()
         raise

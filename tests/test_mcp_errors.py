@@ -8,7 +8,7 @@ import os
 import pytest
 
 from tests.hubproc import Hub, stopped, wait_for, with_sitecustomize
-from tests.mcpclient import mcp_session
+from tests.mcpclient import mcp_session, until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -80,3 +80,17 @@ def test_a_send_cut_off_by_a_hub_killed_after_its_commit_may_have_been_stored(ho
         assert head(again) == 1  # it was stored: sending it again would have posted it twice
     finally:
         again.stop()
+
+
+def test_a_seat_that_is_not_registered_is_told_the_setup_command_that_registers_it(hub):
+    async def body():
+        async with mcp_session(hub.home, "--as", "nosuch") as nosuch:
+            async def refused_wait():  # once the waiting connection has been refused too
+                error, text = await nosuch("wait_for_messages", timeout_s=0.05)
+                return error and text
+            return await nosuch.fails("check_inbox"), await until(refused_wait, "the doorbell to be refused")
+    inbox, wait = run(body())
+    for text in inbox, wait:
+        assert "not-found: the seat nosuch is not registered on the hub at " in text, text
+        assert "Fix: register it with `agora setup nosuch`" in text, text
+        assert "check_inbox lists refs" not in text, text
