@@ -35,7 +35,8 @@ def _start(seat: Seat) -> str:
             else f"start the hub with `agora up --home {seat.home.root}`")
 
 
-def _fixes(seat: Seat, key_file: str) -> dict[str, str]:
+def _fixes(seat: Seat, key_file: str, owner: str) -> dict[str, str]:
+    """The fix for each reason word, and for each case of one that has its own ("REASON CASE")."""
     setup = f"agora setup {seat.agent}" + (f" --url {seat.url} --key-stdin" if seat.url else "")
     return {
         "unavailable": f"{_start(seat)}; this server reconnects by itself, so call the tool again once it answers",
@@ -50,7 +51,10 @@ def _fixes(seat: Seat, key_file: str) -> dict[str, str]:
                            f"prints its key); then run `{setup}` here with that key" if seat.url else
                            f"register it with `{setup}` (`agora agents` lists the seats there are), or start "
                            "this server with --as a seat that is registered"),
-        "forbidden": "the seat is not a member there: post to a channel it belongs to, or DM with @id",
+        "forbidden": "the hub's rules do not let this seat do it (the message says which): leave it to one they do",
+        "forbidden channel.member": "the seat is not a member there: post to a channel it belongs to, or DM with @id",
+        "forbidden claim.owner": (f"only {owner} may: tell them what you found (send_message in the claim's channel, "
+                                  f"or @{owner}), or open a claim of your own with claims action open"),
         "conflict": "it changed meanwhile: look again (check_inbox; for a claim, claims with action show) and retry",
         "internal": "nothing was stored; call again in a moment",
         "method-not-found": "the hub is older than this server: restart it on the same agora version",
@@ -83,13 +87,15 @@ def _case(exc: AgoraError) -> str:
     """The case of a reason word that has a fix of its own: "REASON CASE"."""
     if isinstance(exc, NoSeat):
         return f"{exc.reason} seat"
+    if exc.reason == "forbidden" and exc.data.get("rule"):  # the rule the hub applied (agora-rpc(7))
+        return f"{exc.reason} {exc.data['rule']}"
     return exc.reason
 
 
 def explain(exc: AgoraError, seat: Seat) -> str:
     # A renamed seat's key is read from its new id's file: NoKey names the file it looked in.
     key_file = exc.data.get("key_file") or str(seat.home.key_file(seat.agent))
-    fixes = _fixes(seat, key_file)
+    fixes = _fixes(seat, key_file, exc.data.get("owner") or "its owner")
     outcome = ""
     if exc.reason == "unavailable":
         outcome, fix = _unavailable(exc, seat, fixes)

@@ -94,3 +94,21 @@ def test_a_seat_that_is_not_registered_is_told_the_setup_command_that_registers_
         assert "not-found: the seat nosuch is not registered on the hub at " in text, text
         assert "Fix: register it with `agora setup nosuch`" in text, text
         assert "check_inbox lists refs" not in text, text
+
+
+def test_a_receipt_on_another_seats_claim_is_left_to_its_owner_and_a_non_member_keeps_the_member_fix(seated):
+    seated.add_agent("bob")
+    seated.call("channels.create", channel="ops")  # the operator's channel: neither seat is a member
+
+    async def body():
+        async with mcp_session(seated.home, "--as", "alice") as alice, \
+                mcp_session(seated.home, "--as", "bob") as bob:
+            await alice.ok("claims", action="open", channel="commons", title="migrate")
+            receipt = await bob.fails("claims", action="receipt", ref="claim:1", text="I did it")
+            outside = await bob.fails("send_message", target="ops", title="hello")
+            return receipt, outside
+    receipt, outside = run(body())
+    assert "forbidden: claim:1 is alice's claim: only its owner may write a receipt on it" in receipt, receipt
+    assert "Fix: only alice may: tell them what you found" in receipt, receipt
+    assert "not a member" not in receipt, receipt
+    assert "forbidden: bob is not a member of ops" in outside and "Fix: the seat is not a member there" in outside
