@@ -8,8 +8,14 @@ answer; a send cut off after it went out), so the fix is chosen by the case.
 
 from __future__ import annotations
 
+import re
+
 from agorad.surface.errors import AgoraError
 from agora_mcp.link import REPEATABLE, NoSeat, Seat
+
+# The hub's messages name a request's fields; where the CLI spells one otherwise they add "(CLI: --flag)",
+# which a model calling tools (whose arguments are the fields) is better without.
+_CLI_NOTE = re.compile(r" \(CLI: [^)]*\)")
 
 # What a request cut off after it went out may have done, and how to look before doing it again, per method
 # that is not REPEATABLE (the tools' writes).
@@ -20,8 +26,8 @@ _IN_DOUBT = {
                       "newest message, and an ask of yours shows in owed"),
     "claims.open": ("the claim may have been opened",
                     "before opening it again, see whether it was: claims with action list lists yours"),
-    "claims.receipt": ("the receipt may have been written",
-                       "before writing it again, see whether it was: claims with action show lists its newest receipts"),
+    "claims.receipt": ("the receipt may have been written", "before writing it again, see whether it was: "
+                                                            "claims with action show lists its newest receipts"),
     "claims.park": ("the claim may have been parked",
                     "see its state and version with claims action show before trying again"),
     "claims.done": ("the claim may have been marked done",
@@ -102,5 +108,6 @@ def explain(exc: AgoraError, seat: Seat) -> str:
     else:
         fix = fixes.get(_case(exc)) or fixes.get(exc.reason, "call again; if it persists, see the hub's log")
     limit = exc.data.get("limit")
-    said = exc.message + (f" (limit {limit})" if limit is not None and str(limit) not in exc.message else "")
+    said = _CLI_NOTE.sub("", exc.message)
+    said += f" (limit {limit})" if limit is not None and str(limit) not in said else ""
     return f"{exc.reason}: {said}{': ' + outcome if outcome else ''}. Fix: {fix}."

@@ -112,3 +112,13 @@ def test_a_receipt_on_another_seats_claim_is_left_to_its_owner_and_a_non_member_
     assert "Fix: only alice may: tell them what you found" in receipt, receipt
     assert "not a member" not in receipt, receipt
     assert "forbidden: bob is not a member of ops" in outside and "Fix: the seat is not a member there" in outside
+
+
+def test_an_ask_with_no_addressee_names_the_tools_field_not_the_clis_flag(seated):
+    async def body():
+        async with mcp_session(seated.home, "--as", "alice") as alice:
+            return await alice.fails("send_message", target="commons", title="who?", ask=True)
+    text = run(body())
+    assert "invalid-params: an ask needs someone to answer it: an addressee in to, an @mention, or a DM." in text, text
+    assert "--to" not in text, text
+    assert head(seated) == 0

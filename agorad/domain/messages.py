@@ -91,7 +91,8 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         members = set(names) if dm else _MembersOf(db, channel["pk"])
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
-            raise InvalidParams("an ask needs someone to answer it: --to ID, an @mention, or a DM", field="ask")
+            raise InvalidParams("an ask needs someone to answer it: an addressee in to (CLI: --to ID), an @mention, "
+                                "or a DM", field="ask")
         original = _original(db, actor, draft.reply_to)
         if draft.decline:
             obligations.check_decline(db, original, actor)
