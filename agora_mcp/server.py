@@ -17,7 +17,7 @@ from pydantic import Field
 
 from agorad import __version__
 from agorad.surface import settings
-from agorad.surface.errors import AgoraError, InvalidParams
+from agorad.surface.errors import AgoraError, InvalidParams, TooLarge
 from agorad.surface.vocab import DEFAULT_URGENCY, REPORTED_STATUSES, URGENCIES
 from agora_mcp import render
 from agora_mcp.doorbell import Doorbell
@@ -110,6 +110,7 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         ask_each: bool = False,
         decline: bool = False,
     ) -> str:
+        _check_body(body, seat)
         params = {"target": target, "title": title, "body": body, "to": to or [], "ask": ask, "urgency": urgency}
         if reply_to:
             params["reply_to"] = reply_to
@@ -186,6 +187,18 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
             return "ok"
 
     return app
+
+
+def _check_body(body: str, seat: Seat) -> None:
+    """Refuse a body over every hub's ceiling here. Sent, one near 1 MiB overflows the hub's frame, and its
+    error names the frame's size, which is not the limit a model must get under (the hub's max body is)."""
+    size = len(body.encode("utf-8", "surrogatepass"))
+    ceiling = settings.MAX_BODY_KIB_LIMIT * 1024
+    if size > ceiling:
+        usual = settings.MAX_BODY_KIB * 1024
+        raise ToolError(explain(TooLarge(f"body is {size} bytes; a hub takes at most {usual} unless it was started "
+                                         f"with another --max-body-kib (never more than {ceiling})",
+                                         field="body", limit=usual), seat))
 
 
 def serve(seat: Seat, *, noop: bool = False) -> None:

@@ -7,6 +7,7 @@ import os
 
 import pytest
 
+from agorad.surface import settings
 from tests.hubproc import Hub, stopped, wait_for, with_sitecustomize
 from tests.mcpclient import mcp_session, until
 
@@ -121,4 +122,20 @@ def test_an_ask_with_no_addressee_names_the_tools_field_not_the_clis_flag(seated
     text = run(body())
     assert "invalid-params: an ask needs someone to answer it: an addressee in to, an @mention, or a DM." in text, text
     assert "--to" not in text, text
+    assert head(seated) == 0
+
+
+def test_a_body_over_the_frame_names_the_body_limit_to_get_under(seated):
+    huge = "x" * (1 << 20)  # with the rest of the request, over the hub's 1 MiB frame
+
+    async def body():
+        async with mcp_session(seated.home, "--as", "alice") as alice:
+            text = await alice.fails("send_message", target="commons", title="huge", body=huge)
+            assert (await alice.ok("check_inbox")).startswith("owed 0")  # the server goes on as before
+            return text
+    text = run(body())
+    usual = settings.MAX_BODY_KIB * 1024
+    assert f"too-large: body is {1 << 20} bytes; a hub takes at most {usual} unless" in text, text
+    assert "frame" not in text and "closing the connection" not in text, text
+    assert "Fix: shorten it below the limit" in text, text
     assert head(seated) == 0
