@@ -86,6 +86,8 @@ def _unavailable(exc: AgoraError, seat: Seat, fixes: dict[str, str]) -> tuple[st
         return outcome, f"{look}; {state}, and this server reconnects by itself once it answers"
     if hung:
         return "", f"{_unresponsive(seat)}; call the tool again once it answers (this server reconnects by itself)"
+    if not seat.url and f"`agora up --home {seat.home.root}`" in exc.message:  # it says how to start one already
+        return "", "this server reconnects by itself, so call the tool again once the hub answers"
     return "", fixes["unavailable"]
 
 

@@ -139,3 +139,13 @@ def test_a_body_over_the_frame_names_the_body_limit_to_get_under(seated):
     assert "frame" not in text and "closing the connection" not in text, text
     assert "Fix: shorten it below the limit" in text, text
     assert head(seated) == 0
+
+
+def test_a_hub_that_is_down_is_told_to_be_started_once(home):
+    async def body():
+        async with mcp_session(home, "--as", "alice") as alice:
+            return await alice.fails("check_inbox"), await alice.fails("send_message", target="commons", title="t")
+    for text in run(body()):
+        assert "unavailable: no hub is answering on " in text, text
+        assert text.count("agora up") == 1 and f"`agora up --home {home}`" in text, text
+        assert "Fix: this server reconnects by itself, so call the tool again once the hub answers." in text, text
