@@ -8,6 +8,7 @@ answer; a send cut off after it went out), so the fix is chosen by the case.
 
 from __future__ import annotations
 
+import os
 import re
 
 from agorad.surface.errors import AgoraError
@@ -50,6 +51,9 @@ def _fixes(seat: Seat, key_file: str, owner: str) -> dict[str, str]:
                   f"environment (`{setup}` does it)",
         "unauthorized": f"the key does not match the seat {seat.agent}, or the seat was removed: run "
                         f"`{setup}` again",
+        "unauthorized env-key": f"the key tried is $AGORA_KEY in this server's environment, which goes before "
+                                f"{key_file}: set it to {seat.agent}'s key, or unset it (in the harness's MCP "
+                                "entry) to use the key file",
         "invalid-params": "correct the field the message names and call again",
         "too-large": "shorten it below the limit and call again (a long text can go in several messages)",
         "not-found": "check the reference or target: check_inbox lists refs, get_agents lists seats",
@@ -95,6 +99,8 @@ def _case(exc: AgoraError) -> str:
     """The case of a reason word that has a fix of its own: "REASON CASE"."""
     if isinstance(exc, NoSeat):
         return f"{exc.reason} seat"
+    if exc.reason == "unauthorized" and os.environ.get("AGORA_KEY"):  # keys.read_key: it goes before the file
+        return f"{exc.reason} env-key"
     if exc.reason == "forbidden" and exc.data.get("rule"):  # the rule the hub applied (agora-rpc(7))
         return f"{exc.reason} {exc.data['rule']}"
     return exc.reason

@@ -284,7 +284,8 @@ def test_a_seat_without_a_key_is_told_where_to_put_it_and_a_wrong_key_is_refused
             assert "no-key:" in await bob.fails("wait_for_messages", timeout_s=0.1)
         async with mcp_session(seats.home, "--as", "alice", env={"AGORA_KEY": "agk_wrong"}) as alice:
             text = await alice.fails("send_message", target="commons", title="t")
-            assert "unauthorized:" in text and "agora setup alice" in text
+            assert "unauthorized:" in text and "Fix: the key tried is $AGORA_KEY in this server's environment" in text
+            assert "unset it" in text and "agora setup" not in text, text  # setup writes the file $AGORA_KEY overrides
     run(body())
     commons, = [c for c in seats.call("channels.list")["channels"] if c["name"] == "commons"]
     assert commons["head"] == 0  # nothing was posted
