@@ -31,6 +31,16 @@ def test_a_value_on_stdin_that_is_not_utf8_is_refused_as_agora_send_does(cli, hu
     assert hub.call("kb.list")["entries"] == []
 
 
+@pytest.mark.parametrize("argv", [["kb", "put", "team/lead", "-"], ["charter", "set", "commons", "-"]])
+def test_text_past_the_hubs_frame_is_refused_before_it_is_sent_naming_the_limit_to_meet(cli, hub, argv):
+    """A review: 3 MB to kb put, claim receipt or charter set came back as the wire's "a frame is at most 1048576
+    bytes; closing the connection", which says nothing of the text's own limit."""
+    refused = cli(*argv, input=b"x" * (3 << 20), code=1).stderr
+    assert "would be 3145" in refused and "a KB value is at most 64 KiB" in refused, refused
+    assert "closing the connection" not in refused
+    assert hub.call("kb.list")["entries"] == []
+
+
 def test_author_is_the_seat_when_acting_as_one(cli, hub):
     hub.add_agent("memory")
     cli("kb", "put", "--as", "memory", "schema", "v2")

@@ -32,7 +32,7 @@ from _collections_abc import Iterator
 from agorad.surface import cjson
 from agorad.surface.errors import Unavailable, from_wire
 from agorad.surface.paths import Home
-from agorad.surface.protocol import encode
+from agorad.surface.protocol import encode_request
 
 _RECV = 1 << 16
 
@@ -109,8 +109,9 @@ class Client:
             self.connect()
         self._next_id += 1
         request_id = self._next_id
+        frame = encode_request(request_id, method, params)
         try:
-            self._sock.sendall(encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}))
+            self._sock.sendall(frame)
             return self._await_reply(request_id)
         except TimeoutError:  # connected, so something listens there: hung, stopped (SIGSTOP) or swamped
             self.close()

@@ -6,7 +6,8 @@ Small on purpose: the client, the server and the listener all import it.
 from __future__ import annotations
 
 from agorad.surface import cjson
-from agorad.surface.errors import InvalidParams, InvalidRequest, ParseError
+from agorad.surface.settings import MAX_BODY_KIB
+from agorad.surface.errors import InvalidParams, InvalidRequest, ParseError, TooLarge
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (agora-rpc(7) "Framing")
@@ -57,6 +58,19 @@ def is_agent_id(value) -> bool:
 def encode(obj: dict) -> bytes:
     """One frame: compact JSON and a newline. Non-ASCII stays escaped so a frame is ASCII."""
     return (_encode_text(obj) + "\n").encode()
+
+
+def encode_request(request_id, method: str, params: dict) -> bytes:
+    """A client's request frame; TooLarge, before anything is sent, for one the hub would refuse by its size
+    (it answers "a frame is at most ..." and closes the connection: words about the wire, where the text
+    given is what has to shrink)."""
+    frame = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+    if len(frame) - 1 > MAX_FRAME:
+        raise TooLarge(f"{method} would be {len(frame) - 1} bytes, and the hub takes at most {MAX_FRAME} in one "
+                       f"request: shorten the text given (a KB value is at most {MAX_KB_VALUE // 1024} KiB; a message "
+                       f"body or a charter at most the hub's --max-body-kib, {MAX_BODY_KIB} KiB unless it was "
+                       "started with another)", limit=MAX_FRAME)
+    return frame
 
 
 def encode_result(request_id, result: dict | str) -> bytes:
