@@ -293,6 +293,10 @@ def test_a_cadence_refusal_offers_only_cadences_its_command_takes(hub, cli):
         assert "none" not in refused.value.message
     assert "no cadence to remove" in cli("claim", "open", "commons", "x", "--cadence", "none", "--as", "alice",
                                          code=2).stderr
+    huge = cli("claim", "open", "commons", "x", "--cadence", "99999999999999999999h", "--as", "alice", code=2).stderr
+    assert "is outside 30m to 365d" in huge and "whole minutes" not in huge  # (it said "not whole minutes")
+    assert "no link to remove" in cli("claim", "open", "commons", "x", "--link", "none", "--as", "alice",
+                                      code=2).stderr  # it was taken as no link, silently
     cli("claim", "open", "commons", "x", "--cadence", "45m", "--as", "alice")
     update = ("claim", "update", "claim:1", "--version", "1", "--as", "alice", "--cadence")
     unknown = cli(*update, "1w", code=2).stderr

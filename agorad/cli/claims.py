@@ -38,15 +38,14 @@ class Cadence(click.ParamType):
         except ValueError:
             self.fail(f"{value!r} is not a cadence: give whole minutes, {settings.CADENCE_FLOOR_MINUTES}m at "
                       f"least, like 45m, 2h or 1d{self._or_none()}", param, ctx)
-        if seconds % 60:
+        floor, ceiling = settings.CADENCE_FLOOR_MINUTES, settings.CADENCE_MAX_MINUTES
+        if seconds % 60 and seconds <= ceiling * 60:  # (a float past 2**53 s is no whole minute: it is too long)
             self.fail(f"{value!r} is not whole minutes (a cadence is given like 45m or 2h){self._or_none()}",
                       param, ctx)
-        minutes = int(seconds // 60)
-        floor, ceiling = settings.CADENCE_FLOOR_MINUTES, settings.CADENCE_MAX_MINUTES
-        if not floor <= minutes <= ceiling:  # said here in the option's words, not the hub's field name
+        if not floor * 60 <= seconds <= ceiling * 60:  # said here in the option's words, not the hub's field name
             self.fail(f"{value!r} is outside {format_duration(floor * 60)} to {format_duration(ceiling * 60)}"
                       f"{self._or_none()}", param, ctx)
-        return minutes
+        return int(seconds // 60)
 
     def _or_none(self) -> str:
         return f"; or {CLAIM_UNSET} to remove the cadence" if self.removable else ""
@@ -95,6 +94,9 @@ def claim_open(as_id, channel, title, cadence, link, home, as_json):
     params = {"channel": channel, "title": title}
     if cadence is not None:
         params["cadence_minutes"] = cadence
+    if link == CLAIM_UNSET:  # as --cadence none: only a claim that has one can have it removed
+        raise click.UsageError(f"a new claim has no link to remove; leave --link out (--link {CLAIM_UNSET} is "
+                               "for `agora claim update`)")
     if link:
         params["link"] = link
     result = fetch(home, as_id, "claims.open", as_json, **params)
