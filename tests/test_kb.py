@@ -41,6 +41,13 @@ def test_text_past_the_hubs_frame_is_refused_before_it_is_sent_naming_the_limit_
     assert hub.call("kb.list")["entries"] == []
 
 
+def test_no_profile_is_written_for_the_hubs_own_sender_id(cli, hub):
+    """A review: the operator wrote profile/agora-hub, and `agora agents` listed the hub's reserved id."""
+    refused = cli("kb", "put", "profile/agora-hub", "{}", code=1).stderr
+    assert "the hub's own sender" in refused
+    assert "agora-hub" not in [a["id"] for a in hub.call("agents.list")["agents"]]
+
+
 def test_author_is_the_seat_when_acting_as_one(cli, hub):
     hub.add_agent("memory")
     cli("kb", "put", "--as", "memory", "schema", "v2")

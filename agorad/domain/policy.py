@@ -8,7 +8,7 @@ do everything. An agent may do what its liveness mode allows; a refusal is a
 from __future__ import annotations
 
 from agorad.surface.errors import Forbidden
-from agorad.surface.vocab import LIVENESS_MODES, OPERATOR_NAME, PROFILE_PREFIX
+from agorad.surface.vocab import HUB_SENDER, LIVENESS_MODES, OPERATOR_NAME, PROFILE_PREFIX
 
 
 # capability -> (modes allowed, the rule quoted in a refusal)
@@ -62,8 +62,12 @@ def require(actor: Actor, capability: str) -> None:
 
 
 def require_kb_write(actor: Actor, key: str) -> None:
-    """KB writes, plus: a `profile/<id>` entry is an identity, writable only by <id> or the operator."""
+    """KB writes, plus: a `profile/<id>` entry is an identity, writable only by <id> or the operator; and
+    none is written for the hub's own sender id, which no agent can hold (`agora agents` listed it)."""
     require(actor, "kb.write")
+    if key == PROFILE_PREFIX + HUB_SENDER:
+        raise Forbidden(f"{key} would be the profile of {HUB_SENDER!r}, the hub's own sender, which no agent can be",
+                        rule="kb.profile-reserved")
     if actor.is_operator or not key.startswith(PROFILE_PREFIX):
         return
     owner = key[len(PROFILE_PREFIX):]
