@@ -31,6 +31,7 @@ from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge, judge_chu
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
 from agorad.surface import keys, settings
+from agorad.surface.vocab import TURN_HOME_ENV
 from agorad.surface.paths import drive_file
 
 CHUNK_LANE = "chunk_"  # claim work chunks keep their own harness session (state.py)
@@ -272,6 +273,7 @@ class Driver:
         # The turn's own tools (agora mcp, the agora CLI) act as this seat on this hub, whatever the
         # caller's environment named.
         env.update(AGORA_HOME=str(self.options.home), AGORA_AGENT_ID=self.options.agent)
+        env[TURN_HOME_ENV] = str(self.options.home)  # where its agora commands act as the seat (agora-drive(1))
         env.update(getattr(self.harness, "environment", lambda t: {})(turn))
         return env
 
@@ -285,8 +287,11 @@ class Driver:
             return "agora"
 
     def end_orphaned_turn(self) -> None:
-        """What a driver that died mid-turn (SIGKILL, the OOM killer) left running of its turn: ended before
-        this one can start a turn for the same wake, which would answer it twice."""
+        """Once the seat's lock is this driver's: the state as the last driver left it (read again: one still
+        alive when this one was made may have begun a turn since, and saved its token), and what that driver,
+        dead mid-turn (SIGKILL, the OOM killer), left running of its turn ended before this one can start a
+        turn for the same wake, which would answer it twice."""
+        self.state = DriveState.load(self.state_path)
         token, self.state.turn_token = self.state.turn_token, None
         if token is None:
             return

@@ -319,7 +319,7 @@ class _Turn:
             self.proc.wait(timeout=self.grace)
         except subprocess.TimeoutExpired:  # a SIGKILLed leader stuck in the kernel: leave it, never hang
             pass
-        reap_strays()
+        reap_strays(self.proc.pid)
 
     def _drain(self, fd: int) -> None:
         """What a pipe holds now, without waiting; bounded, as a writer we could not kill may keep writing."""

@@ -115,10 +115,11 @@ def strays(leader: int) -> list[psutil.Process]:
         return []
 
 
-def reap_strays() -> None:
+def reap_strays(leader: int) -> None:
     """Reap the subreaper's children that have exited (an orphan that ends becomes the driver's zombie);
-    only zombies, by pid, so no live child's status is taken from whoever waits for it."""
-    for process in strays(0):
+    only zombies, by pid, so no live child's status is taken from whoever waits for it, and never the
+    turn's `leader`, whose status is its Popen's."""
+    for process in strays(leader):
         try:
             if process.status() == psutil.STATUS_ZOMBIE:
                 os.waitpid(process.pid, os.WNOHANG)

@@ -401,6 +401,26 @@ def test_what_a_turn_left_with_its_environment_cleared_is_ended_with_the_turn(hu
             left.kill()
 
 
+def test_a_turn_begun_after_the_next_driver_was_made_is_still_ended_by_it(hub, pair, plan, tmp_path):
+    """A review: the state was read when the driver was made, before it took the seat's lock; a driver still
+    alive then could begin a turn, save its token and die, and the new one ended nothing of it."""
+    from agora_drive.state import DriveState
+
+    plan("answer")
+    late = driver(hub, tmp_path)  # made while another driver still owns the seat
+    state = DriveState.load(late.state_path)
+    state.turn_token = "a-token-of-the-other-drivers-turn"
+    state.save(late.state_path)  # ... which then began a turn
+    left = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(3600)"],
+                            env={**os.environ, "AGORA_DRIVE_TURN": state.turn_token})
+    try:
+        late.end_orphaned_turn()
+        assert left.wait(timeout=10) == -signal.SIGKILL
+        assert DriveState.load(late.state_path).turn_token is None
+    finally:
+        left.kill()
+
+
 def test_a_dm_wakes_the_driver_whose_turn_answers_and_it_rearms(hub, pair, plan, tmp_path):
     plan("answer")
     proc = start_driver(hub, tmp_path, "--turn-log")
@@ -610,14 +630,25 @@ def test_a_turns_agora_commands_act_as_its_seat_never_as_the_hubs_operator(hub, 
 
 
 @pytest.mark.parametrize("argv", [["setup", "newseat"], ["restore", "backup.db"], ["service", "install", "--no-reload"],
-                                  ["down"]])
+                                  ["down"], ["backup", "copy.db"]])
 def test_operator_commands_with_no_seat_to_ask_as_refuse_in_a_turn_and_touch_nothing(hub, tmp_path, argv):
-    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "a-token", "AGORA_AGENT_ID": SEAT,
-           "XDG_CONFIG_HOME": str(tmp_path / "config")}
+    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "", "AGORA_AGENT_ID": SEAT,
+           "AGORA_DRIVE_HOME": str(hub.home), "XDG_CONFIG_HOME": str(tmp_path / "config")}  # (empty: still a turn)
     before = sorted(p.name for p in hub.home.iterdir())
     done = subprocess.run([agora(), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1 and "part of a driven turn (AGORA_DRIVE_TURN is set)" in done.stderr, done.stderr
     assert sorted(p.name for p in hub.home.iterdir()) == before and not list(tmp_path.iterdir())
+
+
+def test_a_turn_is_the_operator_of_a_hub_on_another_home(hub, tmp_path):
+    """The rule holds on the turn's own hub: a turn may run a hub of its own, or a test suite's, and manage it
+    (a review: every home was refused, and a driven agent's run of this suite failed)."""
+    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "a-token", "AGORA_AGENT_ID": SEAT}
+    for turn_home, status in ((tmp_path / "elsewhere", 0), (hub.home, 1)):
+        done = subprocess.run([agora(), "agent", "add", f"seat{status}"], capture_output=True, text=True,
+                              timeout=60, env={**env, "AGORA_DRIVE_HOME": str(turn_home)})
+        assert done.returncode == status, (turn_home, done.stderr)
+    assert [a["id"] for a in hub.call("agents.list")["agents"]].count("seat0") == 1
 
 
 def test_a_command_line_a_shell_would_refuse_is_a_usage_error(hub, tmp_path):

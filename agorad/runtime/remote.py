@@ -421,10 +421,17 @@ class _Counted(ServerConnection):
         except Exception:  # a failed or timed-out handshake, a peer gone: nothing to log, a place to free
             self._not_secured(tcp)
             return
-        self._websocket_made(secured)
-        early, self.early = self.early, None
-        for call, *args in early:
-            call(*args)
+        if secured is None or tcp.is_closing():  # cut mid-handshake (the hub stopping): asyncio returns None
+            self._not_secured(tcp)
+            return
+        try:
+            self._websocket_made(secured)
+            early, self.early = self.early, None
+            for call, *args in early:
+                call(*args)
+        except Exception as exc:  # nothing here may end the task with a traceback nobody retrieves
+            log("remote-refused", peer=self.peer_address, reason="tls-handover-failed", error=type(exc).__name__)
+            self._not_secured(tcp)
 
     def _not_secured(self, tcp) -> None:
         self.early = None

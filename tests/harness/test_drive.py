@@ -51,7 +51,7 @@ def _answered(seat, ref: str) -> None:
     assert drive.ANSWER in drive.dm_titles(hub), f"no reply in {drive.PEER}'s DM: {drive.dm_titles(hub)}"
 
 
-def _drive_process(seat, model, harness: str, answer, label: str = "") -> None:
+def _drive_process(seat, model, harness: str, answer, label: str = "", tools: int = 3) -> None:
     """`agora drive` in the wired workspace: armed, woken by an ask, one answering turn, armed, SIGTERM."""
     hub, agent = seat.hub, seat.agent
     began = time.monotonic()
@@ -70,7 +70,7 @@ def _drive_process(seat, model, harness: str, answer, label: str = "") -> None:
             "AGORA_DRIVE state=turn reason=obliged turn=1 owed=1 refs=1 session=new")
         end = driver.until("AGORA_DRIVE event=turn_end", TURN_TIMEOUT)
         assert " status=ok stage=hub reason=answered turn=1 " in end, f"{end}\nstderr: {driver.stderr()[-3000:]}"
-        assert " tools=3 " in end, end  # the stream's tool calls: inbox, reply, ack
+        assert f" tools={tools} " in end, end  # the stream's tool calls: inbox, reply, ack (and any before)
         ended = time.monotonic()
         driver.until("AGORA_DRIVE state=armed reason=idle next=wake", TURN_TIMEOUT)
         _answered(seat, ref)
@@ -97,6 +97,26 @@ def test_claude_driver_answers_an_ask_dm_in_one_real_turn_then_rearms(claude_sea
     running the seat's `agora inbox`, `agora send --reply-to` and `agora ack` as the prompt names them."""
     _drive_process(claude_seat, model, "claude",
                    lambda ref: drive.shell_answer(claude_seat.agent, claude_seat.home, ref))
+
+
+@pytest.mark.harness("claude")
+@pytest.mark.timeout(150)
+def test_a_claude_turn_that_runs_an_operator_command_acts_as_its_seat_and_is_refused(claude_seat, model):
+    """A prompt-injected turn runs `agora agent rekey` on another seat, which its allow rule (the agora
+    executable, any arguments) lets through: the command must act as the turn's seat, so the hub refuses it.
+    That needs AGORA_DRIVE_TURN to reach the command through Claude's Bash tool, which only the real CLI can
+    show (a review had such a turn print the other seat's new key)."""
+    home = claude_seat.home
+    kept = (home / "keys" / f"{PEER}.key").read_text()
+    rekey = [wiring.agora_executable(), "agent", "rekey", PEER, "--home", str(home)]
+
+    def injected(ref: str) -> list[dict]:
+        return [{"shell": wiring.shell(rekey)}, *drive.shell_answer(claude_seat.agent, home, ref)]
+
+    _drive_process(claude_seat, model, "claude", injected, " (an operator command)", tools=4)
+    assert (home / "keys" / f"{PEER}.key").read_text() == kept
+    assert any("reserved to the local operator" in s.user_text for s in model.main_requests()), (
+        [s.user_text[-400:] for s in model.main_requests()])
 
 
 @pytest.mark.harness("claude")
