@@ -142,7 +142,6 @@ class Driver:
     def _turn(self, before: Obligations, now: float) -> Pass:
         self.state.turns.append(now)
         resumed = self.state.session_for(self.options.harness, self.options.rotate_after)
-        self.state.save(self.state_path)  # the budget is spent before the turn: a crash mid-turn still counts
         self.turns_run += 1
         self.announce(Pass("turn", "obliged"))
         lines.emit(state="turn", reason="obliged", turn=self.turns_run, owed=before.owed, refs=len(before.refs),
@@ -161,7 +160,6 @@ class Driver:
     def _chunk(self, work: Work, now: float) -> Pass:
         self.state.chunks.append(now)
         resumed = self.state.session_for(self.options.harness, self.options.rotate_after, CHUNK_LANE)
-        self.state.save(self.state_path)  # spent before the chunk, as a turn's budget is
         self.turns_run += 1
         self.announce(Pass("chunk", work.ref))
         lines.emit(state="chunk", reason="claim", claim=work.ref, version=work.version, turn=self.turns_run,
@@ -183,7 +181,9 @@ class Driver:
         turn = Turn(text, self.options.workspace, resumed, self.options.model, self.options.args, self.options.command)
         reader = self.harness.reader()
         self.state.turn_token = new_token()
-        self.state.save(self.state_path)  # before the spawn: should this driver die mid-turn, the next ends it
+        # Saved before the spawn: the budget is spent (a crash mid-turn still counts), and should this driver
+        # die mid-turn, the next one ends what the turn left running.
+        self.state.save(self.state_path)
         finished = self.supervise(self._argv(turn), cwd=self.options.workspace, env=self._environment(turn),
                                   limit=self.options.turn_limit, grace=self.options.grace,
                                   on_line=self._feeder(reader), stop_fd=self.stop_fd, token=self.state.turn_token)
