@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from agora_drive.tree import TURN_TOKEN, Tree, reap_strays
+from agora_drive.tree import TURN_TOKEN, Tree, prctl, reap_strays
 from agorad.surface import settings
 from agorad.surface.pidfiles import open_pidfd
 
@@ -111,16 +111,13 @@ def _dies_with_parent() -> Callable[[], None] | None:
     20), beside the turn a restarted driver then started for the same wake. What the leader started is
     ended by the next driver (tree.end_marked). The function runs in the child between fork and exec, so it
     is a bound C call only; the driver's other threads (a watcher's) hold no lock it needs. None off Linux."""
-    try:
-        import ctypes
-
-        prctl = ctypes.CDLL(None, use_errno=True).prctl
-    except (OSError, AttributeError):
+    call = prctl()
+    if call is None:
         return None
     parent = os.getpid()
 
     def set_death_signal() -> None:
-        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        call(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
         if os.getppid() != parent:  # the driver died before the call: nobody would send it
             os._exit(1)
 

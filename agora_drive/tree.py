@@ -91,16 +91,22 @@ _PR_SET_CHILD_SUBREAPER = 36  # linux/prctl.h
 _subreaper = False  # this process is a child subreaper: every child but a turn's leader is a turn's leftover
 
 
+def prctl():
+    """The C library's prctl(2) through ctypes (Linux), or None where there is none."""
+    try:
+        import ctypes
+
+        return ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+
+
 def become_subreaper() -> bool:
     """Make this process (the driver, which runs nothing but turns) a child subreaper (prctl, Linux 3.4):
     what its turns leave behind re-parents to it, where `strays` finds it. False where it cannot be."""
     global _subreaper
-    try:
-        import ctypes
-
-        _subreaper = ctypes.CDLL(None, use_errno=True).prctl(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
-    except (OSError, AttributeError):
-        _subreaper = False
+    call = prctl()
+    _subreaper = call is not None and call(_PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0
     return _subreaper
 
 
