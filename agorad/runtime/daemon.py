@@ -44,10 +44,11 @@ class StartupError(Exception):
 
 
 def preflight(home: Home, settings: Settings) -> None:
-    """The refusals made before anything is touched (StartupError): a --listen it would not bind, a socket
-    path too long to bind, and a home that holds the seats of a hub elsewhere. `agora up --detach` makes them
-    before it forks (and before it makes the home)."""
-    check_listen(settings)
+    """The refusals made before anything is touched (StartupError): a --listen it would not bind, TLS files
+    that do not load, a socket path too long to bind, and a home that holds the seats of a hub elsewhere.
+    `agora up --detach` makes them before it forks (and before it makes the home)."""
+    if check_listen(settings) is not None:
+        tls_of(settings)  # files that do not load are refused here, before the home is made
     _check_socket_path(home)
     if settings.notify_dir:  # the home itself is made and tightened by Home.ensure
         problem = shared_dir_problem(Home.resolve(settings.notify_dir).root)
@@ -213,7 +214,6 @@ def check_listen(settings: Settings) -> tuple[str, int] | None:
     if settings.tls_cert is None and not is_loopback(host) and not settings.insecure:
         raise StartupError(f"--listen {settings.listen} is beyond loopback without TLS: agent keys would cross the "
                            "network in clear. Give --tls-cert and --tls-key, or --insecure if the network is yours")
-    tls_of(settings)  # files that do not load are refused here, before the home is made
     return host, port
 
 
