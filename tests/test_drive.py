@@ -758,9 +758,8 @@ def test_release_clears_a_quarantine_a_running_driver_holds(hub, pair, plan, tmp
 
 # --- each harness adapter through the loop (the scripted harness, tests/drive/fake_harness.py) ----
 
-@pytest.mark.parametrize("role", ["claude", "codex", "cursor"])
-def test_each_adapter_resumes_its_session_backs_off_and_rotates_when_the_context_is_full(
-        hub, pair, tmp_path, monkeypatch, role):
+def scripted_harness(hub, tmp_path, monkeypatch, role: str, *plays: str, clock=None):
+    """(a Driver of `role`'s adapter, the scripted harness it runs) with the harness playing `plays`, one a turn."""
     from tests.test_drive_adapters import Fake
 
     workspace = tmp_path / "ws"
@@ -769,11 +768,18 @@ def test_each_adapter_resumes_its_session_backs_off_and_rotates_when_the_context
     for name in ("PATH", "AGORA_FAKE_SCRIPT", "AGORA_FAKE_LOG", "AGORA_FAKE_AGORA"):
         if name in fake.env:
             monkeypatch.setenv(name, fake.env[name])
-    fake.play("answer", "429", "answer", "context-full", "answer")
-    clock = Clock()
+    fake.play(*plays)
     options = Options(agent=SEAT, home=hub.home, notify_dir=hub.home, harness=role, workspace=workspace,
                       executable=fake.exe[role], turn_limit=30.0, grace=1.0)
-    drive = Driver(options, clock=clock)
+    return Driver(options, clock=clock or Clock()), fake
+
+
+@pytest.mark.parametrize("role", ["claude", "codex", "cursor"])
+def test_each_adapter_resumes_its_session_backs_off_and_rotates_when_the_context_is_full(
+        hub, pair, tmp_path, monkeypatch, role):
+    clock = Clock()
+    drive, fake = scripted_harness(hub, tmp_path, monkeypatch, role, "answer", "429", "answer", "context-full",
+                                   "answer", clock=clock)
     assert drive.preflight() is None
     ask(pair)
     assert drive.step().verdict.reason == "answered"
@@ -796,18 +802,7 @@ def test_a_claude_session_that_is_gone_is_dropped_and_the_wake_answered_at_once_
         hub, pair, tmp_path, monkeypatch):
     """Claude answers a resume of a session it no longer has with "No conversation found": the driver
     resumed it at every turn after, each failing, the back-off doubling, `--release` no help (a review)."""
-    from tests.test_drive_adapters import Fake
-
-    workspace = tmp_path / "ws"
-    workspace.mkdir()
-    fake = Fake(tmp_path / "fake", workspace)
-    for name in ("PATH", "AGORA_FAKE_SCRIPT", "AGORA_FAKE_LOG", "AGORA_FAKE_AGORA"):
-        if name in fake.env:
-            monkeypatch.setenv(name, fake.env[name])
-    fake.play("answer", "session-gone", "answer", "answer")
-    options = Options(agent=SEAT, home=hub.home, notify_dir=hub.home, harness="claude", workspace=workspace,
-                      executable=fake.exe["claude"], turn_limit=30.0, grace=1.0)
-    drive = Driver(options, clock=Clock())
+    drive, fake = scripted_harness(hub, tmp_path, monkeypatch, "claude", "answer", "session-gone", "answer", "answer")
     ask(pair)
     assert drive.step().verdict.reason == "answered"
     ask(pair, "second")

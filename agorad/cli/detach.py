@@ -3,8 +3,9 @@
 The hub is this process, forked once the options are parsed and the refusals that need nothing
 touched are made (nothing to parse again, the same code). The child starts a session of its own, so
 no terminal's hangup reaches it; it works from `/`, so it pins no directory; it reads /dev/null,
-appends its log to `<home>/agorad.log` (0600; the hub rotates it, runtime/log_file.py) and keeps no other descriptor of its caller's (a
-pipe held open would keep the caller's reader waiting), then runs the hub. The parent waits until
+appends its log to `<home>/agorad.log` (0600; the hub rotates it, runtime/log_file.py) and keeps no
+other descriptor of its caller's (a pipe held open would keep the caller's reader waiting), then runs
+the hub. The parent waits until
 the hub answers `hub.status` with the child's pid and prints what the hub logged while starting (a
 `--insecure` warning among it); or, when the child exits first, why it did not start: a refusal
 comes back through a pipe, anything else is in the log. Either way the parent never kills the child.

@@ -6,8 +6,8 @@ Small on purpose: the client, the server and the listener all import it.
 from __future__ import annotations
 
 from agorad.surface import cjson
-from agorad.surface.settings import MAX_BODY_KIB
 from agorad.surface.errors import InvalidParams, InvalidRequest, ParseError, TooLarge
+from agorad.surface.settings import MAX_BODY_KIB
 
 PROTOCOL_VERSION = 1
 MAX_FRAME = 1 << 20  # bytes per request line, newline excluded (agora-rpc(7) "Framing")
