@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -19,9 +21,21 @@ AGORAD = str(BIN / "agorad")
 AGORA = str(BIN / "agora")
 
 
+_SHORT_TOPS: list[str] = []  # each short_home's /tmp directory, removed when the test process ends
+
+
 def short_home() -> Path:
-    # Unix socket paths are capped near 107 bytes; pytest's tmp_path can be longer.
-    return Path(tempfile.mkdtemp(prefix="agt", dir="/tmp")) / "home"
+    # Unix socket paths are capped near 107 bytes; pytest's tmp_path can be longer. pytest removes its own
+    # directories, not these: a run of the suite left some 250 behind in /tmp.
+    top = tempfile.mkdtemp(prefix="agt", dir="/tmp")
+    _SHORT_TOPS.append(top)
+    return Path(top) / "home"
+
+
+@atexit.register
+def _remove_short_homes() -> None:
+    for top in _SHORT_TOPS:
+        shutil.rmtree(top, ignore_errors=True)
 
 
 @contextmanager
