@@ -194,3 +194,20 @@ def test_a_dm_line_counts_what_its_seat_owes_whichever_way_the_send_read_it(hub)
         assert [(line["id"], line["owed"]) for line in lines] == [(1, 1), (2, 1), (3, 2), (4, 2), (5, 1)]
         send(s["qa"], "@lead", "first to lead")          # a plain DM to a seat whose ids another DM moved
         assert [line["id"] for line in notify_lines(hub, "lead")] == [1, 2]
+
+
+def test_removing_an_asker_releases_the_replies_owed_to_it_and_nothing_escalates(hub, cli):
+    with seats(hub, "lead", "memory", "runtime", "gone") as s:
+        send(s["gone"], "@memory", "review?", ask=True)
+        send(s["gone"], "commons", "who takes #12?", to=["memory", "runtime"], ask_each=True)
+        send(s["lead"], "@memory", "and mine?", ask=True)
+        send(s["memory"], "@gone", "a question back", ask=True)
+        assert len(owes(s["memory"])) == 3 and owes(s["runtime"]) == ["commons#1"]
+        done = cli("agent", "rm", "gone")
+        assert done.stdout.strip() == "removed gone; released 3 replies owed to it", done.stdout
+        assert owes(s["memory"]) == ["dm:lead--memory#1"] and owes(s["runtime"]) == []  # the lead's ask stands
+        assert s["memory"].call("owed.list")["owed_to_me"] == []  # the ask to gone went with it
+        hub.advance(5 * 3600)
+        assert hub.call("hub.sweep")["escalated"] == 1  # the lead's alone
+        assert [line["title"] for line in notify_lines(hub, "memory") if "escalated" in line["flags"]] == ["and mine?"]
+        assert json.loads(cli("agent", "rm", "lead", "--json").stdout)["released"] == 1

@@ -237,14 +237,16 @@ def agent_rekey(agent_id, home, as_json):
 @json_option
 @handles_errors
 def agent_rm(agent_id, home, as_json):
-    """Remove agent ID, its aliases, its KB profile and its key file."""
+    """Remove agent ID, its aliases, its KB profile and its key file; release the replies owed to it."""
     with connect(home) as hub:
         result = hub.call("agents.remove", agent=agent_id)
     report_redirect(result["redirected"])
     if as_json:
         print_json(result)
     else:
-        click.echo(f"removed {result['removed']}")
+        released = result.get("released", 0)  # a hub before it did not say
+        click.echo(f"removed {result['removed']}" + (f"; released {released} repl{'y' if released == 1 else 'ies'} "
+                                                   "owed to it" if released else ""))
 
 
 @click.command("heartbeat")

@@ -22,6 +22,7 @@ from agorad.domain.text import check_line, is_unicode
 from agorad.store import agents as sql
 from agorad.store import channels as channels_sql
 from agorad.store import claims as claims_sql
+from agorad.store import debts as debts_sql
 from agorad.store import kb as kb_sql
 from agorad.store import messages as messages_sql
 from agorad.store import write
@@ -313,16 +314,19 @@ def remove(db: apsw.Connection, agent_id, now: float) -> tuple[dict, int]:
     """Delete an agent, its aliases, its KB profile and its claims (with their receipts); return the
     receipt and its pk. A claim of another agent that linked to one of them loses the link, and that
     is a change of its declared fields: a new version, so a stale write to it is still a conflict.
+    The replies it owes go with it (the debts' foreign key); the replies owed to it are released: an
+    answer would reach no one, yet the debt escalated on and kept a driven or hooked seat at it.
 
     Its key and seat files are the caller's to remove once this is committed.
     """
     with write(db):
         row, redirect = resolve(db, agent_id)
         claims_sql.version_links_to_owner(db, row["pk"], now)
+        released = debts_sql.release_asker(db, row["pk"], now)
         messages_sql.delete_deliveries(db, row["pk"])  # no foreign key cascades there (0009_delivery_log.sql)
         sql.delete(db, row["pk"])
         kb_sql.delete(db, PROFILE_PREFIX + row["id"])
-    return {"removed": row["id"], "redirected": redirect}, row["pk"]
+    return {"removed": row["id"], "redirected": redirect, "released": released}, row["pk"]
 
 
 def sweep(db: apsw.Connection, now: float, ttl: float) -> dict:

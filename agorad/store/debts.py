@@ -45,6 +45,14 @@ def discharge_one(db: apsw.Connection, message_pk: int, debtor_pk: int, by_messa
     return db.changes()
 
 
+def release_asker(db: apsw.Connection, asker_pk: int, now: float) -> int:
+    """Settle every open debt on the asks of `asker_pk`, an agent being removed: nobody is left to answer
+    (discharged_by stays NULL: no message settled them). Return how many."""
+    db.execute("UPDATE debts SET discharged_at = ?, due_at = NULL WHERE asker_pk = ? AND discharged_at IS NULL",
+               (now, asker_pk))
+    return db.changes()
+
+
 def debt_of(db: apsw.Connection, message_pk: int, debtor_pk: int) -> dict | None:
     """One debtor's debt on an ask, open or settled: {rule, open, declined, discharged_by}."""
     found = db.execute("SELECT rule, discharged_at IS NULL, declined, discharged_by FROM debts "
