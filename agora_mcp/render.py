@@ -156,7 +156,9 @@ def claims(result: dict) -> str:
     found = result["claims"]
     if not found:
         return "no claims (open one with action open when you take on work)"
-    return quoted([_claim(c, result["now"]) for c in found], "claims")
+    more = (f"\nmore claims follow: call claims with action list and after {found[-1]['ref']}"
+            if result.get("more") else "")
+    return quoted([_claim(c, result["now"]) for c in found], "claims") + more
 
 
 def claim(result: dict, action: str) -> str:

@@ -37,7 +37,7 @@ INSTRUCTIONS = (
 
 # Per action of the claims tool: the arguments it needs, and those it passes on when given.
 _CLAIM_FIELDS: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
-    "list": ((), ("channel",)),
+    "list": ((), ("channel", "after")),
     "show": (("ref",), ()),
     "open": (("channel", "title"), ("cadence_minutes",)),
     "receipt": (("ref", "text"), ()),
@@ -157,16 +157,17 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         text: str | None = None,
         version: Annotated[int | None, Field(description="The version you read; a stale one is refused.")] = None,
         cadence_minutes: int | None = None,
+        after: Annotated[str | None, Field(description="For list: the last claim:N listed, to list the ones after it.")] = None,
     ) -> str:
         given = {"ref": ref, "channel": channel, "title": title, "text": text, "version": version,
-                 "cadence_minutes": cadence_minutes}
+                 "cadence_minutes": cadence_minutes, "after": after}
         needed = _CLAIM_FIELDS[action]
         for name in needed[0]:
             if given[name] is None:
                 raise ToolError(explain(InvalidParams(f"action {action} needs {name}", field=name), seat))
         params = {name: given[name] for name in needed[0] + needed[1] if given[name] is not None}
         if action == "list":
-            found = await hub("claims.list", **(params or {"owner": seat.agent}))
+            found = await hub("claims.list", **({"owner": seat.agent} if "channel" not in params else {}), **params)
             return render.claims(found)
         result = await hub(f"claims.{action}", **params)
         return render.receipt(result) if action == "receipt" else render.claim(result, action)
