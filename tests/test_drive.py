@@ -651,6 +651,23 @@ def test_a_turn_is_the_operator_of_a_hub_on_another_home(hub, tmp_path):
     assert [a["id"] for a in hub.call("agents.list")["agents"]].count("seat0") == 1
 
 
+
+@pytest.mark.parametrize("turn_home", ["the-hubs", "its-own"])
+def test_a_turn_cannot_start_a_driver_which_would_run_any_program_past_the_harness_rules(hub, pair, tmp_path, turn_home):
+    """A review of the turn rule: Claude's turns may run only `agora`, and `agora drive --command` runs any
+    program; on a hub of the turn's own it is the operator and can give the seat mail to answer."""
+    ask(pair)
+    marker = tmp_path / "ran"
+    env = {**os.environ, "AGORA_DRIVE_TURN": "a-token", "AGORA_AGENT_ID": PEER,
+           "AGORA_DRIVE_HOME": str(hub.home if turn_home == "the-hubs" else tmp_path / "elsewhere")}
+    done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
+                           "--command", f"sh -c 'touch {marker}'", "--once"], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=60, env=env)
+    assert done.returncode == 1 and "`agora drive` runs a harness" in done.stderr, done.stderr
+    assert "part of a driven turn (AGORA_DRIVE_TURN is set)" in done.stderr and done.stdout == ""
+    assert not marker.exists() and not list(hub.home.glob(f"drive-{SEAT}*"))
+
+
 def test_a_command_line_a_shell_would_refuse_is_a_usage_error(hub, tmp_path):
     done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
                            "--command", "'unterminated", "--once"], cwd=tmp_path, capture_output=True, text=True,

@@ -176,13 +176,13 @@ def _turn_seat(home: str | None) -> str:
     return seat
 
 
-def refuse_in_turn(home: str | None = None, any_home: bool = False) -> None:
+def refuse_in_turn(home: str | None = None, any_home: bool = False, does: str = "acts as the hub's operator") -> None:
     """Exit 1 in a driven turn on the hub of `home` (`any_home`: on any hub): what acts as the hub's operator
-    is not for a turn's tools (agora-drive(1) SECURITY)."""
+    (or `does` something else no turn may) is not for a turn's tools (agora-drive(1) SECURITY)."""
     if in_turn_on(None if any_home else Home.resolve(home)):
         context = click.get_current_context(silent=True)
         command = context.command_path if context is not None else "this command"
-        fail(f"`{command}` acts as the hub's operator, and this process is part of a driven turn ({TURN_ENV} is "
+        fail(f"`{command}` {does}, and this process is part of a driven turn ({TURN_ENV} is "
              "set): a turn's tools act as its seat only (agora-drive(1) SECURITY). Run it from your own shell")
 
 
