@@ -31,7 +31,6 @@ from agora_drive.verdict import DEBT_LEFT, FAILED, OK, Verdict, judge, judge_chu
 from agora_setup.harnesses import drivable
 from agora_setup.harnesses.turns import Turn
 from agorad.surface import keys, settings
-from agorad.surface.vocab import TURN_HOME_ENV
 from agorad.surface.paths import drive_file
 
 CHUNK_LANE = "chunk_"  # claim work chunks keep their own harness session (state.py)
@@ -273,7 +272,6 @@ class Driver:
         # The turn's own tools (agora mcp, the agora CLI) act as this seat on this hub, whatever the
         # caller's environment named.
         env.update(AGORA_HOME=str(self.options.home), AGORA_AGENT_ID=self.options.agent)
-        env[TURN_HOME_ENV] = str(self.options.home)  # where its agora commands act as the seat (agora-drive(1))
         env.update(getattr(self.harness, "environment", lambda t: {})(turn))
         return env
 

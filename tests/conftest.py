@@ -20,7 +20,7 @@ collect_ignore = [] if os.environ.get(HARNESS_TESTS) else ["harness"]
 
 # The suite run by a driven agent (agora drive) inherits its turn's environment: the turn's mark would make
 # the CLI act as that seat (agora-drive(1) SECURITY), and its seat would be every command's default --as.
-for _name in ("AGORA_DRIVE_TURN", "AGORA_DRIVE_HOME", "AGORA_AGENT_ID"):
+for _name in ("AGORA_DRIVE_TURN", "AGORA_AGENT_ID"):
     os.environ.pop(_name, None)
 
 

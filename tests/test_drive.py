@@ -629,40 +629,52 @@ def test_a_turns_agora_commands_act_as_its_seat_never_as_the_hubs_operator(hub, 
     assert hub.call("hub.status")["pid"] == hub.proc.pid  # still serving
 
 
+TURN_ENV_OF_SEAT = {"AGORA_DRIVE_TURN": "", "AGORA_AGENT_ID": SEAT}  # (empty: still a turn)
+
+
 @pytest.mark.parametrize("argv", [["setup", "newseat"], ["restore", "backup.db"], ["service", "install", "--no-reload"],
-                                  ["down"], ["backup", "copy.db"]])
+                                  ["down"], ["backup", "copy.db"], ["up", "--detach"],
+                                  ["watch", "--as", SEAT, "--notify-file", "bashrc", "--url", "ws://127.0.0.1:9/"]])
 def test_operator_commands_with_no_seat_to_ask_as_refuse_in_a_turn_and_touch_nothing(hub, tmp_path, argv):
-    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "", "AGORA_AGENT_ID": SEAT,
-           "AGORA_DRIVE_HOME": str(hub.home), "XDG_CONFIG_HOME": str(tmp_path / "config")}  # (empty: still a turn)
+    env = {**os.environ, "AGORA_HOME": str(hub.home), **TURN_ENV_OF_SEAT, "XDG_CONFIG_HOME": str(tmp_path / "config")}
     before = sorted(p.name for p in hub.home.iterdir())
     done = subprocess.run([agora(), *argv], cwd=tmp_path, capture_output=True, text=True, timeout=60, env=env)
     assert done.returncode == 1 and "part of a driven turn (AGORA_DRIVE_TURN is set)" in done.stderr, done.stderr
     assert sorted(p.name for p in hub.home.iterdir()) == before and not list(tmp_path.iterdir())
 
 
-def test_a_turn_is_the_operator_of_a_hub_on_another_home(hub, tmp_path):
-    """The rule holds on the turn's own hub: a turn may run a hub of its own, or a test suite's, and manage it
-    (a review: every home was refused, and a driven agent's run of this suite failed)."""
-    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "a-token", "AGORA_AGENT_ID": SEAT}
-    for turn_home, status in ((tmp_path / "elsewhere", 0), (hub.home, 1)):
-        done = subprocess.run([agora(), "agent", "add", f"seat{status}"], capture_output=True, text=True,
-                              timeout=60, env={**env, "AGORA_DRIVE_HOME": str(turn_home)})
-        assert done.returncode == status, (turn_home, done.stderr)
-    assert [a["id"] for a in hub.call("agents.list")["agents"]].count("seat0") == 1
+def test_a_turn_is_no_hubs_operator_and_starts_none(hub, pair, tmp_path):
+    """A review of the rule: it held on the seat's own hub only, so a turn was the operator of the user's other
+    hubs (their seats' keys, their DMs), and of one it started itself, whose --notify-dir could be a directory
+    a shell sources, a message title's $(...) then run at the next login."""
+    from tests.hubproc import Hub, short_home
+
+    other = Hub(short_home()).start()
+    env = {**os.environ, **TURN_ENV_OF_SEAT}
+    try:
+        for running, refused in ((hub, "reserved to the local operator"), (other, f"no agent named '{SEAT}'")):
+            done = subprocess.run([agora(), "agent", "add", "newseat", "--home", str(running.home)],
+                                  capture_output=True, text=True, timeout=60, env=env)
+            assert done.returncode == 1 and refused in done.stderr, done.stderr
+            assert "newseat" not in [a["id"] for a in running.call("agents.list")["agents"]]
+    finally:
+        other.stop()
+    fresh = tmp_path / "fresh"
+    for argv, named in (([agora(), "up", "--home", str(fresh), "--detach"], "`agora up`"),
+                        ([str(Path(agora()).parent / "agorad"), "--home", str(fresh)], "`agorad`")):
+        done = subprocess.run(argv, capture_output=True, text=True, timeout=60, env=env)
+        assert done.returncode == 1 and f"{named} acts as a hub's operator" in done.stderr, done.stderr
+        assert not fresh.exists()
 
 
-
-@pytest.mark.parametrize("turn_home", ["the-hubs", "its-own"])
-def test_a_turn_cannot_start_a_driver_which_would_run_any_program_past_the_harness_rules(hub, pair, tmp_path, turn_home):
+def test_a_turn_cannot_start_a_driver_which_would_run_any_program_past_the_harness_rules(hub, pair, tmp_path):
     """A review of the turn rule: Claude's turns may run only `agora`, and `agora drive --command` runs any
-    program; on a hub of the turn's own it is the operator and can give the seat mail to answer."""
+    program (the seat had mail to answer)."""
     ask(pair)
     marker = tmp_path / "ran"
-    env = {**os.environ, "AGORA_DRIVE_TURN": "a-token", "AGORA_AGENT_ID": PEER,
-           "AGORA_DRIVE_HOME": str(hub.home if turn_home == "the-hubs" else tmp_path / "elsewhere")}
     done = subprocess.run([agora(), "drive", "--home", str(hub.home), "--as", SEAT, "--harness", "command",
                            "--command", f"sh -c 'touch {marker}'", "--once"], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=60, env=env)
+                          text=True, timeout=60, env={**os.environ, **TURN_ENV_OF_SEAT, "AGORA_AGENT_ID": PEER})
     assert done.returncode == 1 and "`agora drive` runs a harness" in done.stderr, done.stderr
     assert "part of a driven turn (AGORA_DRIVE_TURN is set)" in done.stderr and done.stdout == ""
     assert not marker.exists() and not list(hub.home.glob(f"drive-{SEAT}*"))

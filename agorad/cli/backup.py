@@ -23,7 +23,7 @@ def backup(file, force, home, as_json):
     A read-only connection of the caller's own copies every page in one read transaction
     (SQLite's online backup API): the copy holds every send acknowledged before it began.
     """
-    refuse_in_turn(home)  # every channel's messages, DMs between other seats among them
+    refuse_in_turn()  # every channel's messages, DMs between other seats among them
     from agorad.runtime.backup import backup as make_backup
 
     facts = make_backup(Home.resolve(home), file, force)
@@ -48,7 +48,7 @@ def restore(file, notify_dir, home, as_json):
     FILE is checked first (an Agora database, a schema this agora knows, integrity_check);
     then the notify files are made anew from it, so listeners ring nothing twice.
     """
-    refuse_in_turn(home)
+    refuse_in_turn()
     from agorad.runtime.restore import restore as put_back
 
     where = Home.resolve(home)

@@ -18,7 +18,7 @@ from agorad.cli.shared import URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import hub_url_for
 from agorad.surface.paths import Home
-from agorad.surface.vocab import TURN_ENV, TURN_HOME_ENV, URL_ENV
+from agorad.surface.vocab import TURN_ENV, URL_ENV
 
 EXIT_ERROR, EXIT_UNAVAILABLE = 1, 3
 
@@ -126,8 +126,8 @@ def connect(home: str | None, as_id: str | None = None):
     from agorad.surface import keys
     from agorad.surface.client import Client
 
-    if as_id is None and in_turn_on(Home.resolve(home)):
-        as_id = _turn_seat(home)
+    if as_id is None and in_turn():
+        as_id = _turn_seat()
     url = hub_url(Home.resolve(home))
     if url is not None:
         return _connect_remote(url, home, as_id)
@@ -148,38 +148,27 @@ def connect(home: str | None, as_id: str | None = None):
     return client
 
 
-def in_turn_on(where: Home | None) -> bool:
-    """Whether this process is part of a driven turn (TURN_ENV set, even empty) of a seat on `where`'s hub (the
-    driver names its home in TURN_HOME_ENV; None: any hub). A turn may run a hub of its own on another home,
-    or a test suite's, and be that hub's operator."""
-    if TURN_ENV not in os.environ:
-        return False
-    turn_home = os.environ.get(TURN_HOME_ENV)
-    return not turn_home or where is None or _same_directory(where.root, turn_home)
+def in_turn() -> bool:
+    """Whether this process is part of a driven turn (TURN_ENV set, even empty). On every hub, not only the
+    seat's: a turn that was the operator of the user's other hubs, or of one it started itself, could read
+    and rekey their seats, or point a hub's files at a directory a shell sources (a review)."""
+    return TURN_ENV in os.environ
 
 
-def _same_directory(one, other) -> bool:
-    try:
-        a, b = os.stat(one), os.stat(other)
-    except OSError:
-        return os.path.realpath(one) == os.path.realpath(other)
-    return (a.st_dev, a.st_ino) == (b.st_dev, b.st_ino)
-
-
-def _turn_seat(home: str | None) -> str:
-    """In a driven turn on this hub the CLI acts as the turn's seat: a command that would act as the hub's
-    operator asks as the seat instead, and the hub refuses what only the operator may do. A review had a
-    turn rekey another seat, and print its new key, through `agora agent rekey`."""
+def _turn_seat() -> str:
+    """In a driven turn the CLI acts as the turn's seat: a command that would act as a hub's operator asks
+    as the seat instead, and the hub refuses what only the operator may do. A review had a turn rekey
+    another seat, and print its new key, through `agora agent rekey`."""
     seat = os.environ.get("AGORA_AGENT_ID")
     if not seat:
-        refuse_in_turn(home)
+        refuse_in_turn()
     return seat
 
 
-def refuse_in_turn(home: str | None = None, any_home: bool = False, does: str = "acts as the hub's operator") -> None:
-    """Exit 1 in a driven turn on the hub of `home` (`any_home`: on any hub): what acts as the hub's operator
-    (or `does` something else no turn may) is not for a turn's tools (agora-drive(1) SECURITY)."""
-    if in_turn_on(None if any_home else Home.resolve(home)):
+def refuse_in_turn(does: str = "acts as a hub's operator") -> None:
+    """Exit 1 in a driven turn: what acts as a hub's operator (or `does` something else no turn may) is not
+    for a turn's tools (agora-drive(1) SECURITY)."""
+    if in_turn():
         context = click.get_current_context(silent=True)
         command = context.command_path if context is not None else "this command"
         fail(f"`{command}` {does}, and this process is part of a driven turn ({TURN_ENV} is "

@@ -43,7 +43,7 @@ def down(timeout, home, as_json):
     The hub answers what it had handled, stores its marks and removes its socket, as on any SIGTERM.
     Exits 3 when no hub answers there. Local operator only.
     """
-    refuse_in_turn(home)
+    refuse_in_turn()
     where = Home.resolve(home)
     try:
         pid, stop, wait = _hub(where, timeout)

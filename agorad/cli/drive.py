@@ -58,9 +58,9 @@ def drive(as_id, harness, command_line, harness_path, harness_args, model, turn_
     from agorad.surface.paths import Home
     from agorad.surface.protocol import AGENT_ID_RULE, is_agent_id
 
-    # A driver runs the program --command names: from a turn, on any home (a hub of the turn's own included),
-    # it would run what the model chose past Claude's --allowedTools, which admits only `agora`.
-    refuse_in_turn(any_home=True, does="runs a harness, or any program --command names, for each turn")
+    # A driver runs the program --command names: from a turn it would run what the model chose, past
+    # Claude's --allowedTools, which admit only `agora`.
+    refuse_in_turn(does="runs a harness, or any program --command names, for each turn")
     if not is_agent_id(as_id):
         fail(f"--as {as_id!r} is not a valid agent id ({AGENT_ID_RULE})", 2)
     where = Home.resolve(home)

@@ -44,7 +44,7 @@ SETUP_MODE = "async"  # a harness seat comes and goes with its sessions: dormant
 @json_option
 def setup(agent_id, harness_names, workspace, remove, check, mode, url, key_stdin, home, as_json):
     """Wire WORKSPACE's harnesses to seat ID, so a session there wakes when mail lands."""
-    refuse_in_turn(home)
+    refuse_in_turn()
     from agora_setup.targets import SetupError
 
     workspace = _spelled(workspace)

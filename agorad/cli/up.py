@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option
+from agorad.cli.common import DURATION, DURATION_OR_ZERO, fail, home_option, refuse_in_turn
 from agorad.surface import settings
 from agorad.surface.durations import format_duration
 from agorad.surface.paths import Home
@@ -52,6 +52,7 @@ def up(home, sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rota
     from agorad.cli import up_run
     from agorad.runtime.daemon import StartupError, preflight, run
 
+    refuse_in_turn()  # the operator of the hub it starts, whose files go where --home and --notify-dir say
     _check_remote_usage(listen, tls_cert, tls_key)
     try:
         settings = up_run.hub_settings(sweep_interval, ephemeral_ttl, synchronous, notify_dir, notify_rotate_mb,

@@ -17,6 +17,7 @@ import sys
 from agorad.cli.fast_parse import options, path_ok
 from agorad.surface import settings
 from agorad.surface.durations import format_duration, parse_duration
+from agorad.surface.vocab import TURN_ENV
 
 _COMPLETE = "_AGORAD_COMPLETE"  # click's completion variable for a program named agorad
 
@@ -42,6 +43,8 @@ def parse(argv: list[str]) -> dict | None:
     """{"home": the home to serve, None for the default} if the command line is one this path takes
     (the module's docstring), else None."""
     if _COMPLETE in os.environ:  # click's shell completion asks the program itself: click answers it
+        return None
+    if TURN_ENV in os.environ:  # a driven turn: click's `up` refuses it (agora-drive(1) SECURITY)
         return None
     given = options(argv, {"--home": "home"})
     if given is None:

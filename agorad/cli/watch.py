@@ -37,10 +37,11 @@ def watch(as_id, notify_file, url, home):
     The key comes from $AGORA_KEY or <home>/keys/ID.key on this host. Runs in
     the foreground; SIGTERM, SIGINT or SIGHUP ends it (exit 0).
     """
-    from agorad.cli.common import hub_url
+    from agorad.cli.common import hub_url, refuse_in_turn
     from agorad.surface import keys
     from agorad.surface.paths import Home
 
+    refuse_in_turn(does="appends to any file --notify-file names")  # ~/.bashrc: a title's $(...) would run
     url = url or hub_url(Home.resolve(home))
     if not url:
         fail("agora watch speaks to the hub's remote port: give --url ws://HOST:PORT/ or set AGORA_URL")

@@ -101,9 +101,8 @@ TURN_STATUSES = ("ok", "failed", "debt-left", "stopped")
 # How a driven turn's prompt begins; the rule block every harness reads (agora setup) says what it means.
 DRIVEN_TURN_MARK = "[agora drive]"
 # Set in the environment of every process of a driven turn (its token, agora_drive/tree.py). The CLI there
-# acts as the turn's seat ($AGORA_AGENT_ID), never as the hub's operator (agora-drive(1) SECURITY).
+# acts as the turn's seat ($AGORA_AGENT_ID), never as a hub's operator (agora-drive(1) SECURITY).
 TURN_ENV = "AGORA_DRIVE_TURN"
-TURN_HOME_ENV = "AGORA_DRIVE_HOME"  # ... and the home of its hub: the rule holds there (a turn may run a hub of its own)
 
 # The remote port's URL schemes (agora-rpc(7) "Remote"): plain, and TLS.
 URL_SCHEMES = ("ws", "wss")
