@@ -546,6 +546,35 @@ def hub_status(hub) -> dict:
     return {a["id"]: a for a in json.loads(out)["agents"]}
 
 
+
+def test_a_killed_drivers_pidfile_owns_nothing_once_its_pid_names_another_process(hub, pair, plan, tmp_path):
+    """A review: a driver killed with SIGKILL leaves drive-<id>.pid; once the kernel hands its pid to another
+    process, the seat's listener ended with driver-owns-reception, its stop hook stayed quiet over waiting
+    mail, and status showed a driver: deaf. The pidfile says when its writer started."""
+    plan("answer")
+    proc = start_driver(hub, tmp_path)
+    read_until(proc, "AGORA_DRIVE state=armed", [])
+    proc.kill()
+    proc.communicate(timeout=30)
+    pidfile = hub.home / f"drive-{SEAT}.pid"
+    first, *facts = pidfile.read_text().splitlines()
+    assert first == str(proc.pid) and any(fact.startswith("started=") for fact in facts)
+    later = subprocess.Popen(["sleep", "60"])  # the pid handed out again, as the kernel would
+    try:
+        pidfile.write_text("\n".join([str(later.pid), *facts]) + "\n")
+        assert hub_status(hub)[SEAT]["driver"] == "stale"  # as for a dead pid
+        listen = subprocess.run([agora(), "listen", "--home", str(hub.home), "--as", SEAT, "--once", "--max-wait", "1"],
+                                capture_output=True, text=True, timeout=30)
+        assert listen.stdout.strip().splitlines()[-1] == "AGORA_LISTEN ended reason=max-wait", listen.stdout
+        ask(pair)
+        hook = subprocess.run([agora(), "hook", "stop", "--harness", "claude", "--home", str(hub.home), "--as", SEAT],
+                              input="{}", capture_output=True, text=True, timeout=30)
+        assert hook.returncode == 2 and "asker" in hook.stderr, (hook.returncode, hook.stderr)
+    finally:
+        later.kill()
+        later.wait()
+
+
 def test_while_a_driver_lives_it_owns_the_seats_reception(hub, pair, plan, tmp_path):
     plan("answer")
     proc = start_driver(hub, tmp_path)

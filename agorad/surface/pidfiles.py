@@ -1,8 +1,10 @@
 """Pidfiles: decimal pid on the first line, `key=value` facts after it (agora-files(5) "PIDFILES").
 
-A pidfile is live when its pid names a running process; a listener's is also
-stale when it was not touched for twice its heartbeat. Paths may be str or Path: the stop hook
-checks the seat's driver pidfile at every turn's end, by a name made without pathlib (filenames.py).
+A pidfile is live when its pid names a running process that started when the writer did (the
+`started` fact: a pid is handed out again once its process is gone, and a driver killed with
+SIGKILL leaves its pidfile behind); a listener's is also stale when it was not touched for twice
+its heartbeat. Paths may be str or Path: the stop hook checks the seat's driver pidfile at every
+turn's end, by a name made without pathlib (filenames.py).
 """
 
 from __future__ import annotations
@@ -16,7 +18,22 @@ LIVE, STALE = "live", "stale"
 
 
 def write_pidfile(path: str | os.PathLike, **facts) -> None:
-    write_private(path, f"{os.getpid()}\n" + "".join(f"{k}={v}\n" for k, v in facts.items()))
+    pid = os.getpid()
+    started = start_ticks(pid)
+    if started is not None:
+        facts = {"started": started, **facts}
+    write_private(path, f"{pid}\n" + "".join(f"{k}={v}\n" for k, v in facts.items()))
+
+
+def start_ticks(pid: int) -> str | None:
+    """When process `pid` started, in clock ticks after boot (proc(5): /proc/PID/stat, field 22), as text;
+    None where it cannot be read (no such process, no /proc). Two processes that had one pid differ here."""
+    try:
+        with open(f"/proc/{pid}/stat", "rb") as f:
+            stat = f.read()
+        return stat[stat.rindex(b")") + 2:].split()[19].decode()  # fields from the 3rd on, after the name
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def read_pidfile(path: str | os.PathLike) -> tuple[int, dict] | None:
@@ -49,6 +66,9 @@ def pidfile_state(path: str | os.PathLike) -> str | None:
     pid, facts = found
     if not process_alive(pid):
         return STALE
+    started = facts.get("started")
+    if started is not None and start_ticks(pid) not in (None, started):
+        return STALE  # the pid names a later process: the writer is gone
     heartbeat = _float(facts.get("heartbeat"))
     try:
         silent = time.time() - os.stat(path).st_mtime
