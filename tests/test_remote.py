@@ -342,6 +342,23 @@ def test_one_reply_larger_than_the_send_queue_reaches_a_peer_that_reads(remote):
         assert alice.call("inbox.check")["unread"] == 0  # the seat is still served
 
 
+
+def test_many_requests_sent_at_once_whose_replies_pass_the_send_queue_are_all_answered(remote):
+    """A review: the SDK's async drain sends every messages.read at once. The hub read them all before
+    any reply was queued (replies wait for the batch's COMMIT), then queued seven replies of ~600 KB
+    (control characters escaped) in one go, and cut the seat as a peer that does not read."""
+    with remote.client("alice", remote.keys["alice"]) as alice:
+        for n in range(7):
+            alice.call("messages.send", target="@bob", title=f"b{n}", body="\x01" * (64 << 10))
+    ws = hello(remote, "bob")
+    for n in range(1, 8):
+        ws.send(json.dumps({"jsonrpc": "2.0", "id": 10 + n, "method": "messages.read", "params": {"ref": f"dm:alice--bob#{n}"}}))
+    replies = [json.loads(ws.recv(timeout=30)) for _ in range(7)]
+    assert [r["id"] for r in replies] == list(range(11, 18)) and all(r["result"]["body"] == "\x01" * (64 << 10) for r in replies)
+    assert sum(len(encode(r)) for r in replies) > 4 << 20 and "remote-cut" not in remote.log()
+    ws.close()
+
+
 class NonReader:
     """A WebSocket client that says hello, subscribes, and then never reads a byte."""
 

@@ -236,7 +236,19 @@ class RemoteSession(Session):
             self._handle(message.encode())
             if self.actor.is_operator and not self.closing:  # a notification (no id) that was not a hello
                 self._reply_error(None, AuthFailed())
+            await self._replies_queued()
             await self.transport.drained.wait()  # a peer that does not read its replies is not read either
+
+    async def _replies_queued(self) -> None:
+        """Wait until the open batch, which holds this request's reply, is settled. Replies are queued after
+        the COMMIT, all at once: a peer that sent many requests together (the SDK's async drain) had them all
+        read before any reply counted against the high-water mark, then got their megabytes in one go, and
+        was cut as a peer that does not read. One batch's replies at a time keep the mark meaningful."""
+        if self.hub.batch.idle:
+            return
+        settled = asyncio.get_running_loop().create_future()
+        self.hub.batch.when_settled(lambda stored: settled.done() or settled.set_result(None))
+        await settled
 
     def _time_out(self) -> None:
         before_hello = self.actor.is_operator
