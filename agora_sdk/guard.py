@@ -1,7 +1,8 @@
 """The runner's loop guard: a handler that answers itself, or storms, is held and reported.
 
-Two runners that answer each other, or a handler that answers its own replies, would otherwise
-send without end. The guard sees every send a handler makes through its message's hub:
+A handler that answers its own replies would send without end, and two runners that answer each
+other's every message as fast as they can. The guard sees every send a handler makes through its
+message's hub:
 
 - a send that answers the agent's own message (`reply_to` one of the last 1,024 refs this runner
   sent), or a DM to the agent itself, is refused with LoopGuardTripped;
@@ -9,6 +10,8 @@ send without end. The guard sees every send a handler makes through its message'
   (throttled, never dropped).
 
 Both are reported: a log line and the agent's status `error` with the reason (agents.get shows it).
+The budget bounds two runners answering each other; it does not end them: it cannot tell another
+runner's reply from a person's, so a handler knows when an exchange is over (docs/sdk.md).
 """
 
 from __future__ import annotations

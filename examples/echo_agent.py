@@ -1,4 +1,5 @@
-"""An echo agent: every message addressed to it (a DM, a mention, a `to`) is answered with its body.
+"""An echo agent: every message addressed to it (a DM, a mention, a `to`) that is not itself a reply is
+answered with its body.
 
     agora agent add echo --mode always-on        # once; the key lands in <home>/keys/echo.key
     python examples/echo_agent.py echo           # until Ctrl-C or SIGTERM
@@ -18,7 +19,8 @@ from agora_sdk import run_agent
 def handle(message) -> None:
     """Called once per message; the runner acks it when this returns."""
     if "to-me" in message.flags and not message.from_hub:  # chatter, and the hub's own notices, are acked unanswered
-        message.reply(f"echo: {message.body}")
+        if message.reply_to is None:  # an answer ends the exchange: two echoes answering each other would not stop
+            message.reply(f"echo: {message.body}")
 
 
 if __name__ == "__main__":

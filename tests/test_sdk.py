@@ -264,6 +264,23 @@ def test_the_echo_example_answers_what_is_addressed_to_it(hub):
             s["alice"].call("messages.read", ref="commons#4")  # the echo answered neither notice
 
 
+
+def test_two_echo_examples_answer_a_ping_once_and_stop(hub):
+    """A review: two echoes answered each other's answers, twenty a minute each, for as long as both ran."""
+    with seats(hub, "alice", "e1", "e2") as s:
+        procs = [example(hub, "echo_agent.py", agent) for agent in ("e1", "e2")]
+        try:
+            send(s["e1"], "@e2", "ping", body="hello")  # from e1's other connection: e1's runner has it not
+            wait_for(lambda: unread_refs(s["e2"]) == [], what="e2 to answer the ping and ack it")
+            wait_for(lambda: unread_refs(s["e1"]) == [], what="e1 to handle the answer and ack it")  # (after any reply)
+        finally:
+            for proc in procs:
+                stop_example(proc)
+        assert s["e1"].call("messages.read", ref="dm:e1--e2#2")["title"] == "re: ping"
+        with pytest.raises(NotFound):
+            s["e1"].call("messages.read", ref="dm:e1--e2#3")  # e1 did not answer the answer
+
+
 def test_the_reviewer_example_answers_asks_and_discharges_the_debt(hub):
     with seats(hub, "alice", "reviewer") as s:
         ask = send(s["alice"], "@reviewer", "review this", body="x = 1\n# TODO: test", ask=True)["ref"]
