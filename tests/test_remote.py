@@ -255,11 +255,15 @@ def test_the_cli_over_a_url_acts_as_the_seat_and_refuses_operator_commands(remot
     assert sent.returncode == 0, sent.stderr
     with remote.client("bob", remote.keys["bob"]) as bob:
         assert bob.call("inbox.check")["unread"] == 1
-    for command in (["agents"], ["agent", "add", "mallory"], ["pause"], ["status"], ["status", "--as", "alice"]):
+    for command in (["agents"], ["agent", "add", "mallory"], ["pause"], ["status"]):
         done = subprocess.run([AGORA, *command], env=env, capture_output=True, text=True)
         assert done.returncode == 1 and "local operator" in done.stderr, (command, done.stderr)
         if command[0] == "status":  # it takes --as, so the way to ask as a seat is said, not "give --as"
             assert "`agora --url URL status --as ID`" in done.stderr, done.stderr
+    # With the seat that asks given, $AGORA_URL serves as --url does (a review: it was refused, and the
+    # refusal then said to give --url and --as).
+    shown = subprocess.run([AGORA, "status", "--as", "alice", "--json"], env=env, capture_output=True, text=True)
+    assert shown.returncode == 0 and json.loads(shown.stdout)["asked_as"] == "alice", shown.stderr
     # Given --url (or a home whose hub.url names the hub), `agora status` asks as a seat (agora-status(1)).
     seatless = subprocess.run([AGORA, "--url", remote.url, "status"], env=env, capture_output=True, text=True)
     assert seatless.returncode == 2 and "give --as ID" in seatless.stderr, seatless.stderr

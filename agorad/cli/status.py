@@ -33,6 +33,8 @@ def status(as_id, home, as_json):
     where = Home.resolve(home)
     url, seat = seat_hosts_hub(where, as_id)
     elsewhere = hub_url(where) if url is None else None
+    if elsewhere is not None and as_id:  # $AGORA_URL or the seat record, with the seat that asks given
+        url, seat, elsewhere = elsewhere, as_id, None
     if elsewhere is not None:
         fail(f"`agora status` here is the local operator, who is only ever a same-user peer on the hub's own "
              f"socket; {elsewhere} (from $AGORA_URL or the seat record) does not make it a seat. Run it on "
