@@ -63,12 +63,17 @@ def wire(seat: Seat, wanted: list[str], key_file: Path,
 
 
 def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
-    """Take out what setup wrote for `names` (None: every harness, and the seat record)."""
+    """Take out what setup wrote for `names` (None: every harness, and the seat record). Only harnesses
+    the seat record names are setup's: with no record nothing is, and the files stay as they are."""
+    record_path = seat_record(seat.workspace)
+    if not os.path.lexists(record_path):
+        return []
     with _lock(seat.home, seat.workspace):
-        record_path = seat_record(seat.workspace)
         earlier = _recorded(record_path)
-        removing = list(harnesses.supported()) if names is None else names
-        keeping = [h for h in (earlier.harnesses if earlier else ()) if h not in removing]
+        removing = _removing(earlier, names)
+        if names is not None and not removing:
+            return []  # none of those named is wired here
+        keeping = [h for h in harnesses.supported() if earlier and h in earlier.harnesses and h not in removing]
         # A file the kept harnesses also use (AGENTS.md) is rewired for them rather than emptied.
         kept = {t.path: t for t in harnesses.targets(keeping, seat)}
         changes = [_change(kept.get(t.path, t), seat.workspace,
@@ -96,6 +101,15 @@ def unwire(seat: Seat, names: list[str] | None) -> list[Change]:
         if gone:
             _replace(record_path, _kept_record(seat, earlier, keeping, deleted, sorted(made - gone)))
         return changes
+
+
+def _removing(earlier, names: list[str] | None) -> list[str]:
+    """The harnesses to unwire: those named (or all) that the record says setup wired. A record that cannot
+    be read says nothing: a whole removal then takes every harness's wiring out (the CLI refuses a partial
+    one first, and says so for a whole one)."""
+    if earlier is None:
+        return list(harnesses.supported()) if names is None else []
+    return [h for h in harnesses.supported() if h in earlier.harnesses and (names is None or h in names)]
 
 
 def _kept_record(seat: Seat, earlier, keeping: list[str], deleted: set[str], made_dirs) -> str:

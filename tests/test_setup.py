@@ -894,3 +894,44 @@ def test_a_setup_that_fails_after_registering_takes_the_seat_back(hub, ws):
     hub.add_agent("kept")  # a seat setup reused, not registered, stays
     agora("setup", "kept", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
     assert "kept" in [a["id"] for a in hub.call("agents.list")["agents"]]
+
+
+# --- --remove takes out only what the seat record says setup wired ----------------------------
+
+
+AGORA_LOOKING_MCP = '{"mcpServers":{"agora":{"command":"agora","args":["mcp","--as","me"]}}}'
+AGORA_LOOKING_HOOKS = ('{"hooks":{"Stop":[{"hooks":[{"type":"command",'
+                       '"command":"/usr/bin/agora hook stop --harness claude --as me"}]}]}}')
+
+
+def test_remove_with_no_seat_record_changes_nothing_and_says_so(home, ws):
+    """The user's own agora entries in a workspace setup never wired: --remove deleted both files (a review)."""
+    (ws / ".claude").mkdir()
+    (ws / ".mcp.json").write_text(AGORA_LOOKING_MCP)
+    (ws / ".claude/settings.json").write_text(AGORA_LOOKING_HOOKS)
+    before = tree(ws)
+    done = agora("setup", "--remove", "--home", str(home), cwd=ws)
+    assert tree(ws) == before
+    assert f"no seat record in {ws}" in done.stdout and "removed" not in done.stdout, done.stdout
+    assert json.loads(agora("setup", "--remove", "--json", "--home", str(home), cwd=ws).stdout)["changed"] == []
+    assert tree(ws) == before
+
+
+def test_remove_leaves_the_files_of_a_harness_setup_did_not_wire(hub, ws):
+    """Wired for Claude only: a Cursor MCP config of the user's own (with an `agora` entry) and a Gemini settings
+    file setup cannot parse are not setup's; --remove restored the one and refused over the other."""
+    claude_ws(ws)
+    before = tree(ws)
+    agora("setup", "u2", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    (ws / ".cursor").mkdir()
+    users_cursor = '{"mcpServers": {"agora": {"command": "mine"}, "github": {"command": "gh-mcp"}}}'
+    (ws / ".cursor/mcp.json").write_text(users_cursor)
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini/settings.json").write_text('{\n  // my comment\n  "theme": "dark"\n}\n')
+    users = {k: v for k, v in tree(ws).items() if k.startswith((".cursor", ".gemini"))}
+
+    done = agora("setup", "--remove", "--harness", "cursor", "--home", str(hub.home), cwd=ws)
+    assert "cursor is not wired here (the seat record names claude)" in done.stderr, done.stderr
+    assert "restored" not in done.stdout and (ws / ".cursor/mcp.json").read_text() == users_cursor
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert tree(ws) == {**before, **users}

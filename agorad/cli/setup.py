@@ -268,6 +268,7 @@ def _check_remote(where, agent_id: str, url: str, piped: str | None) -> dict:
 def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) -> None:
     from agora_setup import harnesses, plan
     from agora_setup.targets import SetupError
+    from agorad.surface.paths import seat_record
 
     try:
         record = _record(workspace)
@@ -276,6 +277,10 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
             raise
         record = None  # a whole removal needs nothing from it: every harness's wiring goes, and the record
         click.echo(f"agora: {exc}; removing every harness's wiring and the record anyway", err=True)
+    if record is None and not seat_record(workspace).exists():
+        return _nothing_wired(workspace, as_json)
+    if record is not None:
+        _say_unwired(record, names)
     where = _home(home, record)
     from agorad.surface import wiring
 
@@ -305,6 +310,25 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
             named = record.agent if current == record.agent else f"{current} (renamed from {record.agent})"
             click.echo(f"the seat {named} stays registered with the hub; `agora agent rm {current}` removes it",
                        err=True)
+
+
+def _nothing_wired(workspace: Path, as_json: bool) -> None:
+    """--remove where setup wired nothing: its entries are known only from the record, so a file that merely
+    looks like setup's (an `agora` MCP entry of the user's own) is left alone."""
+    if as_json:
+        print_json({"workspace": str(workspace), "changed": [], "record": None})
+        return
+    click.echo(f"nothing of agora setup's in {workspace}: there is no seat record in {workspace} (setup has not "
+               "wired it), and files setup did not write are left as they are")
+
+
+def _say_unwired(record, names: list[str]) -> None:
+    """A harness named with --remove that the record does not list has nothing of setup's to take out."""
+    for name in names:
+        if name not in record.harnesses:
+            listed = ", ".join(record.harnesses) or "none"
+            click.echo(f"agora: {name} is not wired here (the seat record names {listed}); nothing of its to "
+                       "remove", err=True)
 
 
 def _check(workspace: Path, home, as_json: bool) -> None:
