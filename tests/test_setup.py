@@ -935,3 +935,18 @@ def test_remove_leaves_the_files_of_a_harness_setup_did_not_wire(hub, ws):
     assert "restored" not in done.stdout and (ws / ".cursor/mcp.json").read_text() == users_cursor
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert tree(ws) == {**before, **users}
+
+
+def test_setup_refuses_the_home_directory_whose_harness_files_are_user_wide(hub, tmp_path):
+    """~/.claude/settings.json, ~/.codex/config.toml and ~/.gemini/settings.json are the user's settings for
+    every project: wired there, every session anywhere armed the seat (a review)."""
+    fake_home = tmp_path / "fh"
+    for harness in (".claude", ".codex", ".gemini"):
+        (fake_home / harness).mkdir(parents=True)
+    before = tree(fake_home)
+    done = agora("setup", "me", "--home", str(hub.home), cwd=fake_home, env={"HOME": str(fake_home)}, code=2)
+    assert f"{fake_home} is your home directory" in done.stderr and "--dir" in done.stderr, done.stderr
+    agora("setup", "me", "--dir", "fh/.", "--harness", "claude", "--home", str(hub.home), cwd=tmp_path,
+          env={"HOME": str(fake_home)}, code=2)
+    assert tree(fake_home) == before
+    assert "me" not in [a["id"] for a in hub.call("agents.list")["agents"]]

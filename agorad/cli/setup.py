@@ -91,6 +91,7 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
     from agorad.surface import wiring
     from agorad.surface.protocol import AGENT_ID_RULE, is_agent_id
 
+    _refuse_home_directory(workspace)
     record = _record(workspace)
     agent_id = agent_id or (record.agent if record else None)
     if agent_id is None:
@@ -127,6 +128,21 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
         raise
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
+
+
+def _refuse_home_directory(workspace: Path) -> None:
+    """The home directory is no workspace: the harnesses read ~/.claude/settings.json, ~/.codex/config.toml and
+    ~/.gemini/settings.json as the user's settings for every project, so wiring them there would arm the seat
+    in every session anywhere."""
+    try:
+        is_home = os.path.samefile(workspace, Path.home())
+    except (OSError, RuntimeError):  # no home to compare with: nothing user-wide to wire by mistake
+        return
+    if is_home:
+        fail(f"{workspace} is your home directory: the harness files there (~/.claude/settings.json, "
+             "~/.codex/config.toml, ~/.gemini/settings.json ...) are your settings for every project, and "
+             "wiring them would arm this seat in every session; run setup in a project directory, or give "
+             "--dir PROJECT (nothing was written)", 2)
 
 
 def _register(where, agent_id: str, mode: str) -> dict:
