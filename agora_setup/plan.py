@@ -130,6 +130,7 @@ def _made_now(earlier, paths: list[Path], workspace: Path) -> list[str] | None:
 
 
 def _keep(workspace: Path, change: Change) -> None:
+    _refuse_linked_directory(pristine.directory(workspace) / change.relative, workspace)  # the copy may hold secrets
     try:
         pristine.keep(workspace, change.relative, change.before)
     except OSError as exc:
@@ -157,8 +158,21 @@ def _left_as_found(target: Target, before: str, after: str | None) -> bool:
 
 
 def _change(target: Target, workspace: Path, compute) -> Change:
+    _refuse_linked_directory(target.path, workspace)
     before = read_target(target.path)
     return Change(target, _relative(target.path, workspace), before, compute(target, before))
+
+
+def _refuse_linked_directory(path: Path, workspace: Path) -> None:
+    """Refuse a path inside the workspace that goes through a symbolic link to a directory (`.claude` linked to
+    a directory other projects share): setup would write the file the link leads to, outside what it wires."""
+    directory = workspace
+    for part in path.parent.relative_to(workspace).parts:
+        directory = directory / part
+        if directory.is_symlink():
+            raise SetupError(f"{directory} is a symbolic link (to {os.readlink(directory)}); setup does not write "
+                             f"through links ({_relative(path, workspace)} is inside it): replace the link with a "
+                             "copy of its directory, or wire without the harness that uses it; nothing was changed")
 
 
 def read_target(path: Path) -> str | None:
@@ -306,6 +320,7 @@ def _seat_dir_ignore(workspace: Path) -> SeatDirIgnore:
 
 
 def _record_change(path: Path, workspace: Path, text: str | None) -> Change:
+    _refuse_linked_directory(path, workspace)
     return Change(OwnedFile(path, marker=record.HEADER), _relative(path, workspace), read_target(path), text)
 
 

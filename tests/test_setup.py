@@ -950,3 +950,26 @@ def test_setup_refuses_the_home_directory_whose_harness_files_are_user_wide(hub,
           env={"HOME": str(fake_home)}, code=2)
     assert tree(fake_home) == before
     assert "me" not in [a["id"] for a in hub.call("agents.list")["agents"]]
+
+
+def test_a_directory_that_is_a_symbolic_link_is_not_written_through(hub, ws, tmp_path):
+    """`.claude` a link to a directory shared by other projects: setup rewrote the shared settings.json (a
+    review); the man page says setup does not write through links. Nor does --remove."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    (shared / "settings.json").write_text(USERS_SETTINGS)
+    (ws / ".claude").symlink_to(shared)
+    before, shared_before = tree(ws), tree(shared)
+    done = agora("setup", "u8", "--harness", "claude", "--home", str(hub.home), cwd=ws, code=1)
+    assert f"{ws / '.claude'} is a symbolic link (to {shared})" in done.stderr, done.stderr
+    assert "nothing was changed" in done.stderr
+    assert tree(ws) == before and tree(shared) == shared_before
+    assert "u8" not in [a["id"] for a in hub.call("agents.list")["agents"]]
+
+    (ws / ".claude").unlink()
+    (ws / ".claude").mkdir()
+    agora("setup", "u8", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    shutil.rmtree(ws / ".claude")
+    (ws / ".claude").symlink_to(shared)
+    assert "is a symbolic link" in agora("setup", "--remove", "--home", str(hub.home), cwd=ws, code=1).stderr
+    assert tree(shared) == shared_before
