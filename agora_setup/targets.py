@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 WIRED, STALE, MISSING = "wired", "stale", "missing"
-# The agora subcommands a harness config runs; a handler running one of them is setup's own.
+# The agora subcommands a harness config runs, and the options every command setup writes carries
+# (wiring.seat_args): a handler running one of them with both, under an event setup uses, is setup's own.
 OUR_SUBCOMMANDS = ("listen", "hook", "mcp")
+SEAT_OPTIONS = ("--home", "--as")
 
 
 class SetupError(Exception):
@@ -25,7 +27,9 @@ class SetupError(Exception):
 
 
 def is_ours(handler) -> bool:
-    """Whether a hook handler runs `agora listen|hook|mcp` (an absolute path to agora, any version)."""
+    """Whether a hook handler is in the form setup writes: `agora listen|hook|mcp` naming --home and --as (any
+    path to agora, any home and seat: a re-run replaces the wiring of an earlier seat, or of agora before it
+    moved). A user's own agora command without them (relying on the record, or $AGORA_HOME) is theirs."""
     command = handler.get("command") if isinstance(handler, dict) else None
     if not isinstance(command, str):
         return False
@@ -33,7 +37,8 @@ def is_ours(handler) -> bool:
         words = shlex.split(command)
     except ValueError:
         return False
-    return len(words) > 1 and os.path.basename(words[0]) == "agora" and words[1] in OUR_SUBCOMMANDS
+    return (len(words) > 1 and os.path.basename(words[0]) == "agora" and words[1] in OUR_SUBCOMMANDS
+            and all(option in words for option in SEAT_OPTIONS))
 
 
 @dataclass
@@ -154,13 +159,18 @@ class JsonHooks(Target):
                              "setup will not overwrite it")
         return data
 
+    def _ours(self, hooks: dict) -> list:
+        """The (event, entries) where setup's handlers can be: only the events it writes. An agora command
+        the user hooked to another event (PreToolUse) is theirs."""
+        return [(event, entries) for event, entries in hooks.items() if event in self.events]
+
     def _without_ours(self, data: dict, prune: bool = True) -> dict:
         """`data` without our handlers; `prune` drops what that empties (a re-wire keeps it in place,
         so the keys keep their order and a re-run writes the same bytes)."""
         hooks = data.get(self.hooks_key)
         if hooks is None:
             return data
-        for event, entries in list(hooks.items()):
+        for event, entries in self._ours(hooks):
             hooks[event] = [kept for kept in (self._strip(entry) for entry in entries) if kept is not None]
             if prune and entries and not hooks[event]:
                 del hooks[event]
@@ -199,7 +209,7 @@ class JsonHooks(Target):
 
     def has_ours(self, text):
         data = self.load(text)
-        return any(self._strip(entry) != entry for entries in data.get(self.hooks_key, {}).values()
+        return any(self._strip(entry) != entry for _, entries in self._ours(data.get(self.hooks_key, {}))
                    for entry in entries)
 
 

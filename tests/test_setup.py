@@ -973,3 +973,25 @@ def test_a_directory_that_is_a_symbolic_link_is_not_written_through(hub, ws, tmp
     (ws / ".claude").symlink_to(shared)
     assert "is a symbolic link" in agora("setup", "--remove", "--home", str(hub.home), cwd=ws, code=1).stderr
     assert tree(shared) == shared_before
+
+
+def test_the_users_own_hooks_that_run_agora_are_kept(hub, ws):
+    """A hook of the user's that runs agora under an event setup does not use (PreToolUse), or in a form setup
+    never writes (no --home), was taken for setup's and deleted, leaving `"PreToolUse": []` (a review)."""
+    (ws / ".claude").mkdir()
+    users = {"hooks": {
+        "PreToolUse": [{"matcher": "Bash", "hooks": [
+            {"type": "command", "command": "/usr/local/bin/agora hook stop --harness claude --as other"}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "agora listen --as other --once"}]}]}}
+    (ws / ".claude/settings.json").write_text(json.dumps(users, indent=2) + "\n")
+    before = tree(ws)
+    agora("setup", "u1", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    wired = json.loads((ws / ".claude/settings.json").read_text())
+    assert wired["hooks"]["PreToolUse"] == users["hooks"]["PreToolUse"]
+    assert commands(wired, "Stop") == ["agora listen --as other --once",
+                                       wiring.shell(wiring.backstop(AGORA, "claude", "u1", hub.home)),
+                                       wiring.shell(wiring.hook_listen(AGORA, "u1", hub.home))]
+    agora("setup", "u1", "--home", str(hub.home), cwd=ws)
+    assert json.loads((ws / ".claude/settings.json").read_text()) == wired  # a re-run doubles nothing
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert tree(ws) == before
