@@ -995,3 +995,26 @@ def test_the_users_own_hooks_that_run_agora_are_kept(hub, ws):
     assert json.loads((ws / ".claude/settings.json").read_text()) == wired  # a re-run doubles nothing
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert tree(ws) == before
+
+
+def stop_hooks(hub) -> dict:
+    """`agora status --json`: each seat's stop-hook stamp (None: not wired)."""
+    shown = json.loads(agora("status", "--json", "--home", str(hub.home), cwd=hub.home).stdout)
+    return {agent["id"]: agent["hook"] for agent in shown["agents"]}
+
+
+def test_a_seat_no_longer_wired_is_not_shown_never_fired(hub, ws, tmp_path):
+    """agora-status(1): NEVER FIRED is "wired, never ran". A workspace rewired to another seat, or fully unwired
+    by removing its one harness by name, left the seat it no longer wires NEVER FIRED for good (a review)."""
+    agora("setup", "sa", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    agora("setup", "sb", "--home", str(hub.home), cwd=ws)
+    hooks = stop_hooks(hub)
+    assert hooks["sa"] is None and hooks["sb"]["fired"] is None, hooks
+
+    other = tmp_path / "other"
+    other.mkdir()
+    agora("setup", "sc", "--harness", "codex", "--home", str(hub.home), cwd=other)
+    assert stop_hooks(hub)["sc"] is not None
+    agora("setup", "--remove", "--harness", "codex", "--home", str(hub.home), cwd=other)
+    assert not seat_record(other).exists()
+    assert stop_hooks(hub)["sc"] is None

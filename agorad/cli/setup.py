@@ -126,6 +126,8 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
         if hub.get("registered") == "registered":
             _unregister(where, agent_id)
         raise
+    if record is not None and _other_seat(record, where.root, agent_id):
+        _forget_wired(record.home, record.agent)  # the workspace no longer wires the seat it named
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
 
@@ -304,7 +306,7 @@ def _remove(workspace: Path, agent_id, names: list[str], home, as_json: bool) ->
     # The exe matters where a kept harness's file is rewired (AGENTS.md); removal finds ours by shape.
     seat = harnesses.Seat(agent, where.root, wiring.agora_executable(), workspace)
     changes = plan.unwire(seat, names or None)
-    if not names and record is not None:
+    if record is not None and not os.path.lexists(seat_record(workspace)):  # every harness went, the record too
         _forget_wired(where.root, record.agent)
     touched = [{"path": c.relative, "action": "removed" if c.after is None else "restored"}
                for c in changes if c.changed]
@@ -388,6 +390,11 @@ def _mark_wired(root: Path, agent: str) -> None:
     from agorad.surface import hook_stamps
 
     hook_stamps.mark_wired(root, agent, "stop")
+
+
+def _other_seat(record, root: Path, agent: str) -> bool:
+    """Whether this run wires another seat (or the same one of another home) than the record named."""
+    return record.agent != agent or os.path.realpath(record.home) != os.path.realpath(root)
 
 
 def _forget_wired(root: Path, agent: str) -> None:
