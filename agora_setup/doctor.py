@@ -38,15 +38,16 @@ def examine(workspace: Path, record, home: Home) -> dict:
     combined = {t.path: t for t in harnesses.targets(names, seat)}  # a shared file holds one block for all
     wired = [_harness(name, seat, combined, problems) for name in names]
     url = home.hub_url  # a home whose hub runs on another host (agora setup --url)
-    hub = _remote_hub(url, home, record.agent, problems) if url else _hub(home, record.agent, problems)
+    hub, agent = _remote_hub(url, home, record.agent, problems) if url else _hub(home, record.agent, problems)
+    # The seat's files are kept under its id now: the hub moves them when the seat is renamed.
     return {
         "workspace": str(workspace), "ok": not problems,
         "record": {"path": str(record.path), "agent": record.agent, "hub": record.hub, "key_file": record.key_file,
                    "harnesses": list(record.harnesses)},
         "hub": hub, "harnesses": wired,
-        "listener": _pid_state(listen_file(home.root, record.agent, "pid")),
-        "driver": _pid_state(drive_file(home.root, record.agent, "pid")),
-        "stop_hook_fired": _fired(home.root, record.agent),
+        "listener": _pid_state(listen_file(home.root, agent, "pid")),
+        "driver": _pid_state(drive_file(home.root, agent, "pid")),
+        "stop_hook_fired": _fired(home.root, agent),
         "problems": problems,
     }
 
@@ -77,7 +78,9 @@ def _harness(name: str, seat, combined: dict, problems: list[str]) -> dict:
     return {"name": name, "files": files, "wakes": WAKES[name]}
 
 
-def _hub(home: Home, agent: str, problems: list[str]) -> dict:
+def _hub(home: Home, agent: str, problems: list[str]) -> tuple[dict, str]:
+    """What the hub on this host says of the seat, and the seat's id as it knows it (the record's when it
+    cannot say)."""
     from agorad.surface.client import Client
     from agorad.surface.errors import AgoraError, NotFound, Unavailable
 
@@ -102,7 +105,7 @@ def _hub(home: Home, agent: str, problems: list[str]) -> dict:
     answer["key"] = keys.read_key_file(home, agent) is not None  # a FIFO or an empty file there is no key
     if not answer["key"]:
         problems.append(f"{_no_key_at(home, agent)}: commands acting as {agent} need AGORA_KEY")
-    return answer
+    return answer, agent
 
 
 def _no_key_at(home: Home, agent: str) -> str:
@@ -122,8 +125,9 @@ def _current_id(redirect: dict | None, agent: str, problems: list[str]) -> str:
     return redirect["to"]
 
 
-def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
-    """A seat whose hub runs elsewhere: its key is checked with `hub.hello` at the recorded URL."""
+def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> tuple[dict, str]:
+    """A seat whose hub runs elsewhere: its key is checked with `hub.hello` at the recorded URL. The seat's id
+    as the hub answers it (its hooks stamp under that id once they learn of a rename), else the record's."""
     from agorad.surface import keys
     from agorad.surface.errors import AgoraError, Unavailable
     from agorad.surface.wsclient import RemoteClient
@@ -132,17 +136,17 @@ def _remote_hub(url: str, home: Home, agent: str, problems: list[str]) -> dict:
     present = keys.read_key_file(home, agent) is not None  # the hooks' key: they get no AGORA_KEY
     if key is None:
         problems.append(f"{_no_key_at(home, agent)}: pipe it in with `agora setup {agent} --key-stdin`")
-        return {"up": None, "registered": None, "key": False, "url": url}
+        return {"up": None, "registered": None, "key": False, "url": url}, agent
     try:
         with RemoteClient(url).connect() as client:
-            _current_id(client.hello(agent, key).get("redirected"), agent, problems)
+            current = _current_id(client.hello(agent, key).get("redirected"), agent, problems)
     except Unavailable:
         problems.append(f"the hub at {url} does not answer: nothing wakes {agent} until it does")
-        return {"up": False, "registered": None, "key": present, "url": url}
+        return {"up": False, "registered": None, "key": present, "url": url}, agent
     except AgoraError as exc:
         problems.append(f"the hub at {url} refused {agent}: {exc.message}")
-        return {"up": True, "registered": False, "key": present, "url": url}
-    return {"up": True, "registered": True, "key": present, "url": url}
+        return {"up": True, "registered": False, "key": present, "url": url}, agent
+    return {"up": True, "registered": True, "key": present, "url": url}, current
 
 
 def _pid_state(pidfile: Path) -> str:

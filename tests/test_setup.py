@@ -1018,3 +1018,18 @@ def test_a_seat_no_longer_wired_is_not_shown_never_fired(hub, ws, tmp_path):
     agora("setup", "--remove", "--harness", "codex", "--home", str(hub.home), cwd=other)
     assert not seat_record(other).exists()
     assert stop_hooks(hub)["sc"] is None
+
+
+def test_check_reads_the_stop_hook_of_the_seats_current_id_after_a_rename(hub, ws):
+    """After `agora agent rename scodex scodex2` the hub moves the hook stamp to scodex2; --check read the
+    record's former id and said NEVER FIRED although the hook had fired (a review)."""
+    agora("setup", "scodex", "--harness", "codex", "--home", str(hub.home), cwd=ws)
+    stop = [h["command"] for g in json.loads((ws / ".codex/hooks.json").read_text())["hooks"]["Stop"]
+            for h in g["hooks"]][0]
+    fired = subprocess.run(stop, shell=True, cwd=ws, input="{}", capture_output=True, text=True, timeout=30)
+    assert fired.returncode == 0, fired.stderr
+    hub.call("agents.rename", old="scodex", new="scodex2", reason="test")
+    assert (hub.home / "hook-scodex2.stop.stamp").exists()
+    report = json.loads(agora("setup", "--check", "--json", cwd=ws, code=1).stdout)
+    assert report["stop_hook_fired"] is not None, report
+    assert "NEVER FIRED" not in agora("setup", "--check", cwd=ws, code=1).stdout
