@@ -144,7 +144,7 @@ def _unwired(target: Target, text: str | None, workspace: Path) -> str | None:
         return text
     after = target.unwire(text)
     before = pristine.saved(workspace, _relative(target.path, workspace))
-    return before if before is not None and _left_as_found(target, before, after) else after
+    return before if before is not None and _left_as_found(target, _lf(before), _lf(after or "") or None) else after
 
 
 def _left_as_found(target: Target, before: str, after: str | None) -> bool:
@@ -160,7 +160,21 @@ def _left_as_found(target: Target, before: str, after: str | None) -> bool:
 def _change(target: Target, workspace: Path, compute) -> Change:
     _refuse_linked_directory(target.path, workspace)
     before = read_target(target.path)
-    return Change(target, _relative(target.path, workspace), before, compute(target, before))
+    return Change(target, _relative(target.path, workspace), before,
+                  _in_line_ends_of(before, lambda text: compute(target, text)))
+
+
+def _in_line_ends_of(before: str | None, compute) -> str | None:
+    """`compute`'s text for the file as `before` holds it, with `before`'s line ends: a file whose lines all end
+    in \r\n is given to the target with \n and its result turned back (targets write \n: a CRLF settings.json
+    came back LF, and a CLAUDE.md half and half)."""
+    crlf = before is not None and "\r\n" in before and before.count("\r\n") == before.count("\n")
+    after = compute(_lf(before) if crlf else before)
+    return _lf(after).replace("\n", "\r\n") if crlf and after is not None else after  # (a saved copy has \r\n)
+
+
+def _lf(text: str) -> str:
+    return text.replace("\r\n", "\n")
 
 
 def _refuse_linked_directory(path: Path, workspace: Path) -> None:

@@ -115,8 +115,8 @@ class MarkedBlock(Target):
             raise SetupError(f"{self.path}: the agora markers are broken (one is missing, repeated or out of "
                              "order); remove the agora block by hand and run setup again")
         after = text[end + len(END):]
-        after = after[1:] if after.startswith("\n") else after
-        after = after[1:] if after.startswith("\n") else after  # the blank line setup put after the block
+        for _ in range(2):  # the block's own line end, and the blank line setup put after it
+            after = after[2:] if after.startswith("\r\n") else after[1:] if after.startswith("\n") else after
         return text[:start], after
 
     def wire(self, text):
@@ -152,11 +152,13 @@ class JsonHooks(Target):
     hooks_key: str = "hooks"
 
     def load(self, text: str | None) -> dict:
+        """The file's object. Only the events setup writes must hold lists: a key of another kind beside them
+        (Gemini CLI's `"enabled": true`) is the harness's, and stays as it is."""
         data = _load_object(self.path, text)
         hooks = data.get(self.hooks_key, {})
-        if not isinstance(hooks, dict) or not all(isinstance(v, list) for v in hooks.values()):
-            raise SetupError(f"{self.path}: `{self.hooks_key}` is not an object of lists; fix it by hand, "
-                             "setup will not overwrite it")
+        if not isinstance(hooks, dict) or not all(isinstance(hooks[e], list) for e in self.events if e in hooks):
+            raise SetupError(f"{self.path}: `{self.hooks_key}` is not an object whose events hold lists; fix it by "
+                             "hand, setup will not overwrite it")
         return data
 
     def _ours(self, hooks: dict) -> list:
@@ -223,10 +225,45 @@ def _load_object(path: Path, text: str | None) -> dict:
     try:
         data = json.loads(text)
     except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
+        if _parses_without_comments(text):
+            raise SetupError(f"{path} holds comments, which its harness may read but setup cannot keep in a file it "
+                             "rewrites: take them out, or add setup's entries by hand (agora-setup(1), \"What each harness gets\"); "
+                             "nothing was changed") from None
         raise SetupError(f"{path} is not valid JSON ({exc}); fix it by hand, setup will not overwrite it") from None
     if not isinstance(data, dict):
         raise SetupError(f"{path} is not a JSON object; fix it by hand, setup will not overwrite it")
     return data
+
+
+def _parses_without_comments(text: str) -> bool:
+    """Whether `text` is JSON once its // and /* */ comments are taken out (JSONC, as Gemini CLI's and
+    VS Code's settings allow); strings are kept whole, so a "//" inside one is not a comment."""
+    kept, at, quoted = [], 0, False
+    while at < len(text):
+        char = text[at]
+        if quoted:
+            kept.append(text[at:at + 2] if char == "\\" else char)
+            at += 2 if char == "\\" else 1
+            quoted = char != '"'
+            continue
+        if text.startswith("//", at):
+            newline = text.find("\n", at)
+            at = len(text) if newline < 0 else newline
+            continue
+        if text.startswith("/*", at):
+            end = text.find("*/", at + 2)
+            if end < 0:
+                return False
+            at = end + 2
+            continue
+        quoted = char == '"'
+        kept.append(char)
+        at += 1
+    try:
+        json.loads("".join(kept))
+    except (ValueError, RecursionError):
+        return False
+    return True
 
 
 def _container(path: Path, data: dict, keys: tuple[str, ...], create: bool):
@@ -382,9 +419,14 @@ class TomlBlock(Target):
 
     def wire(self, text):
         rest = self._rest(text or "")
-        self._parse(rest)
+        theirs = self._parse(rest)
+        clashing = [f"[{key}.{name}]" for key, tables in self.data.items() if isinstance(tables, dict)
+                    for name in tables if isinstance(theirs.get(key), dict) and name in theirs[key]]
+        if clashing:
+            raise SetupError(f"{self.path} defines {', '.join(clashing)} itself, outside setup's block, and setup "
+                             "would define it again: remove or rename it, then run setup again; nothing was changed")
         joined = rest + ("" if not rest else "\n" if rest.endswith("\n") else "\n\n") + self.block
-        self._parse(joined)  # e.g. the user has a table of the same name: refuse, never double it
+        self._parse(joined)  # any other clash: refuse, never double a table
         return joined
 
     def unwire(self, text):

@@ -406,6 +406,52 @@ def test_a_users_own_agora_table_in_codex_config_is_refused(hub, ws):
     before = snapshot(ws)
     done = agora("setup", "runtime", "--harness", "codex", "--home", str(hub.home), cwd=ws, code=1)
     assert "config.toml" in done.stderr and snapshot(ws) == before
+    # It says which table, and not that the file is invalid TOML at a line of a text the user never saw.
+    assert "defines [mcp_servers.agora] itself" in done.stderr and "not valid TOML" not in done.stderr
+
+
+def test_a_gemini_hooks_switch_beside_the_events_is_kept(hub, ws):
+    """A review: `{"hooks": {"enabled": true}}`, which some Gemini CLI docs give to turn hooks on, was refused
+    as not an object of lists."""
+    (ws / ".gemini").mkdir()
+    users = '{"hooks": {"enabled": true}}\n'
+    (ws / ".gemini/settings.json").write_text(users)
+    agora("setup", "runtime", "--harness", "gemini", "--home", str(hub.home), cwd=ws)
+    hooks = json.loads((ws / ".gemini/settings.json").read_text())["hooks"]
+    assert hooks["enabled"] is True and hooks["AfterAgent"][0]["hooks"][0]["name"] == "agora-backstop"
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert (ws / ".gemini/settings.json").read_text() == users
+
+
+def test_a_settings_file_with_comments_is_named_as_such_and_left_alone(hub, ws):
+    """A review: JSON with comments, which Gemini CLI reads, was called "not valid JSON"."""
+    (ws / ".gemini").mkdir()
+    (ws / ".gemini/settings.json").write_text('{\n  // the theme\n  "theme": "dark" /* mine */\n}\n')
+    before = snapshot(ws)
+    done = agora("setup", "runtime", "--harness", "gemini", "--home", str(hub.home), cwd=ws, code=1)
+    assert "settings.json holds comments" in done.stderr and "not valid JSON" not in done.stderr
+    assert snapshot(ws) == before
+
+
+def test_files_whose_lines_end_in_crlf_keep_them_through_setup_and_a_rerun(hub, ws):
+    """A review: agora-setup(1) says \\r\\n is kept; a CRLF settings.json came back LF, a CLAUDE.md mixed."""
+    (ws / ".claude").mkdir()
+    (ws / ".claude/settings.json").write_bytes(b'{\r\n  "theme": "dark"\r\n}\r\n')
+    (ws / "CLAUDE.md").write_bytes(b"# Mine\r\n\r\nline two\r\n")
+    before = tree(ws)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    wired = snapshot(ws)
+    for name in (".claude/settings.json", "CLAUDE.md"):
+        assert wired[name].count(b"\n") == wired[name].count(b"\r\n") > 3, wired[name]
+    assert json.loads(wired[".claude/settings.json"])["theme"] == "dark"
+    assert wired["CLAUDE.md"].endswith(b"# Mine\r\n\r\nline two\r\n")
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert snapshot(ws) == wired
+    with open(ws / "CLAUDE.md", "ab") as f:  # the user's change since: the unwired text, not the saved copy
+        f.write(b"line three\r\n")
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert (ws / "CLAUDE.md").read_bytes() == b"# Mine\r\n\r\nline two\r\nline three\r\n"
+    assert tree(ws)[".claude/settings.json"] == before[".claude/settings.json"]
 
 
 def test_an_empty_user_file_survives_remove(hub, ws):
