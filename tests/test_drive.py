@@ -696,6 +696,27 @@ def test_a_turn_is_no_hubs_operator_and_starts_none(hub, pair, tmp_path):
         assert not fresh.exists()
 
 
+
+def test_a_turn_acts_as_its_own_seat_only_whatever_as_it_gives(hub, pair, tmp_path):
+    """A review: `agora send --as bob` from a turn of alice's read keys/bob.key and sent as bob; `inbox --as bob`
+    read bob's mail. In a turn only the turn's own seat's key is read."""
+    env = {**os.environ, "AGORA_HOME": str(hub.home), **TURN_ENV_OF_SEAT}
+    ask(pair)  # PEER asks SEAT: PEER's inbox holds nothing of it, SEAT's does
+    for argv in (["send", "--as", PEER, f"@{SEAT}", "I am the peer, really"], ["inbox", "--as", PEER],
+                 ["listen", "--as", PEER, "--once", "--max-wait", "1"]):
+        done = subprocess.run([agora(), *argv], capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+        assert done.returncode == 1, (argv, done.returncode, done.stdout, done.stderr)
+        assert f"driven turn of seat {SEAT}" in done.stderr and f"the key of {PEER} is not read" in done.stderr
+    hook = subprocess.run([agora(), "hook", "stop", "--harness", "claude", "--as", PEER], input="{}",
+                          capture_output=True, text=True, timeout=60, env=env, cwd=tmp_path)
+    assert hook.returncode == 0 and f"the key of {PEER} is not read" in hook.stderr, hook.stderr
+    own = subprocess.run([agora(), "inbox", "--as", SEAT, "--json"], capture_output=True, text=True, timeout=60,
+                         env=env, cwd=tmp_path)
+    assert own.returncode == 0 and json.loads(own.stdout)["unread"] == 1, own.stderr
+    with hub.client(SEAT, (hub.home / f"keys/{SEAT}.key").read_text().strip()) as seat:
+        assert [m["sender"] for c in seat.call("inbox.check")["channels"] for m in c["messages"]] == [PEER]
+
+
 def test_a_turn_cannot_start_a_driver_which_would_run_any_program_past_the_harness_rules(hub, pair, tmp_path):
     """A review of the turn rule: Claude's turns may run only `agora`, and `agora drive --command` runs any
     program (the seat had mail to answer)."""

@@ -12,6 +12,7 @@ import os
 from agorad.surface import filenames
 from agorad.surface.filenames import key_file
 from agorad.surface.paths import Home, write_private
+from agorad.surface.vocab import TURN_ENV
 
 KEY_PREFIX = "agk_"
 
@@ -149,11 +150,27 @@ def kept_seats(home: Home) -> list[str]:
 
 
 def read_key(home: Home, agent_id: str) -> str | None:
-    """The key for `agent_id`: $AGORA_KEY if set, else keys/<id>.key, else None."""
+    """The key for `agent_id`: $AGORA_KEY if set, else keys/<id>.key, else None. In a driven turn only its own
+    seat's key file is read (Forbidden for another's)."""
     env = os.environ.get("AGORA_KEY")
     if env:
         return env.strip()
+    _refuse_another_seat_in_turn(agent_id)
     return read_key_file(home, agent_id)
+
+
+def _refuse_another_seat_in_turn(agent_id: str) -> None:
+    """A driven turn acts as its seat only (agora-drive(1) SECURITY): with `--as` another seat's key file was read
+    for it, and a review's turn sent as another seat and read its inbox."""
+    if TURN_ENV not in os.environ:
+        return
+    seat = os.environ.get("AGORA_AGENT_ID")
+    if agent_id != seat:
+        from agorad.surface.errors import Forbidden
+
+        raise Forbidden(f"this process is part of a driven turn of seat {seat or '(none named)'} ({TURN_ENV} is set), "
+                        f"which acts as that seat only: the key of {agent_id} is not read for it "
+                        "(agora-drive(1) SECURITY). Run it from your own shell")
 
 
 def current_key(home: str, agent_id: str, known: str | None) -> str | None:
