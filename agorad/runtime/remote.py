@@ -185,6 +185,7 @@ class RemoteSession(Session):
         self.waiting_hello = False  # counted in `pending` until the hello succeeds or the connection ends
         self.ending = (CLOSE_POLICY, "closing")  # the close code and reason of a hang-up
         self.transport = Outbox(ws, self.peer, settings.REMOTE_SEND_QUEUE, settings.REMOTE_SEND_HIGH)
+        self.replies_waiting = 0  # bytes of replies made, waiting for their batch's COMMIT
 
     async def run(self) -> None:
         if not self.pending.admit(self.peer):
@@ -236,14 +237,25 @@ class RemoteSession(Session):
             self._handle(message.encode())
             if self.actor.is_operator and not self.closing:  # a notification (no id) that was not a hello
                 self._reply_error(None, AuthFailed())
-            await self._replies_queued()
+            if self.transport.size + self.replies_waiting > self.transport.high:
+                await self._replies_queued()
             await self.transport.drained.wait()  # a peer that does not read its replies is not read either
 
+    def _reply_after_commit(self, request_id, reply: bytes) -> None:
+        """Count the reply until the COMMIT queues it: replies land all at once then, and a peer that sent
+        many requests together (the SDK's async drain) had them all read before any counted against the
+        high-water mark, then got their megabytes in one go and was cut as a peer that does not read."""
+        self.replies_waiting += len(reply)
+
+        def queue(stored: bool) -> None:
+            self.replies_waiting -= len(reply)
+            self._send_result(request_id, reply, stored)
+        self.hub.batch.after_commit(queue)
+
     async def _replies_queued(self) -> None:
-        """Wait until the open batch, which holds this request's reply, is settled. Replies are queued after
-        the COMMIT, all at once: a peer that sent many requests together (the SDK's async drain) had them all
-        read before any reply counted against the high-water mark, then got their megabytes in one go, and
-        was cut as a peer that does not read. One batch's replies at a time keep the mark meaningful."""
+        """Wait until the open batch, which holds the replies counted in `replies_waiting`, is settled: then
+        they are in the Outbox, where the high-water mark holds the reader until the peer reads them. Only
+        past that mark: waiting at every request cost a pipelining client one COMMIT each (2-5x slower)."""
         if self.hub.batch.idle:
             return
         settled = asyncio.get_running_loop().create_future()

@@ -125,7 +125,10 @@ class Session:
                 log("error", method=request["method"], error=type(exc).__name__, detail=str(exc)[:200])
                 self._reply_error(request_id, InternalError())
                 return
-            self.hub.batch.after_commit(lambda stored: self._send_result(request_id, reply, stored))
+            self._reply_after_commit(request_id, reply)
+
+    def _reply_after_commit(self, request_id, reply: bytes) -> None:
+        self.hub.batch.after_commit(lambda stored: self._send_result(request_id, reply, stored))
 
     def _send_result(self, request_id, reply: bytes, stored: bool) -> None:
         if self.transport.is_closing():
