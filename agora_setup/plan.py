@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agora_setup import harnesses, pristine, record
 from agora_setup.harnesses import Seat
-from agora_setup.targets import OwnedFile, SeatDirIgnore, SetupError, Target
+from agora_setup.targets import OwnedFile, SeatDirIgnore, SetupError, Target, in_line_ends_of
 from agorad.surface.filenames import SEAT_RECORD_NAME
 from agorad.surface.paths import FILE_MODE, SEAT_DIR_NAME, Home, seat_record
 
@@ -161,16 +161,7 @@ def _change(target: Target, workspace: Path, compute) -> Change:
     _refuse_linked_directory(target.path, workspace)
     before = read_target(target.path)
     return Change(target, _relative(target.path, workspace), before,
-                  _in_line_ends_of(before, lambda text: compute(target, text)))
-
-
-def _in_line_ends_of(before: str | None, compute) -> str | None:
-    """`compute`'s text for the file as `before` holds it, with `before`'s line ends: a file whose lines all end
-    in \r\n is given to the target with \n and its result turned back (targets write \n: a CRLF settings.json
-    came back LF, and a CLAUDE.md half and half)."""
-    crlf = before is not None and "\r\n" in before and before.count("\r\n") == before.count("\n")
-    after = compute(_lf(before) if crlf else before)
-    return _lf(after).replace("\n", "\r\n") if crlf and after is not None else after  # (a saved copy has \r\n)
+                  in_line_ends_of(before, lambda text: compute(target, text)))
 
 
 def _lf(text: str) -> str:

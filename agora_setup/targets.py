@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,7 +58,7 @@ class Target:
     def state(self, text: str | None) -> str:
         if not self.has_ours(text):
             return MISSING
-        return WIRED if self.wire(text) == text else STALE
+        return WIRED if in_line_ends_of(text, self.wire) == text else STALE
 
 
 @dataclass
@@ -213,6 +214,16 @@ class JsonHooks(Target):
         data = self.load(text)
         return any(self._strip(entry) != entry for _, entries in self._ours(data.get(self.hooks_key, {}))
                    for entry in entries)
+
+
+def in_line_ends_of(before: str | None, compute) -> str | None:
+    """`compute(text)` for a file that holds `before`, with `before`'s line ends. A file whose every line ends in
+    \r\n, with no other \r, is given to `compute` with \n and its result turned back; any other is given as it
+    is (targets write \n: a CRLF settings.json came back LF, a CLAUDE.md half and half). Only a \n not after a
+    \r is turned, so a saved copy of the user's file, which has its own, comes back as it was."""
+    crlf = before is not None and before.count("\r") == before.count("\r\n") == before.count("\n") > 0
+    after = compute(before.replace("\r\n", "\n") if crlf else before)
+    return re.sub(r"(?<!\r)\n", "\r\n", after) if crlf and after is not None else after
 
 
 def dump(data: dict) -> str:

@@ -447,11 +447,25 @@ def test_files_whose_lines_end_in_crlf_keep_them_through_setup_and_a_rerun(hub, 
     assert wired["CLAUDE.md"].endswith(b"# Mine\r\n\r\nline two\r\n")
     agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
     assert snapshot(ws) == wired
+    checked = agora("setup", "--check", "--home", str(hub.home), cwd=ws).stdout  # wired, not stale (a review)
+    assert "stale" not in checked and "CLAUDE.md" in checked, checked
     with open(ws / "CLAUDE.md", "ab") as f:  # the user's change since: the unwired text, not the saved copy
         f.write(b"line three\r\n")
     agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
     assert (ws / "CLAUDE.md").read_bytes() == b"# Mine\r\n\r\nline two\r\nline three\r\n"
     assert tree(ws)[".claude/settings.json"] == before[".claude/settings.json"]
+
+
+
+@pytest.mark.parametrize("users", [b"# Notes\r\r\nline two\r\n", b"one\rtwo\r\n", b"mixed\nends\r\n"])
+def test_a_file_with_other_carriage_returns_comes_back_byte_for_byte(hub, ws, users):
+    """A review: a \\r\\r\\n line (a double conversion's leftover) lost a \\r while wired and after --remove."""
+    (ws / ".claude").mkdir()
+    (ws / "CLAUDE.md").write_bytes(users)
+    agora("setup", "runtime", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    assert (ws / "CLAUDE.md").read_bytes().endswith(users)
+    agora("setup", "--remove", "--home", str(hub.home), cwd=ws)
+    assert (ws / "CLAUDE.md").read_bytes() == users
 
 
 def test_an_empty_user_file_survives_remove(hub, ws):
