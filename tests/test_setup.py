@@ -1080,6 +1080,29 @@ def test_a_seat_no_longer_wired_is_not_shown_never_fired(hub, ws, tmp_path):
     assert stop_hooks(hub)["sc"] is None
 
 
+
+def test_rewiring_a_workspace_for_another_seat_keeps_the_old_seats_re_prompt_schedules(hub, ws, tmp_path):
+    """A review: setup for dave in a workspace that wired carol deleted carol's stop-hook stamp, re-prompt
+    schedules and all, while another workspace still wired carol (its stop hook then started over)."""
+    from agorad.surface import hook_stamps
+
+    other = tmp_path / "other"
+    other.mkdir()
+    for workspace in (ws, other):
+        agora("setup", "carol", "--harness", "claude", "--home", str(hub.home), cwd=workspace)
+    hub.add_agent("alice")
+    with hub.client("alice", (hub.home / "keys/alice.key").read_text().strip()) as alice:
+        alice.call("messages.send", target="@carol", title="look")
+    fired = agora("hook", "stop", "--harness", "claude", "--as", "carol", "--home", str(hub.home), cwd=other, code=2)
+    assert "look" in fired.stderr
+    before = hook_stamps.read(hub.home, "carol", "stop")
+    assert before["backoff"] and before["fired"]
+    agora("setup", "dave", "--harness", "claude", "--home", str(hub.home), cwd=ws)
+    after = hook_stamps.read(hub.home, "carol", "stop")
+    assert after["backoff"] == before["backoff"] and after["fired"] == before["fired"] and after["wired"] is None
+    agora("hook", "stop", "--harness", "claude", "--as", "carol", "--home", str(hub.home), cwd=other)  # quiet: said
+
+
 def test_check_reads_the_stop_hook_of_the_seats_current_id_after_a_rename(hub, ws):
     """After `agora agent rename scodex scodex2` the hub moves the hook stamp to scodex2; --check read the
     record's former id and said NEVER FIRED although the hook had fired (a review)."""

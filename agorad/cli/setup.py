@@ -127,7 +127,7 @@ def _wire(workspace: Path, agent_id, names: list[str], mode: str, url: str | Non
             _unregister(where, agent_id)
         raise
     if record is not None and _other_seat(record, where.root, agent_id):
-        _forget_wired(record.home, record.agent)  # the workspace no longer wires the seat it named
+        _forget_wired(record.home, record.agent, keep_schedules=True)  # the workspace no longer wires that seat
     _mark_wired(where.root, agent_id)
     _report(workspace, agent_id, where, hub, changes, names, as_json, seat.mcp)
 
@@ -397,12 +397,14 @@ def _other_seat(record, root: Path, agent: str) -> bool:
     return record.agent != agent or os.path.realpath(record.home) != os.path.realpath(root)
 
 
-def _forget_wired(root: Path, agent: str) -> None:
+def _forget_wired(root: Path, agent: str, keep_schedules: bool = False) -> None:
+    """The seat's hooks are no longer wired here: their stamps go (`keep_schedules`: only their `wired`, since
+    another workspace may still wire the seat, and its stop hook's re-prompt schedules would start over)."""
     from agorad.surface import hook_stamps
     from agorad.surface.vocab import HOOKS
 
     for hook in HOOKS:
-        hook_stamps.forget(root, agent, hook)
+        (hook_stamps.unwired if keep_schedules else hook_stamps.forget)(root, agent, hook)
 
 
 def _report(workspace: Path, agent: str, where, hub: dict, changes, names: list[str], as_json: bool,
