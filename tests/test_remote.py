@@ -7,6 +7,7 @@ Every test runs a real hub on loopback and speaks to it over real WebSockets: th
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import os
 import socket
@@ -361,6 +362,37 @@ def test_many_requests_sent_at_once_whose_replies_pass_the_send_queue_are_all_an
     assert [r["id"] for r in replies] == list(range(11, 18)) and all(r["result"]["body"] == "\x01" * (64 << 10) for r in replies)
     assert sum(len(encode(r)) for r in replies) > 4 << 20 and "remote-cut" not in remote.log()
     ws.close()
+
+
+
+def test_the_hub_stops_while_a_peer_streams_requests_and_reads_its_replies(remote):
+    """A review: `agora down` during such a stream timed out and the hub served on until kill -9. Its reader
+    waited at the high-water mark for a drain the sender task, ended by the closed connection, never gave."""
+    import threading
+
+    ws = hello(remote, "alice")
+    sent = [0]
+
+    def read() -> None:
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                ws.recv()
+
+    def send() -> None:
+        frame = {"jsonrpc": "2.0", "method": "messages.send", "params": {"target": "@bob", "title": "t", "body": "b" * 200}}
+        with contextlib.suppress(ConnectionClosed):
+            while True:
+                sent[0] += 1
+                ws.send(json.dumps({**frame, "id": sent[0]}))
+
+    threads = [threading.Thread(target=work, daemon=True) for work in (read, send)]
+    for thread in threads:
+        thread.start()
+    wait_for(lambda: sent[0] > 20000, timeout=60, what="a stream of requests")
+    assert remote.stop() == 0  # it waits at most 10 s, then raises: before the fix it waited for good
+    for thread in threads:
+        thread.join(10)
+        assert not thread.is_alive()
 
 
 class NonReader:

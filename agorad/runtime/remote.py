@@ -158,19 +158,27 @@ class Outbox:
             self.drained.set()
 
     async def run(self) -> None:
-        """Send frames as they come, in order, each one text message without its newline."""
-        while True:
-            await self.ready.wait()
-            self.ready.clear()
-            while self.frames:
-                frame = self.frames.popleft()
-                self.size -= len(frame)
-                if self.size <= self.high:
-                    self.drained.set()
-                await self.ws.send(frame[:-1], text=True)
-            if self.closing:
-                await self.ws.close(*self.ending)
-                return
+        """Send frames as they come, in order, each one text message without its newline. However it ends (the
+        connection closed under a send), the reader is let go: held at the high-water mark, it waited for a
+        drain that never came, and the hub's stop waited for it for good (a review: `agora down` timed out)."""
+        try:
+            while True:
+                await self.ready.wait()
+                self.ready.clear()
+                while self.frames:
+                    frame = self.frames.popleft()
+                    self.size -= len(frame)
+                    if self.size <= self.high:
+                        self.drained.set()
+                    await self.ws.send(frame[:-1], text=True)
+                if self.closing:
+                    await self.ws.close(*self.ending)
+                    return
+        finally:
+            self.closing = True
+            self.frames.clear()
+            self.size = 0
+            self.drained.set()
 
 
 class RemoteSession(Session):
@@ -370,6 +378,7 @@ async def serve(hub: HubState, host: str, port: int, tls: ssl.SSLContext | None,
     # No ssl= here: a wss:// connection's TLS is Counted's own (start_tls), so that it is counted from its accept
     server = await ws_serve(handler, host, port, max_size=MAX_FRAME, compression=None,
                             ping_interval=settings.REMOTE_PING, ping_timeout=settings.REMOTE_PING,
+                            close_timeout=HANG_UP_GRACE,  # not websockets' 10 s: a peer busy sending held the stop
                             server_header=None, logger=_QUIET, create_connection=Counted)
     server.counted = Counted
     return server
