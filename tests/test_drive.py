@@ -717,6 +717,17 @@ def test_a_turn_acts_as_its_own_seat_only_whatever_as_it_gives(hub, pair, tmp_pa
         assert [m["sender"] for c in seat.call("inbox.check")["channels"] for m in c["messages"]] == [PEER]
 
 
+
+def test_a_turn_of_a_renamed_seat_may_still_name_it_by_its_former_id(hub, pair, tmp_path):
+    """The key file moved with the seat: a former id has none, so the CLI asks the hub where it went and reads
+    the seat's own (a workspace's hooks and MCP entry may name the id setup wired)."""
+    hub.call("agents.rename", old=SEAT, new=f"{SEAT}2", reason="test")
+    env = {**os.environ, "AGORA_HOME": str(hub.home), "AGORA_DRIVE_TURN": "", "AGORA_AGENT_ID": f"{SEAT}2"}
+    done = subprocess.run([agora(), "inbox", "--as", SEAT, "--json"], capture_output=True, text=True, timeout=60,
+                          env=env, cwd=tmp_path)
+    assert done.returncode == 0 and json.loads(done.stdout)["unread"] == 0, done.stderr
+
+
 def test_a_turn_cannot_start_a_driver_which_would_run_any_program_past_the_harness_rules(hub, pair, tmp_path):
     """A review of the turn rule: Claude's turns may run only `agora`, and `agora drive --command` runs any
     program (the seat had mail to answer)."""

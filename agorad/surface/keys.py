@@ -155,13 +155,16 @@ def read_key(home: Home, agent_id: str) -> str | None:
     env = os.environ.get("AGORA_KEY")
     if env:
         return env.strip()
-    _refuse_another_seat_in_turn(agent_id)
-    return read_key_file(home, agent_id)
+    key = read_key_file(home, agent_id)
+    if key is not None:
+        _refuse_another_seat_in_turn(agent_id)
+    return key
 
 
 def _refuse_another_seat_in_turn(agent_id: str) -> None:
     """A driven turn acts as its seat only (agora-drive(1) SECURITY): with `--as` another seat's key file was read
-    for it, and a review's turn sent as another seat and read its inbox."""
+    for it, and a review's turn sent as another seat and read its inbox. (A former id of the turn's seat has no
+    key file: the caller asks the hub where it went, and reads the seat's own.)"""
     if TURN_ENV not in os.environ:
         return
     seat = os.environ.get("AGORA_AGENT_ID")
