@@ -17,7 +17,7 @@ from agora_sdk.target import Target
 from agorad.surface.aiowire import decode, open_stream
 from agorad.surface.errors import AgoraError, Unavailable, from_wire
 from agorad.surface.filenames import SOCKET_NAME
-from agorad.surface.protocol import encode
+from agorad.surface.protocol import encode_request
 
 _WAKE = object()  # put on the push queue by interrupt(): a waiting reader returns None
 
@@ -84,13 +84,16 @@ class AsyncClient(Methods):
 
     def request(self, method: str, **params) -> asyncio.Future:
         """Send one request now; a future of its result. `call` awaits it; a caller that wants two
-        requests in flight (a read and a heartbeat) sends both before awaiting either."""
+        requests in flight (a read and a heartbeat) sends both before awaiting either. A request the hub
+        would refuse by its size raises TooLarge here, unsent: the hub would hang up on it (and on every call
+        in flight beside it)."""
         if self._wire is None:
             raise self._lost or Unavailable(f"not connected to {self.target.where}; call connect() first")
+        frame = encode_request(self._next_id + 1, method, params)
         self._next_id += 1
         future = asyncio.get_running_loop().create_future()
         self._pending[self._next_id] = future
-        self._wire.send(encode({"jsonrpc": "2.0", "id": self._next_id, "method": method, "params": params}))
+        self._wire.send(frame)
         return future
 
     async def call(self, method: str, **params):

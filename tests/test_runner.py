@@ -278,6 +278,29 @@ def test_a_handler_refused_by_a_pause_is_held_and_handled_again_after_the_resume
         running.stop()
 
 
+def test_a_handler_sending_past_the_frame_limit_fails_once_and_the_connection_stays(hub):
+    """Its request was sent, the hub hung up, and the runner reconnected and ran the handler again without
+    end (21 times in 6 s, a review). It is refused before it is sent, as by the sync Client: the handler
+    fails, once."""
+    with seats(hub, "alice", "bot") as s:
+        calls = []
+
+        def handle(message):
+            calls.append(message.ref)
+            if message.title == "big":
+                message.reply("y" * (2 << 20))
+
+        running = Running(hub, "bot", handle, reconnect_first=0.05)
+        big = send(s["alice"], "@bot", "big")["ref"]
+        wait_for(lambda: running.runner.last_error is not None, what="the report")
+        assert running.runner.last_error.startswith(f"handler failed on {big}: TooLarge: messages.send would be")
+        assert status_of(hub, "bot")[0] == "error"
+        small = send(s["alice"], "@bot", "small")["ref"]
+        wait_for(lambda: unread_refs(s["bot"]) == [big], what="the next message, handled")
+        running.stop()
+        assert calls == [big, small] and running.runner.connections == 1
+
+
 def test_a_message_that_cannot_be_read_fails_alone(hub):
     with seats(hub, "alice", "bot") as s:
         seen = []

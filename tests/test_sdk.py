@@ -13,7 +13,8 @@ import pytest
 
 from agora_sdk import AsyncClient, Client
 from agorad.runtime.methods import METHODS
-from agorad.surface.errors import AgoraError, InvalidParams, MethodNotFound, NotFound, Unauthorized, Unavailable
+from agorad.surface.errors import (AgoraError, InvalidParams, MethodNotFound, NotFound, TooLarge, Unauthorized,
+                                   Unavailable)
 from tests.hubproc import AGORA, wait_for
 from tests.seats import seats, send, unread_refs
 
@@ -324,12 +325,34 @@ def test_an_async_client_reads_the_largest_body_whose_reply_is_bigger_than_a_req
         running.stop()
 
 
-def test_a_call_made_while_the_connection_is_being_lost_does_not_strand_the_one_in_flight(hub):
-    """The hub hangs up with a call in flight (here: a request over the 1 MiB frame limit, answered with an
-    error of id null, then the end). A second call made while the reader is still closing the connection must
-    find it lost; it used to find it absent and reconnect, cancelling the reader before it failed the first
-    call, which then waited forever (timeout=None)."""
+@pytest.mark.parametrize("wire", ["socket", "url"])
+def test_an_async_request_over_the_frame_limit_is_refused_before_it_is_sent_and_the_connection_kept(remote, wire):
+    """The sync Client refuses a request the hub would refuse by its size (protocol.encode_request); the async
+    one sent it, the hub hung up, and a runner's handler replying 2 MiB was run again at every reconnect."""
+    where = {"home": remote.home} if wire == "socket" else {"url": remote.url}
+
+    async def scenario():
+        async with AsyncClient("alice", key=remote.keys["alice"], **where) as alice, \
+                AsyncClient("bob", key=remote.keys["bob"], **where) as bob:
+            await alice.inbox.subscribe()
+            with pytest.raises(TooLarge, match="messages.send would be [0-9]+ bytes"):
+                await alice.messages.send(target="@bob", title="big", body="y" * (2 << 20))
+            sent = await bob.messages.send(target="@alice", title="small")
+            push = await alice.next_notification(timeout=10)  # the subscription's connection is the same one
+            return push["params"]["seq"] == sent["seq"]
+
+    assert asyncio.run(scenario())
+
+
+def test_a_call_made_while_the_connection_is_being_lost_does_not_strand_the_one_in_flight(hub, monkeypatch):
+    """The hub hangs up with a call in flight (here: a request over the 1 MiB frame limit, which this client
+    is made to send, answered with an error of id null, then the end). A second call made while the reader is
+    still closing the connection must find it lost; it used to find it absent and reconnect, cancelling the
+    reader before it failed the first call, which then waited forever (timeout=None)."""
+    from agorad.surface import protocol
     from agorad.surface.protocol import MAX_FRAME
+
+    monkeypatch.setattr(protocol, "MAX_FRAME", 4 * MAX_FRAME)  # a client out of step with the hub's limit
 
     async def scenario():
         client = AsyncClient(home=hub.home, timeout=None)
