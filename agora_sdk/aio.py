@@ -49,11 +49,15 @@ class AsyncClient(Methods):
         return self.target.agent
 
     async def connect(self) -> "AsyncClient":
+        """Connect (again: a connection open now is closed first) and say hello as the agent, if one is named."""
+        return await self._open(asyncio.Queue())  # what the last connection left (its end) is no news for this one
+
+    async def _open(self, pushes: asyncio.Queue) -> "AsyncClient":
         await self.close()
         socket = os.path.join(self.target.home.root_text, SOCKET_NAME) if self.target.url is None else ""
         self._wire = await open_stream(socket, self.target.url)
         self._lost = None
-        self._pushes = asyncio.Queue()  # what the last connection left (its end) is no news for this one
+        self._pushes = pushes
         self._reader = asyncio.get_running_loop().create_task(self._read())
         if self.target.agent is not None:
             try:
@@ -97,9 +101,10 @@ class AsyncClient(Methods):
         return future
 
     async def call(self, method: str, **params):
-        """Call one hub method; its result, or the AgoraError (with `.reason`) it answered with."""
-        if self._wire is None and self._lost is None:
-            await self.connect()
+        """Call one hub method; its result, or the AgoraError (with `.reason`) it answered with. Without a
+        connection (none yet, closed, or lost) it connects first, as Client does."""
+        if self._wire is None:
+            await self._open(self._pushes)
         future = self.request(method, **params)
         try:
             return await asyncio.wait_for(future, self.timeout)
@@ -108,7 +113,8 @@ class AsyncClient(Methods):
 
     async def next_notification(self, timeout: float | None = None) -> dict | None:
         """The next push, or None when none came within `timeout` seconds (or `interrupt()` was called).
-        A lost connection raises Unavailable once what had arrived is handed out."""
+        A lost connection raises Unavailable once what had arrived is handed out, even when a call has
+        connected again since (a new connection has no subscription: subscribe again)."""
         if self._pushes.empty() and self._wire is None:
             raise self._lost or Unavailable(f"not connected to {self.target.where}")
         try:
@@ -160,8 +166,8 @@ class AsyncClient(Methods):
             lost = exc
         except (OSError, EOFError) as exc:
             lost = Unavailable(f"the hub at {self.target.where} went away: {exc}")
-        # Every waiting call learns it before this task awaits anything: a call made meanwhile must find the
-        # connection lost, not absent (which would reconnect and cancel this task, leaving them waiting).
+        # Every waiting call learns it before this task awaits anything: a call made meanwhile connects again,
+        # which cancels this task, and must not leave them waiting.
         self._fail(lost)
         if self._wire is not None:
             wire, self._wire = self._wire, None
