@@ -43,6 +43,10 @@ class AsyncClient(Methods):
         self._pushes: asyncio.Queue = asyncio.Queue()
         self._lost: AgoraError | None = None
         self._next_id = 0
+        # One connection at a time: calls that find none wait for the one that connects (each connected, and the
+        # second's overwrote the first's, whose hello was never answered). `_ready`: connected, hello answered.
+        self._connecting = asyncio.Lock()
+        self._ready = False
 
     @property
     def agent(self) -> str | None:
@@ -50,7 +54,8 @@ class AsyncClient(Methods):
 
     async def connect(self) -> "AsyncClient":
         """Connect (again: a connection open now is closed first) and say hello as the agent, if one is named."""
-        return await self._open(asyncio.Queue())  # what the last connection left (its end) is no news for this one
+        async with self._connecting:
+            return await self._open(asyncio.Queue())  # what the last connection left (its end) is no news for it
 
     async def _open(self, pushes: asyncio.Queue) -> "AsyncClient":
         await self.close()
@@ -61,16 +66,18 @@ class AsyncClient(Methods):
         self._reader = asyncio.get_running_loop().create_task(self._read())
         if self.target.agent is not None:
             try:
-                await self.call("hub.hello", **self.target.hello_params())
+                await self._answer("hub.hello", self.request("hub.hello", **self.target.hello_params()))
             except AgoraError as exc:
                 await self.close()
                 raise self.target.refused(exc) from None
             except BaseException:
                 await self.close()
                 raise
+        self._ready = True
         return self
 
     async def close(self) -> None:
+        self._ready = False
         if self._reader is not None:
             self._reader.cancel()
             self._reader = None
@@ -103,9 +110,13 @@ class AsyncClient(Methods):
     async def call(self, method: str, **params):
         """Call one hub method; its result, or the AgoraError (with `.reason`) it answered with. Without a
         connection (none yet, closed, or lost) it connects first, as Client does."""
-        if self._wire is None:
-            await self._open(self._pushes)
-        future = self.request(method, **params)
+        if not self._ready:
+            async with self._connecting:
+                if not self._ready:  # no other call connected while this one waited
+                    await self._open(self._pushes)
+        return await self._answer(method, self.request(method, **params))
+
+    async def _answer(self, method: str, future: asyncio.Future):
         try:
             return await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
@@ -176,6 +187,7 @@ class AsyncClient(Methods):
 
     def _fail(self, lost: AgoraError) -> None:
         """Every awaiting call and push reader learns the connection is gone."""
+        self._ready = False
         if self._lost is None:
             self._lost = lost
             self._pushes.put_nowait(lost)

@@ -161,6 +161,23 @@ def test_an_async_client_connects_again_on_the_next_call_after_a_lost_connection
     asyncio.run(scenario())
 
 
+def test_concurrent_first_calls_share_one_connection(hub):
+    """Each connected, the second overwrote the first's connection, which leaked, and its call waited 30 s
+    for an answer to its hello (a review)."""
+    hub.add_agent("alice")
+
+    async def scenario():
+        alice = AsyncClient("alice", home=hub.home, timeout=5)
+        status, shown = await asyncio.gather(alice.hub.status(), alice.agents.get(agent="alice"),
+                                             return_exceptions=True)
+        await alice.close()
+        return status, shown
+
+    status, shown = asyncio.run(scenario())
+    assert isinstance(status, dict) and isinstance(shown, dict), (status, shown)
+    assert status["home"] == str(hub.home) and shown["agent"]["id"] == "alice"
+
+
 def test_a_seats_client_says_hello_again_after_a_hub_restart_and_a_rekey(hub):
     """The call that finds the connection gone raises Unavailable; the next connects as the seat again. It
     reconnected without a hello: as the operator, refused every seat method as `unauthorized` and allowed the
