@@ -34,9 +34,10 @@ class AsyncClient(Methods):
     _nouns = {"inbox": AsyncInbox, "agents": AsyncAgents}
 
     def __init__(self, agent: str | None = None, *, key: str | None = None, home=None, url: str | None = None,
-                 timeout: float | None = 30.0, interval: float | str | None = None):
+                 timeout: float | None = 30.0, interval: float | str | None = None, reconnect: bool = True):
         self.target = Target(agent, key=key, home=home, url=url, interval=interval)
         self.timeout = timeout
+        self.reconnect = reconnect  # False: a call after a loss raises it (AgentRunner connects again itself)
         self._wire = None
         self._reader: asyncio.Task | None = None
         self._pending: dict[int, asyncio.Future] = {}
@@ -51,6 +52,11 @@ class AsyncClient(Methods):
     @property
     def agent(self) -> str | None:
         return self.target.agent
+
+    @property
+    def lost(self) -> AgoraError | None:
+        """Why the last connection ended (the hub's own word when it said one), None while connected."""
+        return self._lost if self._wire is None else None
 
     async def connect(self) -> "AsyncClient":
         """Connect (again: a connection open now is closed first) and say hello as the agent, if one is named."""
@@ -111,6 +117,8 @@ class AsyncClient(Methods):
         """Call one hub method; its result, or the AgoraError (with `.reason`) it answered with. Without a
         connection (none yet, closed, or lost) it connects first, as Client does."""
         if not self._ready:
+            if self._lost is not None and not self.reconnect:
+                raise self._lost
             async with self._connecting:
                 if not self._ready:  # no other call connected while this one waited
                     await self._open(self._pushes)
@@ -156,6 +164,9 @@ class AsyncClient(Methods):
         self._pushes.put_nowait(_WAKE)
 
     async def _read(self) -> None:
+        # The hub's last word, an error of id null (a revoked key, a removed seat), says why it hangs up next:
+        # what every call in flight and the push reader learn, rather than the bare end.
+        last_word = None
         try:
             while True:
                 frame = await self._wire.receive()
@@ -165,6 +176,9 @@ class AsyncClient(Methods):
                 if "id" not in message:
                     self._pushes.put_nowait(message)
                     continue
+                if message["id"] is None and "error" in message:
+                    last_word = from_wire(message["error"])
+                    continue
                 future = self._pending.pop(message["id"], None)
                 if future is None or future.done():
                     continue
@@ -172,11 +186,11 @@ class AsyncClient(Methods):
                     future.set_exception(from_wire(message["error"]))
                 else:
                     future.set_result(message["result"])
-            lost = Unavailable(f"the hub at {self.target.where} closed the connection")
+            lost = last_word or Unavailable(f"the hub at {self.target.where} closed the connection")
         except AgoraError as exc:
-            lost = exc
+            lost = last_word or exc
         except (OSError, EOFError) as exc:
-            lost = Unavailable(f"the hub at {self.target.where} went away: {exc}")
+            lost = last_word or Unavailable(f"the hub at {self.target.where} went away: {exc}")
         # Every waiting call learns it before this task awaits anything: a call made meanwhile connects again,
         # which cancels this task, and must not leave them waiting.
         self._fail(lost)

@@ -96,7 +96,11 @@ class Client(Methods):
                 self._spent = None
         if self._conn is None:
             raise Unavailable(f"the connection to {self.target.where} is closed; connect and subscribe again")
-        return self._conn.next_notification(timeout)
+        try:
+            return self._conn.next_notification(timeout)
+        except (Unavailable, Unauthorized):
+            self.close()  # as after a failed call: the next call connects and says hello, not the surface client
+            raise
 
     def notifications(self, timeout: float | None = None):
         """Each push as it comes, until none comes within `timeout` (None: until the connection ends,

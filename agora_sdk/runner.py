@@ -59,7 +59,7 @@ class AgentRunner:
             getattr(handler, "__call__", None))
         self.heartbeat = heartbeat
         self.reconnect = (reconnect_first, reconnect_cap)
-        self.client = AsyncClient(agent_id, key=key, home=home, url=url, interval=heartbeat)
+        self.client = AsyncClient(agent_id, key=key, home=home, url=url, interval=heartbeat, reconnect=False)
         self.guard = LoopGuard(agent_id, max_sends, window, clock or Clock(), self._report)
         self.handled: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.failed: set[str] = set()  # refs whose handler raised: left unread, not retried in this session
@@ -121,8 +121,11 @@ class AgentRunner:
                 self.connections += 1
                 failures = 0
                 await self._serve()
-            except Unauthorized:
-                raise  # a wrong key or a removed seat: retrying cannot help
+            except Unauthorized as exc:
+                if not self.client.target.key_file_changed():
+                    raise  # a wrong key, a revoked one or a removed seat: retrying cannot help
+                log.info("%s: %s; connecting again with the key file's new key", self.agent, exc)
+                continue  # at once: the hub hung up on purpose, and the hello decides
             except Unavailable as exc:
                 log.warning("%s: the hub went away (%s); reconnecting", self.agent, exc)
             finally:
@@ -219,6 +222,8 @@ class AgentRunner:
             log.info("%s: %s held until the hub resumes (%s)", self.agent, ref, exc)
             return
         except Exception as exc:
+            if client.lost is not None:  # the hub hung up under the handler, saying why: as when it went away
+                raise client.lost from exc
             self.failed.add(ref)
             await self._report(f"handler failed on {ref}: {type(exc).__name__}: {exc}", exc_info=exc)
             return
@@ -272,8 +277,8 @@ class AgentRunner:
         log.error("%s: %s", self.agent, reason, exc_info=exc_info)
         try:
             await self._beat(status="error", task=one_line(reason, MAX_TASK))
-        except Unavailable:
-            pass  # the serve loop sees the lost connection and reconnects
+        except AgoraError:
+            pass  # the connection is lost: the serve loop sees it
 
 
 async def _settled(future: asyncio.Future) -> None:

@@ -48,6 +48,13 @@ class Target:
         where = self.where if self.url is None else f"{self.url}, from {self.url_from}"
         return type(exc)(f"{exc.message} (the hub at {where})", **exc.data)
 
+    def key_file_changed(self) -> bool:
+        """The key file holds another key than the one last said: `agora agent rekey` wrote it (and the hub closed
+        the old key's connections), so a connection made again may be let in."""
+        if self._key_given:
+            return False
+        return read_key(self.home, self.agent) not in (None, self.key)
+
     def hello_params(self) -> dict:
         if not self._key_given:
             self.key = read_key(self.home, self.agent) or self.key

@@ -474,8 +474,44 @@ def test_after_a_rekey_a_runner_reading_its_key_file_goes_on_and_one_given_the_o
     assert running.runner.connections == 2
     handed.thread.join(10)
     assert not handed.thread.is_alive() and [type(e) for e in handed.errors] == [Unauthorized]
+    assert "agent fixed's key was replaced" in str(handed.errors[0])  # the hub's word, not the hello's refusal
     STARTED.remove(handed)
     running.stop()
+
+
+def test_a_rekey_under_a_running_handler_hands_its_message_over_again_after_the_reconnect(hub):
+    """The handler's reply finds the connection revoked: not the handler's failure, as when the hub went away."""
+    with seats(hub, "alice", "bot") as s:
+        gate = Gate()
+
+        def handle(message):
+            gate(message)
+            message.reply("done")
+
+        running = Running(hub, "bot", handle)
+        ref = send(s["alice"], "@bot", "rekeyed meanwhile")["ref"]
+        assert gate.entered.wait(10)
+        hub.call("agents.rekey", agent="bot")
+        gate.release.set()
+        with hub.client("bot") as bot:  # with the new key: the rekey closed the seat's other connection too
+            wait_for(lambda: unread_refs(bot) == [], what="the message, handled again after the reconnect")
+        running.stop()
+        assert gate.seen == [ref, ref] and running.runner.failed == set() and running.runner.connections == 2
+
+
+def test_a_runner_whose_seat_is_removed_ends_with_the_hubs_reason(hub, caplog):
+    """The hub says why it hangs up; the runner logged "the hub went away ...; reconnecting" and ended only
+    when its hello was refused (a review)."""
+    from agorad.surface.errors import Unauthorized
+
+    hub.add_agent("bot")
+    removed = Running(hub, "bot", lambda message: None, reconnect_first=0.05)
+    hub.call("agents.remove", agent="bot")
+    removed.thread.join(10)
+    assert not removed.thread.is_alive() and [type(e) for e in removed.errors] == [Unauthorized]
+    assert "agent bot was removed; this connection is closed" in str(removed.errors[0])
+    assert "reconnecting" not in caplog.text
+    STARTED.remove(removed)
 
 
 def runner_process(hub, agent: str, mode: str, record: Path, gate: Path | None = None) -> subprocess.Popen:

@@ -178,6 +178,29 @@ def test_concurrent_first_calls_share_one_connection(hub):
     assert status["home"] == str(hub.home) and shown["agent"]["id"] == "alice"
 
 
+def test_the_push_reader_gets_the_hubs_reason_for_hanging_up_and_the_next_call_is_the_seats(hub):
+    """The hub says why it closes a connection (an error of id null): both clients dropped it and said only
+    "closed the connection" (a review), and the sync Client's next call went out without a hello, as nobody."""
+    hub.add_agent("bot")
+    revoked = "agent bot's key was replaced; this connection is closed"
+    with Client("bot", home=hub.home) as bot:
+        bot.inbox.subscribe()
+        hub.call("agents.rekey", agent="bot")
+        with pytest.raises(Unauthorized, match=revoked):
+            bot.next_notification(timeout=10)
+        assert bot.inbox.check()["unread"] == 0  # as the seat, with the key the rekey wrote
+
+    async def scenario():
+        async with AsyncClient("bot", home=hub.home) as abot:
+            await abot.inbox.subscribe()
+            await asyncio.to_thread(hub.call, "agents.rekey", agent="bot")
+            with pytest.raises(Unauthorized, match=revoked):
+                await abot.next_notification(timeout=10)
+            return (await abot.inbox.check())["unread"]
+
+    assert asyncio.run(scenario()) == 0
+
+
 def test_a_seats_client_says_hello_again_after_a_hub_restart_and_a_rekey(hub):
     """The call that finds the connection gone raises Unavailable; the next connects as the seat again. It
     reconnected without a hello: as the operator, refused every seat method as `unauthorized` and allowed the

@@ -150,7 +150,9 @@ class Client:
                 message = self._decode(line)
                 if "id" not in message:
                     return message
-                # A reply no call awaits (its call gave up): not a push, and no one else's to return.
+                if message["id"] is None and "error" in message:
+                    self._hung_up_on(message)
+                # Else a reply no call awaits (its call gave up): not a push, and no one else's to return.
         except (ConnectionResetError, TimeoutError) as exc:
             self.close()
             raise Unavailable(f"the hub at {self._socket_path} went away: {exc}") from None
@@ -173,9 +175,17 @@ class Client:
                 self._pushed.append(message)
                 continue
             if "error" in message:
+                if message["id"] is None:
+                    self._hung_up_on(message)
                 raise from_wire(message["error"])
             if message.get("id") == request_id:
                 return message["result"]
+
+    def _hung_up_on(self, message: dict) -> None:
+        """The hub's last word (an error of id null: a revoked key, a removed seat, a frame past its limit): it
+        hangs up next. Raised as its own error, which says why, rather than as the end that follows it."""
+        self.close()
+        raise from_wire(message["error"])
 
     def _next_line(self, deadline: float | None = None) -> bytearray | None:
         """One whole line. With a `deadline` (monotonic; inf for none) None once it passes, nothing consumed;
