@@ -176,3 +176,25 @@ def test_a_reply_over_the_reply_cap_ends_the_connection_on_either_client():
             await asyncio.get_running_loop().run_in_executor(None, blocking)
 
     asyncio.run(scenario())
+
+
+def test_a_request_the_hub_refuses_by_its_size_is_not_called_a_reply_too_large(remote, monkeypatch):
+    """The hub closes a remote connection whose request is past its frame limit (1009); the client echoes
+    the close, and took its own echo for having refused a reply past 16 MiB (a review). Here a client out of
+    step with the hub's limit sends one."""
+    from agorad.surface import protocol
+    from agorad.surface.wsclient import RemoteClient
+
+    keys = add(remote, "alice")
+    padding = "x" * (protocol.MAX_FRAME + 1)
+    monkeypatch.setattr(protocol, "MAX_FRAME", 4 * protocol.MAX_FRAME)
+
+    async def over_async():
+        async with AsyncClient("alice", key=keys["alice"], url=remote.url) as alice:
+            await alice.hub.status(padding=padding)
+
+    for attempt in (lambda: asyncio.run(over_async()),
+                    lambda: RemoteClient(remote.url).connect().call("hub.status", padding=padding)):
+        with pytest.raises(Unavailable) as caught:
+            attempt()
+        assert "a reply over" not in str(caught.value) and "1009" in str(caught.value), caught.value

@@ -22,7 +22,7 @@ import json
 
 from agorad.surface.errors import InvalidParams, Unavailable
 from agorad.surface.peercred import foreign_hub_message, foreign_owner
-from agorad.surface.protocol import MAX_REPLY, REPLY_TOO_LARGE
+from agorad.surface.protocol import MAX_FRAME, MAX_REPLY, REPLY_TOO_LARGE
 
 
 def decode(frame: bytes, where: str) -> dict:
@@ -133,11 +133,16 @@ class WebSocketStream:
         """The next message as a frame ending in a newline; b"" once the connection has closed."""
         from websockets.exceptions import ConnectionClosed
 
+        from agorad.surface.wsclient import refused_a_reply
+
         try:
             message = await self._ws.recv()
         except ConnectionClosed as closed:
-            if closed.sent is not None and closed.sent.code == 1009:  # this end closed: past max_size
+            if refused_a_reply(closed):
                 raise Unavailable(f"the hub at {self.where} sent {REPLY_TOO_LARGE}") from None
+            if closed.rcvd is not None and closed.rcvd.code == 1009:
+                raise Unavailable(f"the hub at {self.where} closed the connection (1009: a request past its limit "
+                                  f"of {MAX_FRAME} bytes)") from None
             return b""
         if isinstance(message, bytes):
             raise Unavailable(f"the hub at {self.where} sent a binary message; the wire carries text frames")

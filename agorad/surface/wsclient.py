@@ -67,9 +67,15 @@ class Messages:
         self.ws.close()
 
 
-def _closed(exc) -> str:
+def refused_a_reply(exc) -> bool:
+    """This client closed the connection (`exc`, websockets' ConnectionClosed) for a message past its max_size.
+    Not when it echoed the hub's own 1009: the hub refusing a request past its frame limit."""
     sent = getattr(exc, "sent", None)
-    if sent is not None and sent.code == 1009:  # this client closed: the message was past max_size
+    return sent is not None and sent.code == 1009 and not getattr(exc, "rcvd_then_sent", None)
+
+
+def _closed(exc) -> str:
+    if refused_a_reply(exc):
         return f"it sent {REPLY_TOO_LARGE}"
     received = getattr(exc, "rcvd", None)
     if received is None:
