@@ -125,10 +125,17 @@ class AsyncClient(Methods):
         return await self._answer(method, self.request(method, **params))
 
     async def _answer(self, method: str, future: asyncio.Future):
+        """The result `future` settles with. A hub that does not answer within `timeout` is hung, stopped or
+        swamped: the connection is given up, as Client does, and every call on it and the push reader learn
+        so (one left open went on quietly, a runner's heartbeats ended, and its seat went dormant)."""
         try:
             return await asyncio.wait_for(future, self.timeout)
         except TimeoutError:
-            raise Unavailable(f"the hub at {self.target.where} did not answer {method} within {self.timeout}s") from None
+            lost = Unavailable(f"the hub at {self.target.where} did not answer {method} within {self.timeout:g} s",
+                               unresponsive=True)
+            self._fail(lost)
+            await self.close()
+            raise lost from None
 
     async def next_notification(self, timeout: float | None = None) -> dict | None:
         """The next push, or None when none came within `timeout` seconds (or `interrupt()` was called).

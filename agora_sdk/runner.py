@@ -44,22 +44,24 @@ HANDLED_REMEMBERED = 10_000  # refs handled this session: a push after the catch
 class AgentRunner:
     """Run `handler(message)` for each message delivered to `agent_id`; see the module.
 
-    `key`, `home`, `url`: as for Client. `heartbeat`: seconds between heartbeats, a handler running or not
-    (declared to the hub as the agent's interval). `max_sends`/`window`: the loop guard's budget
+    `key`, `home`, `url`, `timeout`: as for Client. `heartbeat`: seconds between heartbeats, a handler running
+    or not (declared to the hub as the agent's interval). `max_sends`/`window`: the loop guard's budget
     (guard.py). `clock`: real time unless a test gives its own.
     """
 
     def __init__(self, agent_id: str, handler, *, key: str | None = None, home=None, url: str | None = None,
                  heartbeat: float = settings.RUNNER_HEARTBEAT, max_sends: int = settings.LOOP_GUARD_SENDS,
                  window: float = settings.LOOP_GUARD_WINDOW, reconnect_first: float = settings.RUNNER_RECONNECT_FIRST,
-                 reconnect_cap: float = settings.RUNNER_RECONNECT_CAP, clock: Clock | None = None):
+                 reconnect_cap: float = settings.RUNNER_RECONNECT_CAP, clock: Clock | None = None,
+                 timeout: float | None = 30.0):
         self.agent = agent_id
         self.handler = handler
         self.is_async = inspect.iscoroutinefunction(handler) or inspect.iscoroutinefunction(
             getattr(handler, "__call__", None))
         self.heartbeat = heartbeat
         self.reconnect = (reconnect_first, reconnect_cap)
-        self.client = AsyncClient(agent_id, key=key, home=home, url=url, interval=heartbeat, reconnect=False)
+        self.client = AsyncClient(agent_id, key=key, home=home, url=url, timeout=timeout, interval=heartbeat,
+                                  reconnect=False)
         self.guard = LoopGuard(agent_id, max_sends, window, clock or Clock(), self._report)
         self.handled: collections.OrderedDict[str, None] = collections.OrderedDict()
         self.failed: set[str] = set()  # refs whose handler raised: left unread, not retried in this session
@@ -267,8 +269,10 @@ class AgentRunner:
             await asyncio.sleep(self.heartbeat)
             try:
                 await self._beat()  # restates status and task: the hub answers it from memory
-            except AgoraError:
-                return  # the serve loop sees the lost connection
+            except AgoraError as exc:
+                if self.client.lost is not None:
+                    return  # the serve loop sees the lost connection and connects again
+                log.warning("%s: a heartbeat was refused (%s); beating on", self.agent, exc)
 
     async def _report(self, reason: str, exc_info: BaseException | None = None) -> None:
         """Say what went wrong: a log line, and status `error` with the reason as its task."""

@@ -366,6 +366,24 @@ class ManualClock:
             future.get_loop().call_soon_threadsafe(future.set_result, None)
 
 
+def test_heartbeats_go_on_after_the_hub_stalled_past_the_call_timeout(hub, caplog):
+    """A heartbeat the hub did not answer in time (SIGSTOP past the call timeout) ended the steady heartbeats
+    for the rest of the connection, silently: the seat went dormant while the runner still handled messages
+    (a review). The connection is given up, as the sync Client does on a timeout, and made again."""
+    from tests.hubproc import stopped
+
+    hub.add_agent("bot")
+    # The shortest interval the hub takes (1 s) and a short call timeout: the stall lasts about 1.5 s, not 30.
+    running = Running(hub, "bot", lambda message: None, heartbeat=1, timeout=0.5, reconnect_first=0.05)
+    with stopped(hub):
+        wait_for(lambda: "did not answer agents.heartbeat" in caplog.text, what="the heartbeat to time out")
+    wait_for(lambda: running.runner.connections == 2, what="the runner to connect again")
+    for _ in range(2):  # the reconnect's own heartbeat may be the first, not the second
+        now = hub.advance(5)  # the hub's clock: a heartbeat stored after this shows it
+        wait_for(lambda: hub.call("agents.get", agent="bot")["agent"]["last_seen"] >= now, what="a steady heartbeat")
+    running.stop()
+
+
 def test_a_storming_handler_is_throttled_and_reported_never_dropped(hub):
     with seats(hub, "alice", "bot") as s:
         clock = ManualClock()
