@@ -72,7 +72,11 @@ class AsyncClient(Methods):
         self._reader = asyncio.get_running_loop().create_task(self._read())
         if self.target.agent is not None:
             try:
-                await self._answer("hub.hello", self.request("hub.hello", **self.target.hello_params()))
+                if self.target.lost_key_file():
+                    resolved = await self._answer("agents.resolve", self.request("agents.resolve", agent=self.agent))
+                    self.target.follow(resolved["agent"])
+                said = await self._answer("hub.hello", self.request("hub.hello", **self.target.hello_params()))
+                self.target.follow(said["agent"])
             except AgoraError as exc:
                 await self.close()
                 raise self.target.refused(exc) from None

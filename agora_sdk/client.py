@@ -49,7 +49,9 @@ class Client(Methods):
             self._conn = RemoteClient(self.target.url, timeout=self.timeout).connect()
         if self.target.agent is not None:
             try:
-                self._conn.call("hub.hello", **self.target.hello_params())
+                if self.target.lost_key_file():
+                    self.target.follow(self._conn.call("agents.resolve", agent=self.agent)["agent"])
+                self.target.follow(self._conn.call("hub.hello", **self.target.hello_params())["agent"])
             except AgoraError as exc:
                 self.close()
                 raise self.target.refused(exc) from None

@@ -31,7 +31,7 @@ from agora_sdk.guard import Clock, LoopGuard
 from agora_sdk.message import Message
 from agora_sdk.methods import Methods
 from agorad.surface import settings
-from agorad.surface.errors import AgoraError, Paused, Unauthorized, Unavailable
+from agorad.surface.errors import AgoraError, NotFound, Paused, Unauthorized, Unavailable
 from agorad.surface.fence import one_line
 from agorad.surface.protocol import MAX_TASK
 from agorad.surface.vocab import ESCALATED_FLAG, OPEN_FLAG
@@ -117,17 +117,20 @@ class AgentRunner:
 
     async def _serve_until_stopped(self) -> None:
         failures = 0
+        revoked = None  # the hub's word when it hung up on the seat (a rekey, a removal), until a connect answers it
         while not self._stopping:
             try:
-                await self.client.connect()
+                await self._connect(revoked)
+                revoked = None
                 self.connections += 1
                 failures = 0
                 await self._serve()
             except Unauthorized as exc:
-                if not self.client.target.key_file_changed():
+                if revoked is not None or not self.client.target.key_from_file:
                     raise  # a wrong key, a revoked one or a removed seat: retrying cannot help
-                log.info("%s: %s; connecting again with the key file's new key", self.agent, exc)
-                continue  # at once: the hub hung up on purpose, and the hello decides
+                revoked = exc
+                log.info("%s: %s; connecting again with the key file's key", self.agent, exc)
+                continue  # at once: the hub hung up on purpose, and the key file (after a rekey) decides
             except Unavailable as exc:
                 log.warning("%s: the hub went away (%s); reconnecting", self.agent, exc)
             finally:
@@ -135,6 +138,16 @@ class AgentRunner:
             if not self._stopping:
                 await self._back_off(failures)
                 failures += 1
+
+    async def _connect(self, revoked: Unauthorized | None) -> None:
+        """Connect and say hello. After the hub revoked the seat, a refusal (the key file held no new key, the
+        seat is gone) ends the runner with the hub's own word, which says why."""
+        try:
+            await self.client.connect()
+        except (Unauthorized, NotFound):
+            if revoked is not None:
+                raise revoked from None
+            raise
 
     async def _back_off(self, failures: int) -> None:
         first, cap = self.reconnect

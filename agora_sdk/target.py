@@ -30,6 +30,7 @@ class Target:
         self.key = key
         self.interval = interval
         self._key_given = key is not None  # else read again at each connect: `agora agent rekey` may replace it
+        self.key_holder = agent  # whose key file holds the key: the seat's current id once a rename moved it
         if agent is not None and key is None:
             self.key = read_key(self.home, agent)
             if self.key is None:
@@ -48,16 +49,24 @@ class Target:
         where = self.where if self.url is None else f"{self.url}, from {self.url_from}"
         return type(exc)(f"{exc.message} (the hub at {where})", **exc.data)
 
-    def key_file_changed(self) -> bool:
-        """The key file holds another key than the one last said: `agora agent rekey` wrote it (and the hub closed
-        the old key's connections), so a connection made again may be let in."""
-        if self._key_given:
-            return False
-        return read_key(self.home, self.agent) not in (None, self.key)
+    @property
+    def key_from_file(self) -> bool:
+        """The key is read again at each connect: one the hub revoked may have been replaced there."""
+        return not self._key_given
+
+    def lost_key_file(self) -> bool:
+        """The home's key file, where the key comes from, is not under the id known: `agora agent rename`
+        moved it to the seat's new id, which the hub's socket can tell (`agents.resolve`, before the hello,
+        as the operator, as the CLI asks). A URL's home keeps its own copy, which no rename moves."""
+        return self.key_from_file and self.url is None and read_key(self.home, self.key_holder) is None
+
+    def follow(self, current_id: str) -> None:
+        """The seat's id now (agents.resolve, or the hello's answer): its key file is under it."""
+        self.key_holder = current_id
 
     def hello_params(self) -> dict:
         if not self._key_given:
-            self.key = read_key(self.home, self.agent) or self.key
+            self.key = read_key(self.home, self.key_holder) or self.key
         params = {"agent": self.agent, "key": self.key}
         if self.interval is not None:
             params["interval"] = self.interval

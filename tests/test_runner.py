@@ -517,6 +517,21 @@ def test_a_rekey_under_a_running_handler_hands_its_message_over_again_after_the_
         assert gate.seen == [ref, ref] and running.runner.failed == set() and running.runner.connections == 2
 
 
+def test_a_runner_reading_its_key_file_follows_its_seat_through_a_rename_and_a_rekey(hub):
+    """The rename moved the key file to the new id; the runner read the old id's, found none, and ended with
+    Unauthorized at the rekey (a review). It asks the hub where its id went, as the CLI does."""
+    hub.add_agent("ren1")
+    seen = []
+    running = Running(hub, "ren1", lambda message: seen.append(message.title))
+    hub.call("agents.rename", old="ren1", new="ren2", reason="a better name")
+    hub.call("agents.rekey", agent="ren2")
+    with hub.client("sender", hub.add_agent("sender")) as sender:
+        send(sender, "@ren2", "after the rename and the rekey")
+        wait_for(lambda: "after the rename and the rekey" in seen, what="the renamed runner to handle it")
+    running.stop()
+    assert running.runner.connections == 2
+
+
 def test_a_runner_whose_seat_is_removed_ends_with_the_hubs_reason(hub, caplog):
     """The hub says why it hangs up; the runner logged "the hub went away ...; reconnecting" and ended only
     when its hello was refused (a review)."""

@@ -223,6 +223,33 @@ def test_a_seats_client_says_hello_again_after_a_hub_restart_and_a_rekey(hub):
         assert bot.inbox.check()["unread"] == 0  # with the new key, read from the key file again
 
 
+def test_a_client_reading_its_key_file_follows_its_seat_through_a_rename_and_a_rekey(hub):
+    """The rename moved the key file to the new id; a client read the old id's, found none, and said hello
+    with the replaced key (a review). It asks the hub where its id went, as the CLI does."""
+    def rename_and_rekey(old: str, new: str) -> None:
+        hub.call("agents.rename", old=old, new=new, reason="a better name")
+        hub.call("agents.rekey", agent=new)
+
+    hub.add_agent("sync1")
+    with Client("sync1", home=hub.home) as bot:
+        bot.inbox.check()
+        rename_and_rekey("sync1", "sync2")
+        with pytest.raises((Unauthorized, Unavailable)):
+            bot.inbox.check()
+        assert bot.agents.get(agent="sync2")["agent"]["id"] == "sync2"
+
+    hub.add_agent("async1")
+
+    async def scenario():
+        async with AsyncClient("async1", home=hub.home) as abot:
+            await asyncio.to_thread(rename_and_rekey, "async1", "async2")
+            with pytest.raises(Unauthorized):  # the rekey revoked the connection it was on
+                await abot.next_notification(timeout=10)
+            return (await abot.agents.get(agent="async2"))["agent"]["id"]  # again, with async2's key file
+
+    assert asyncio.run(scenario()) == "async2"
+
+
 def test_pushes_read_before_a_failed_call_are_still_given_after_it(hub):
     """Dropping a connection after a failed call dropped the pushes it had read (a review of the change above)."""
     with seats(hub, "alice", "bot") as s:
