@@ -132,6 +132,8 @@ class AgentRunner:
                 log.info("%s: %s; connecting again with the key file's key", self.agent, exc)
                 continue  # at once: the hub hung up on purpose, and the key file (after a rekey) decides
             except Unavailable as exc:
+                if exc.data.get("untrusted"):
+                    raise  # a certificate this host does not trust: as a wrong key, retrying cannot help
                 log.warning("%s: the hub went away (%s); reconnecting", self.agent, exc)
             finally:
                 await self.client.close()

@@ -198,3 +198,55 @@ def test_a_request_the_hub_refuses_by_its_size_is_not_called_a_reply_too_large(r
         with pytest.raises(Unavailable) as caught:
             attempt()
         assert "a reply over" not in str(caught.value) and "1009" in str(caught.value), caught.value
+
+
+def test_a_wss_url_for_a_plain_port_says_the_port_is_ws(remote):
+    keys = add(remote, "alice")
+    url = "wss://" + remote.url.removeprefix("ws://")
+
+    async def over_async():
+        await AsyncClient("alice", key=keys["alice"], url=url).connect()
+
+    for attempt in (lambda: Client("alice", key=keys["alice"], url=url).connect(), lambda: asyncio.run(over_async())):
+        with pytest.raises(Unavailable, match="did not answer in TLS .*is ws://") as caught:
+            attempt()
+        assert "no hub is answering" not in str(caught.value)
+
+
+def test_an_untrusted_certificate_is_named_and_ends_a_runner(secure_remote, monkeypatch):
+    """It was "no hub is answering at wss://...: [SSL: CERTIFICATE_VERIFY_FAILED] ...; is it started with agora
+    up --listen", and a runner retried every 10 s for ever; a ws:// URL for the TLS port had the same hint (a
+    review). The certificate is named with the way to trust it, and a runner ends as for a wrong key."""
+    monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+    key, url = secure_remote.keys["alice"], secure_remote.url
+
+    async def over_async(at: str):
+        await AsyncClient("alice", key=key, url=at).connect()
+
+    for attempt in (lambda: Client("alice", key=key, url=url).connect(), lambda: asyncio.run(over_async(url))):
+        with pytest.raises(Unavailable, match="certificate.*SSL_CERT_FILE") as caught:
+            attempt()
+        assert "no hub is answering" not in str(caught.value)
+    plain = "ws://" + url.removeprefix("wss://")
+    for attempt in (lambda: Client("alice", key=key, url=plain).connect(), lambda: asyncio.run(over_async(plain))):
+        with pytest.raises(Unavailable, match="wss://") as caught:
+            attempt()
+        assert "no hub is answering" not in str(caught.value)
+
+    runner = AgentRunner("alice", lambda message: None, key=key, url=url, reconnect_first=0.05, reconnect_cap=0.1)
+    ended = []
+    thread = threading.Thread(target=lambda: ended.append(_outcome(runner.run)), daemon=True)
+    thread.start()
+    thread.join(10)
+    if thread.is_alive():
+        runner.stop()
+        thread.join(10)
+    assert len(ended) == 1 and isinstance(ended[0], Unavailable) and "SSL_CERT_FILE" in str(ended[0]), ended
+    assert runner.connections == 0
+
+
+def _outcome(run):
+    try:
+        return run()
+    except Exception as exc:  # noqa: BLE001 - the test looks at it
+        return exc

@@ -104,16 +104,14 @@ class WebSocketStream:
         from websockets.asyncio.client import connect
         from websockets.exceptions import InvalidURI
 
-        from agorad.surface.wsclient import check_url, connect_options
+        from agorad.surface.wsclient import check_url, connect_options, opening_failed
 
         try:
             ws = await connect(check_url(url), **connect_options())
         except InvalidURI as exc:
             raise InvalidParams(f"{url!r} is not a hub URL: {exc}", field="url") from None
-        except (OSError, TimeoutError) as exc:
-            raise Unavailable(f"no hub is answering at {url}: {exc}") from None
-        except Exception as exc:  # websockets' handshake errors
-            raise Unavailable(f"connecting to {url}: {exc}") from None
+        except Exception as exc:  # OSError, TimeoutError, and websockets' handshake errors
+            raise opening_failed(url, exc) from None
         return cls(ws, url)
 
     def send(self, frame: bytes) -> None:

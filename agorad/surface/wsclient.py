@@ -83,6 +83,31 @@ def _closed(exc) -> str:
     return f"the hub closed the connection ({received.code}{': ' + received.reason if received.reason else ''})"
 
 
+def opening_failed(url: str, exc: BaseException) -> Unavailable:
+    """Why the remote port at `url` did not open, in words that say what to do. A certificate this host does
+    not trust is not a hub that is down: its error carries `untrusted` (retrying cannot help; AgentRunner
+    ends), and says how to trust a private CA. Nor is a scheme that does not match the port's TLS."""
+    import ssl
+
+    from websockets.exceptions import InvalidMessage
+
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return Unavailable(f"the hub at {url} shows a certificate this host does not trust (certificate verify "
+                           f"failed: {exc.verify_message}): give its CA (or its own certificate, if self-signed) as "
+                           "SSL_CERT_FILE=ca.pem, or name the host the certificate is for", untrusted=True)
+    # asyncio's TLS handshake tells a plain port's hang-up only as a reset, with no message
+    if isinstance(exc, ssl.SSLError) or (isinstance(exc, ConnectionResetError) and url.startswith("wss://")):
+        why = getattr(exc, "reason", None) or str(exc) or "it hung up"
+        return Unavailable(f"{url} did not answer in TLS ({why}): a hub started without --tls-cert is ws://")
+    if isinstance(exc, InvalidMessage) and url.startswith("ws://"):
+        return Unavailable(f"{url} did not answer as a plain WebSocket port ({exc}): a hub started with "
+                           "--tls-cert is wss://")
+    if isinstance(exc, (OSError, TimeoutError)):
+        return Unavailable(f"no hub is answering at {url}: {exc}; is it started with `agora up --listen` and "
+                           "reachable from here?")
+    return Unavailable(f"connecting to {url}: {exc}")
+
+
 def connect_options(opening: float = settings.REMOTE_CONNECT_TIMEOUT) -> dict:
     """How a seat's client opens the remote port, blocking or on asyncio (surface/aiowire.py, for agora mcp
     and the SDK's AsyncClient): replies up to protocol.MAX_REPLY (a read message carries its body twice), no
@@ -118,8 +143,7 @@ class RemoteClient(Client):
         except InvalidURI as exc:
             raise InvalidParams(f"{self.url!r} is not a hub URL: {exc}", field="url") from None
         except (OSError, InvalidHandshake, TimeoutError) as exc:
-            raise Unavailable(f"no hub is answering at {self.url}: {exc}; is it started with "
-                              "`agora up --listen` and reachable from here?") from None
+            raise opening_failed(self.url, exc) from None
         self._sock = Messages(ws, self.timeout)
         self._buffer.clear()
         return self
