@@ -232,14 +232,15 @@ class AgentRunner:
         working = client.request("agents.heartbeat", status="working", task=task)
         try:
             await running
-        except Unavailable:
-            raise  # the hub went away under the handler: reconnect, and the message comes again
         except Paused as exc:  # not the handler's fault: its message waits for the resume
             self.held[ref] = task
             log.info("%s: %s held until the hub resumes (%s)", self.agent, ref, exc)
             return
         except Exception as exc:
-            if client.lost is not None:  # the hub hung up under the handler, saying why: as when it went away
+            # The runner's connection went (or the hub hung up on it, saying why) under the handler: reconnect, and
+            # the message comes again. An Unavailable of the handler's own (another hub, another client) is its
+            # failure: taken for this one, it ran the handler again at every reconnect, without end.
+            if client.lost is not None:
                 raise client.lost from exc
             self.failed.add(ref)
             await self._report(f"handler failed on {ref}: {type(exc).__name__}: {exc}", exc_info=exc)

@@ -301,6 +301,25 @@ def test_a_handler_sending_past_the_frame_limit_fails_once_and_the_connection_st
         assert calls == [big, small] and running.runner.connections == 1
 
 
+def test_a_handler_whose_own_client_finds_no_hub_fails_and_is_not_run_again(hub, tmp_path):
+    """Any Unavailable out of a handler was taken for the runner's hub going away: the runner reconnected and
+    ran the handler again, without end, though its own connection was fine (a review)."""
+    with seats(hub, "alice", "bot") as s:
+        calls = []
+
+        def handle(message):
+            calls.append(message.ref)
+            Client(home=tmp_path / "no-hub").hub.status()  # another hub, which is not there
+
+        running = Running(hub, "bot", handle, reconnect_first=0.05)
+        ref = send(s["alice"], "@bot", "ask elsewhere")["ref"]
+        wait_for(lambda: running.runner.last_error is not None, what="the report")
+        assert running.runner.last_error.startswith(f"handler failed on {ref}: Unavailable: no hub is answering")
+        assert unread_refs(s["bot"]) == [ref] and status_of(hub, "bot")[0] == "error"
+        running.stop()
+        assert calls == [ref] and running.runner.connections == 1
+
+
 def test_a_message_that_cannot_be_read_fails_alone(hub):
     with seats(hub, "alice", "bot") as s:
         seen = []
