@@ -175,15 +175,14 @@ class Client:
                 self._pushed.append(message)
                 continue
             if "error" in message:
-                if message["id"] is None:
-                    self._hung_up_on(message)
                 raise from_wire(message["error"])
             if message.get("id") == request_id:
                 return message["result"]
 
     def _hung_up_on(self, message: dict) -> None:
-        """The hub's last word (an error of id null: a revoked key, a removed seat, a frame past its limit): it
-        hangs up next. Raised as its own error, which says why, rather than as the end that follows it."""
+        """The hub's last word to a push reader (an error of id null: a revoked key, a removed seat): it hangs up
+        next. Raised as its own error, which says why, rather than as the end that follows it. (A call awaiting
+        its reply raises it too, and finds the end at the next call.)"""
         self.close()
         raise from_wire(message["error"])
 
