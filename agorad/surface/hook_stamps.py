@@ -71,7 +71,7 @@ def unwired(root: str | os.PathLike, agent: str, hook: str) -> None:
     """A workspace that wired this hook for the seat wires another now: `wired` goes, the firing and the
     re-prompt schedules stay (another workspace may wire the seat still, and its hook goes on with them)."""
     stamp = read(root, agent, hook)
-    if not any(stamp.get(kept) for kept in ("fired", "backoff", "arming")):
+    if not any(stamp.get(kept) for kept in FIELDS if kept != "wired"):
         forget(root, agent, hook)  # nothing but `wired`: the stamp goes, as on --remove
     elif stamp.get("wired") is not None:
         stamp["wired"] = None
