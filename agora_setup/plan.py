@@ -17,7 +17,7 @@ from pathlib import Path
 
 from agora_setup import harnesses, pristine, record
 from agora_setup.harnesses import Seat
-from agora_setup.targets import OwnedFile, SeatDirIgnore, SetupError, Target, in_line_ends_of
+from agora_setup.targets import OwnedFile, SeatDirIgnore, SetupError, Target, in_line_ends_of, lf
 from agorad.surface.filenames import SEAT_RECORD_NAME
 from agorad.surface.paths import FILE_MODE, SEAT_DIR_NAME, Home, seat_record
 
@@ -144,7 +144,7 @@ def _unwired(target: Target, text: str | None, workspace: Path) -> str | None:
         return text
     after = target.unwire(text)
     before = pristine.saved(workspace, _relative(target.path, workspace))
-    return before if before is not None and _left_as_found(target, _lf(before), _lf(after or "") or None) else after
+    return before if before is not None and _left_as_found(target, lf(before), lf(after or "") or None) else after
 
 
 def _left_as_found(target: Target, before: str, after: str | None) -> bool:
@@ -162,10 +162,6 @@ def _change(target: Target, workspace: Path, compute) -> Change:
     before = read_target(target.path)
     return Change(target, _relative(target.path, workspace), before,
                   in_line_ends_of(before, lambda text: compute(target, text)))
-
-
-def _lf(text: str) -> str:
-    return text.replace("\r\n", "\n")
 
 
 def _refuse_linked_directory(path: Path, workspace: Path) -> None:

@@ -222,8 +222,13 @@ def in_line_ends_of(before: str | None, compute) -> str | None:
     is (targets write \n: a CRLF settings.json came back LF, a CLAUDE.md half and half). Only a \n not after a
     \r is turned, so a saved copy of the user's file, which has its own, comes back as it was."""
     crlf = before is not None and before.count("\r") == before.count("\r\n") == before.count("\n") > 0
-    after = compute(before.replace("\r\n", "\n") if crlf else before)
+    after = compute(lf(before) if crlf else before)
     return re.sub(r"(?<!\r)\n", "\r\n", after) if crlf and after is not None else after
+
+
+def lf(text: str) -> str:
+    """`text` with each CRLF line end as LF."""
+    return text.replace("\r\n", "\n")
 
 
 def dump(data: dict) -> str:
