@@ -17,6 +17,7 @@ import click
 from agorad.cli.shared import URL_META, SharedOption
 from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import hub_url_for
+from agorad.surface.keys import in_turn
 from agorad.surface.paths import Home
 from agorad.surface.vocab import TURN_ENV, URL_ENV
 
@@ -146,13 +147,6 @@ def connect(home: str | None, as_id: str | None = None):
                                      f"{client.home.key_file(key_owner)}", holder=key_owner))
     _hello(client, as_id, key, client.home.key_file(key_owner))
     return client
-
-
-def in_turn() -> bool:
-    """Whether this process is part of a driven turn (TURN_ENV set, even empty). On every hub, not only the
-    seat's: a turn that was the operator of the user's other hubs, or of one it started itself, could read
-    and rekey their seats, or point a hub's files at a directory a shell sources (a review)."""
-    return TURN_ENV in os.environ
 
 
 def _turn_seat() -> str:

@@ -17,7 +17,7 @@ import sys
 from agorad.cli.fast_parse import options, path_ok
 from agorad.surface import settings
 from agorad.surface.durations import format_duration, parse_duration
-from agorad.surface.vocab import TURN_ENV
+from agorad.surface.keys import in_turn
 
 _COMPLETE = "_AGORAD_COMPLETE"  # click's completion variable for a program named agorad
 
@@ -44,7 +44,7 @@ def parse(argv: list[str]) -> dict | None:
     (the module's docstring), else None."""
     if _COMPLETE in os.environ:  # click's shell completion asks the program itself: click answers it
         return None
-    if TURN_ENV in os.environ:  # a driven turn: click's `up` refuses it (agora-drive(1) SECURITY)
+    if in_turn():  # a driven turn: click's `up` refuses it (agora-drive(1) SECURITY)
         return None
     given = options(argv, {"--home": "home"})
     if given is None:

@@ -161,11 +161,18 @@ def read_key(home: Home, agent_id: str) -> str | None:
     return key
 
 
+def in_turn() -> bool:
+    """Whether this process is part of a driven turn (TURN_ENV set, even empty). On every hub, not only the
+    seat's: a turn that was the operator of the user's other hubs, or of one it started itself, could read
+    and rekey their seats, or point a hub's files at a directory a shell sources (a review)."""
+    return TURN_ENV in os.environ
+
+
 def _refuse_another_seat_in_turn(agent_id: str) -> None:
     """A driven turn acts as its seat only (agora-drive(1) SECURITY): with `--as` another seat's key file was read
     for it, and a review's turn sent as another seat and read its inbox. (A former id of the turn's seat has no
     key file: the caller asks the hub where it went, and reads the seat's own.)"""
-    if TURN_ENV not in os.environ:
+    if not in_turn():
         return
     seat = os.environ.get("AGORA_AGENT_ID")
     if agent_id != seat:
