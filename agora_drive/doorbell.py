@@ -9,7 +9,7 @@ the source subscribes later and asks for what the hub stored since a little befo
 driver started (`since`, as `agora listen --source ws` does): what lands between the hub's
 return and the subscription still rings.
 
-No subprocess and no polling: one poll(2) on the watcher's descriptor and the driver's signal
+No subprocess and no polling (but the poll watcher's, where inotify is used up): one poll(2) on the watcher's descriptor and the driver's signal
 pipes, so an idle driver costs about nothing. It rings for a line that may oblige the seat
 (to-me, dm, open or escalated, not next_turn) or for lines rotated away unread, after the
 debounce window; the sweep that follows decides whether anything obliges. It starts at the

@@ -2,7 +2,7 @@
 
 One process, one poll loop, no polling: the loop sleeps in poll(2) on a
 watcher's fd (watchers/: inotify, no threads; or watchdog's observer thread
-through a pipe), a signal pipe and its harness (harness.py: stdout, the
+through a pipe; or, where inotify is used up, a thread that stats the file), a signal pipe and its harness (harness.py: stdout, the
 parent) until a line lands, a debounce window closes, a heartbeat or a
 reminder (rering.py) is due, the harness goes away, or --max-wait runs out.
 """

@@ -104,7 +104,7 @@ def cli(hub):
     return Cli(hub.home)
 
 
-@pytest.fixture(params=["inotify", "watchdog"])
+@pytest.fixture(params=["inotify", "watchdog", "poll"])
 def watcher(request, monkeypatch):
     """Run the test once per watcher: every `agora listen` started through tests/listenproc.py gets --watcher."""
     monkeypatch.setattr(listenproc, "WATCHER", request.param)

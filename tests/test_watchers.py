@@ -20,7 +20,9 @@ import psutil
 import pytest
 
 from agora_listen.watchers import open_watcher
-from tests.listenproc import Listener
+from tests.hubproc import AGORA
+from tests.listenproc import Listener, fields
+from tests.seats import seats, send
 
 pytestmark = pytest.mark.timeout(30)
 
@@ -35,7 +37,7 @@ def settle(watch) -> None:
     watch.follow()
 
 
-@pytest.fixture(params=["inotify", "watchdog"])
+@pytest.fixture(params=["inotify", "watchdog", "poll"])
 def kind(request):
     return request.param
 
@@ -280,3 +282,48 @@ def test_a_new_file_given_a_deleted_files_number_between_two_looks_is_watched(tm
             break
     if not reused:
         pytest.skip("the file system never handed the freed number back")
+
+
+def _user_namespaces_work() -> bool:
+    """Whether `unshare -U -r` runs here: a user namespace has inotify limits of its own to lower."""
+    try:
+        return subprocess.run(["unshare", "-U", "-r", "true"], capture_output=True, timeout=10).returncode == 0
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+
+
+def _with_no_inotify(limit: str) -> list[str]:
+    """The `agora` script run where this user may have no inotify instance (or watch) at all: a user
+    namespace's own limit set to 0 (/proc/sys/user/, Linux 5.11+), as when every one is held elsewhere."""
+    return ["unshare", "-U", "-r", "sh", "-c", f'echo 0 > /proc/sys/user/{limit} && exec "$0" "$@"', AGORA]
+
+
+@pytest.mark.parametrize("limit, word", [("max_inotify_instances", "max_user_instances"),
+                                         ("max_inotify_watches", "max_user_watches")])
+def test_auto_polls_where_the_users_inotify_is_used_up(hub, limit, word):
+    """Every inotify instance of a user in use (fs.inotify.max_user_instances is 128 here; two suites' listeners
+    used them up): the listener ended, and its seat was deaf. `auto` says so and polls; it still rings."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    with seats(hub, "memory", "runtime") as clients:
+        ear = Listener(hub, "--as", "runtime", "--debounce", "0", agora=_with_no_inotify(limit))
+        try:
+            assert ear.next_line().startswith("AGORA_LISTEN armed source=file agent=runtime")
+            assert psutil.Process(ear.proc.pid).num_threads() > 1  # the poll watcher's thread
+            send(clients["memory"], "@runtime", "hi")
+            assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == "dm:memory--runtime#1"
+        finally:
+            code, lines, stderr = ear.stop()
+    assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=signal"
+    assert f"used up (fs.inotify.{word}); watching the notify file by polling instead" in stderr
+
+
+def test_inotify_chosen_by_name_still_ends_where_the_users_inotify_is_used_up(hub):
+    """Only `auto` falls back: `--watcher inotify` asked for inotify, and says why it cannot have it."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    hub.add_agent("runtime")
+    ear = Listener(hub, "--as", "runtime", "--watcher", "inotify", agora=_with_no_inotify("max_inotify_instances"))
+    code, lines, stderr = ear.finish()
+    assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error cause=")
+    assert "inotify_init1:\\u0020Too\\u0020many\\u0020open\\u0020files" in lines[-1] and "polling" not in stderr

@@ -11,8 +11,10 @@ A watcher follows one file by name in one directory and offers:
 no import cost, and the default wherever it exists. `watchdog`
 (watchers/watchdog.py) is the watchdog package's native observer (FSEvents on
 macOS, kqueue on the BSDs, inotify on Linux) on a thread of its own, feeding a
-pipe: for systems without inotify, and selectable on Linux. `auto` picks
-inotify where it is available, else watchdog.
+pipe: for systems without inotify, and selectable on Linux. `poll`
+(watchers/poll.py) stats the file on a thread every tenth of a second. `auto`
+picks inotify where it is available, else watchdog; where inotify exists but
+the user's instances or watches are used up, it says so on stderr and polls.
 
 Each watcher module is imported only when chosen: `agora listen --once` runs in
 a loop, and importing watchdog's observer costs tens of milliseconds.
@@ -20,9 +22,15 @@ a loop, and importing watchdog's observer costs tens of milliseconds.
 
 from __future__ import annotations
 
+import errno
 import os
+import sys
 
 from agorad.surface.vocab import WATCHERS
+
+# inotify_init1(2) EMFILE: the user's inotify instances are used up (fs.inotify.max_user_instances);
+# inotify_add_watch(2) ENOSPC: the user's watches are (fs.inotify.max_user_watches).
+USED_UP = {errno.EMFILE: "max_user_instances", errno.ENOSPC: "max_user_watches"}
 
 
 def choose(name: str) -> str:
@@ -38,13 +46,46 @@ def choose(name: str) -> str:
 
 def open_watcher(name: str, directory: str, path: str):
     """Start watching `path` (a file in `directory`, which may not exist yet) with the watcher `name`."""
-    if choose(name) == "inotify":
+    chosen = choose(name)
+    if chosen == "inotify":
         from agora_listen.watchers.inotify import Inotify
 
-        return Inotify(directory, path)
-    from agora_listen.watchers.watchdog import Watchdog
+        try:
+            return Inotify(directory, path)
+        except OSError as exc:
+            if name != "auto" or exc.errno not in USED_UP:
+                raise
+            _say_polling(exc)  # ended here, a listener left its seat deaf (a suite's listeners used them up)
+    elif chosen == "watchdog":
+        from agora_listen.watchers.watchdog import Watchdog
 
-    return Watchdog(directory, path)
+        return Watchdog(directory, path)
+    from agora_listen.watchers.poll import Poll
+
+    return Poll(directory, path)
+
+
+def _say_polling(exc: OSError) -> None:
+    from agora_listen.watchers.poll import POLL_INTERVAL
+
+    limit = f"fs.inotify.{USED_UP[exc.errno]}"
+    print(f"agora: {exc.strerror or exc}: this user's inotify {limit.rsplit('_', 1)[1]} are used up ({limit}); "
+          f"watching the notify file by polling instead (a wake up to {POLL_INTERVAL:g} s late). To watch with "
+          "inotify again, "
+          f"raise the limit (sysctl -w {limit}=N, as root) or end programs that hold them", file=sys.stderr)
+
+
+def drain_rings(fd: int) -> int:
+    """Consume the bytes a thread rang into the wake pipe read at `fd`; how many there were."""
+    count = 0
+    while True:
+        try:
+            data = os.read(fd, 4096)
+        except BlockingIOError:
+            return count
+        if not data:
+            return count
+        count += len(data)
 
 
 def wake_pipe() -> tuple[int, int]:

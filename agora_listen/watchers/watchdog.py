@@ -41,7 +41,7 @@ from watchdog.events import (DirCreatedEvent, DirDeletedEvent, DirMovedEvent, Fi
                              FileDeletedEvent, FileModifiedEvent, FileMovedEvent, FileSystemEventHandler)
 from watchdog.observers import Observer
 
-from agora_listen.watchers import wake_pipe
+from agora_listen.watchers import drain_rings, wake_pipe
 
 # What can change what the name holds. Left out: opened, closed without writing,
 # attributes: the listener's own reads and other processes' would wake it for nothing.
@@ -115,15 +115,7 @@ class Watchdog:
 
     def drain(self) -> int:
         """Consume pending rings; return how many there were."""
-        count = 0
-        while True:
-            try:
-                data = os.read(self.fd, 4096)
-            except BlockingIOError:
-                return count
-            if not data:
-                return count
-            count += len(data)
+        return drain_rings(self.fd)
 
     def close(self) -> None:
         _Overflow.watchers.discard(self)

@@ -79,7 +79,7 @@ ENDED_REASONS = (
 )
 # Where `agora listen` reads deliveries from, and how it watches a notify file (agora-listen(1)).
 LISTEN_SOURCES = ("auto", "file", "ws")
-WATCHERS = ("auto", "inotify", "watchdog")
+WATCHERS = ("auto", "inotify", "watchdog", "poll")
 
 # The harnesses `agora setup` wires and `agora hook` speaks for (agora-setup(1), agora-hook(1)).
 HARNESSES = ("claude", "cursor", "codex", "gemini", "opencode")
