@@ -122,6 +122,7 @@ class AgentRunner:
             try:
                 await self._connect(revoked)
                 revoked = None
+                self._follow_rename()
                 self.connections += 1
                 failures = 0
                 await self._serve()
@@ -150,6 +151,14 @@ class AgentRunner:
             if revoked is not None:
                 raise revoked from None
             raise
+
+    def _follow_rename(self) -> None:
+        """The seat's id as the hello answered it: after `agora agent rename` the logs and the loop guard's own
+        DM rule name the new one (they kept the id the runner was started with)."""
+        current = self.client.target.key_holder
+        if current is not None and current != self.agent:
+            log.info("%s: renamed to %s", self.agent, current)
+            self.agent = self.guard.agent = current
 
     async def _back_off(self, failures: int) -> None:
         first, cap = self.reconnect

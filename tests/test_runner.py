@@ -549,6 +549,7 @@ def test_a_runner_reading_its_key_file_follows_its_seat_through_a_rename_and_a_r
         wait_for(lambda: "after the rename and the rekey" in seen, what="the renamed runner to handle it")
     running.stop()
     assert running.runner.connections == 2
+    assert running.runner.agent == running.runner.guard.agent == "ren2"  # its logs and its own-DM rule kept ren1
 
 
 def test_a_runner_whose_seat_is_removed_ends_with_the_hubs_reason(hub, caplog):
