@@ -65,6 +65,10 @@ def _fixes(seat: Seat, key_file: str, owner: str) -> dict[str, str]:
         "forbidden channel.member": "the seat is not a member there: post to a channel it belongs to, or DM with @id",
         "forbidden claim.owner": (f"only {owner} may: tell them what you found (send_message in the claim's channel, "
                                   f"or @{owner}), or open a claim of your own with claims action open"),
+        # A pause is the operator's, and lasts until it resumes: calling again is refused again, so the fix
+        # says to leave it, and how the model learns of the resume (the announcement is addressed to it).
+        "paused": "the operator paused the hub and calling again is refused until it resumes: leave this for "
+                  "then (the resume is announced to this seat, and wait_for_messages wakes on it)",
         "conflict": "it changed meanwhile: look again (check_inbox; for a claim, claims with action show) and retry",
         "internal": "nothing was stored; call again in a moment",
         "method-not-found": "the hub is older than this server: restart it on the same agora version",

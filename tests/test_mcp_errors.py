@@ -9,7 +9,7 @@ import pytest
 
 from agorad.surface import settings
 from tests.hubproc import Hub, stopped, wait_for, with_sitecustomize
-from tests.mcpclient import mcp_session, until
+from tests.mcpclient import doorbell_up, mcp_session, until
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -149,3 +149,26 @@ def test_a_hub_that_is_down_is_told_to_be_started_once(home):
         assert "unavailable: no hub is answering on " in text, text
         assert text.count("agora up") == 1 and f"`agora up --home {home}`" in text, text
         assert "Fix: this server reconnects by itself, so call the tool again once the hub answers." in text, text
+
+
+def test_a_change_refused_by_a_pause_is_left_for_the_resume_not_called_again(seated):
+    seated.add_agent("bob")
+    with seated.client() as op:
+        op.call("hub.pause", reason="migration")
+
+    async def body():
+        async with mcp_session(seated.home, "--as", "alice") as alice:
+            sent = await alice.fails("send_message", target="commons", title="t")
+            opened = await alice.fails("claims", action="open", channel="commons", title="t")
+            await doorbell_up(alice)
+            with seated.client() as op:
+                op.call("hub.resume")
+            woke = await alice.ok("wait_for_messages", timeout_s=30)  # the resume's announcement is addressed to it
+            return sent, opened, woke
+    sent, opened, woke = run(body())
+    for text in (sent, opened):
+        assert "tool send_message: paused: the hub is paused (for " in text or "tool claims: paused: " in text, text
+        assert "Fix: the operator paused the hub and calling again is refused until it resumes" in text, text
+        assert "call again" not in text and "hub's log" not in text, text  # a refusal that lasts is no glitch
+    assert woke.startswith("1 arrived") and "hub resumed after" in woke, woke
+    assert head(seated) == 2  # the pause's and the resume's announcements, nothing of alice's
