@@ -23,6 +23,7 @@ from agora_mcp import render
 from agora_mcp.doorbell import Doorbell
 from agora_mcp.fixes import explain
 from agora_mcp.link import HubLink, Seat
+from agora_mcp.strict import UnknownArguments
 
 Ref = Annotated[str, Field(description="A message reference, CHANNEL#SEQ (e.g. commons#12).")]
 ClaimAction = Literal["list", "show", "open", "receipt", "park", "done"]
@@ -61,7 +62,9 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
             bell["it"].close()
             link.close()
 
-    app = MCPServer("agora", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING")
+    strict = UnknownArguments(seat)
+    app = MCPServer("agora", version=__version__, instructions=INSTRUCTIONS, lifespan=lifespan, log_level="WARNING",
+                    middleware=[strict])
 
     async def hub(method: str, **params):
         try:
@@ -70,7 +73,12 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
             raise ToolError(explain(exc, seat)) from None
 
     def tool(description: str):
-        return app.tool(description=description, structured_output=False)
+        register = app.tool(description=description, structured_output=False)
+
+        def learned(fn):
+            strict.learn(fn)
+            return register(fn)
+        return learned
 
     @tool("Who this seat is: its id, liveness mode and hub. Use when unsure which identity you act as.")
     async def whoami() -> str:

@@ -296,6 +296,28 @@ def test_bad_input_is_a_tool_error_naming_the_field_and_changes_nothing(seats):
     assert commons["head"] == 0  # nothing was posted  # nothing was sent
 
 
+def test_a_misspelt_argument_is_refused_and_never_dropped(seats):
+    """A reply whose reply_to was misspelt was posted as a new message: the debt stayed, the model thought it
+    had answered. An argument the tool does not have now changes nothing and is named with the tool's own."""
+    with seats.client("bob") as bob:
+        asked = bob.call("messages.send", target="@alice", title="ready?", to=["alice"], ask=True)["ref"]
+
+    async def body():
+        async with mcp_session(seats.home, "--as", "alice") as alice:
+            refused = await alice.fails("send_message", target="@bob", title="yes", replyto=asked)
+            quiet = await alice.fails("whoami", verbose=True)
+            await alice.ok("send_message", target="@bob", title="yes", reply_to=asked)
+            return refused, quiet, await alice.ok("owed")
+    refused, quiet, owed = run(body())
+    assert ("invalid-params: send_message has no argument 'replyto' (its arguments: target, title, body, to, ask, "
+            "reply_to, urgency, ask_each, decline); nothing was done. Fix: correct the field") in refused, refused
+    assert "whoami has no argument 'verbose' (it takes none)" in quiet, quiet
+    assert "I owe (0)" in owed, owed
+    with seats.client("bob") as bob:
+        dm, = [c for c in bob.call("inbox.check")["channels"] if c["channel"] == "dm:alice--bob"]
+    assert [m["title"] for m in dm["messages"]] == ["yes"]  # the one reply: the refused call posted nothing
+
+
 def test_a_seat_without_a_key_is_told_where_to_put_it_and_a_wrong_key_is_refused(seats):
     (seats.home / "keys" / "bob.key").unlink()
 
