@@ -172,3 +172,23 @@ def test_a_change_refused_by_a_pause_is_left_for_the_resume_not_called_again(sea
         assert "call again" not in text and "hub's log" not in text, text  # a refusal that lasts is no glitch
     assert woke.startswith("1 arrived") and "hub resumed after" in woke, woke
     assert head(seated) == 2  # the pause's and the resume's announcements, nothing of alice's
+
+
+@pytest.mark.parametrize("tool, arguments, field", [
+    ("claims", {"action": "receipt", "ref": "claim:1", "text": "y" * (1 << 20)}, "text"),
+    ("send_message", {"target": "commons", "title": "t" * (1 << 20)}, "title"),
+    ("heartbeat", {"task": "t" * (1 << 20)}, "task"),
+])
+def test_a_text_over_the_frame_is_refused_before_it_is_sent_naming_its_field(seated, tool, arguments, field):
+    with seated.client("alice") as alice:
+        alice.call("claims.open", channel="commons", title="work")
+
+    async def body():
+        async with mcp_session(seated.home, "--as", "alice") as alice:
+            await alice.ok("check_inbox")
+            return await alice.fails(tool, **arguments)
+    text = run(body())
+    assert f"too-large: {field} is " in text and "the hub takes at most 1048576 in one request" in text, text
+    assert "closing the connection" not in text, text  # the hub never saw it: no words about the wire
+    assert "Fix: shorten it below the limit" in text, text
+    assert head(seated) == 0
