@@ -32,7 +32,9 @@ class Doorbell:
         self.state: AgoraError | None = None  # why the waiting connection is down; None while up or connecting
         self.up = False
         self.waiting = 0  # wait_for_messages calls in flight (whoami shows it)
-        self._pending: list[dict] = []  # important deliveries not yet handed out
+        self._pending: list[dict] = []  # important deliveries not yet handed out, the oldest MCP_WAIT_SHOWN
+        self._beyond = 0  # ... and how many more came (kept as a count: a session that never waits holds no more)
+        self.beyond_taken = 0  # how many the last wait that returned counted beyond those it handed out
         self._rung = asyncio.Event()
         self._generation = 0  # counts waits: only the newest may take deliveries
         self._seen: int | None = None  # the newest delivery id taken; None before the first connection
@@ -43,7 +45,8 @@ class Doorbell:
         self._task.cancel()
 
     async def wait(self, timeout: float) -> list[dict] | None:
-        """The important deliveries since the last wait returned; waits up to `timeout` seconds for one.
+        """The important deliveries since the last wait returned (the oldest MCP_WAIT_SHOWN of them; `beyond_taken`
+        then counts the rest); waits up to `timeout` seconds for one.
 
         A new wait supersedes one still in flight, which returns None without taking anything: a
         harness waits one call at a time, so an older wait is one it gave up on (its client timed
@@ -73,6 +76,7 @@ class Doorbell:
         if self._generation != mine:
             return None
         taken, self._pending = self._pending, []
+        self.beyond_taken, self._beyond = self._beyond, 0  # read by the caller before it awaits anything
         return taken
 
     def take_restart(self) -> bool:
@@ -126,5 +130,8 @@ class Doorbell:
             return  # seen already: pushed live and again by the catch-up of a later subscribe
         self._seen = ident
         if important(delivery):
-            self._pending.append(delivery)
+            if len(self._pending) < settings.MCP_WAIT_SHOWN:
+                self._pending.append(delivery)
+            else:
+                self._beyond += 1
             self._rung.set()

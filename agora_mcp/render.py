@@ -175,20 +175,24 @@ def receipt(result: dict) -> str:
     return f"receipt {result['receipt']} written on {result['ref']} (its version stays {result['version']})"
 
 
-def woke(deliveries: list[dict], timeout: float) -> str:
+def woke(deliveries: list[dict], timeout: float, beyond: int = 0) -> str:
+    """A wait's answer: the deliveries it took, and a count of the `beyond` more it does not name."""
     if not deliveries:
         return f"nothing important arrived in {timeout:g}s; call wait_for_messages again to keep waiting"
     lines = [f"{d['channel']}#{d['seq']} from {d['sender']} [{','.join(d.get('flags') or [])}]: "
              f"{one_line(d.get('title', ''), _TITLE)}" for d in deliveries]
+    if beyond:
+        return (f"{len(deliveries) + beyond} arrived, the first {len(deliveries)} shown\n{quoted(lines, 'arrivals')}\n"
+                f"{beyond} more arrived: check_inbox lists everything unread.")
     return (f"{len(deliveries)} arrived\n{quoted(lines, 'arrivals')}\n"
             "Read them with read_message (check_inbox shows everything unread).")
 
 
-def restarted(deliveries: list[dict]) -> str:
+def restarted(deliveries: list[dict], beyond: int = 0) -> str:
     """A wait's answer once the hub's delivery ids started again lower: what came since cannot be told apart."""
     said = ("the hub's delivery ids started again lower (its database was restored): which deliveries are new "
             "cannot be told from here. Run check_inbox, which shows everything unread.")
-    return said if not deliveries else f"{said}\n{woke(deliveries, 0)}"
+    return said if not deliveries else f"{said}\n{woke(deliveries, 0, beyond)}"
 
 
 def whoami(hello: dict, seat_home: str, hub: str) -> str:

@@ -149,11 +149,12 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         arrived = await doorbell.wait(timeout_s)
         if arrived is None:
             return "superseded: a newer wait_for_messages call is waiting now; this one took nothing"
+        beyond = doorbell.beyond_taken
         if doorbell.take_restart():
-            return render.restarted(arrived)
+            return render.restarted(arrived, beyond)
         if not arrived and doorbell.state is not None:
             raise ToolError(explain(doorbell.state, seat))
-        return render.woke(arrived, timeout_s)
+        return render.woke(arrived, timeout_s, beyond)
 
     @tool("Claims say who is doing what: use action list (yours), show, open (channel, title) for work you take on, "
           "receipt (ref, text) for progress, park or done (ref, version).")

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import os
 import re
+import signal
+import subprocess
 import time
 
 import anyio
@@ -240,6 +242,39 @@ def test_wait_wakes_on_an_important_delivery_and_not_on_chatter(seats):
             assert "dm:alice--bob#2 from alice [to-me,dm]: wake up" in fence_ok(text, "AGORA-DATA")
             assert "nothing important arrived in 0s" in await bob.ok("wait_for_messages", timeout_s=0)
     run(body())
+
+
+def test_a_wait_names_a_few_deliveries_and_counts_the_rest(seats):
+    """A flood (or a long time without a wait) made one answer of every delivery since the last wait: 600 DMs
+    were 88 KB, past what a harness takes well in one tool result."""
+    flood = settings.MCP_WAIT_SHOWN + 7
+
+    async def body():
+        async with mcp_session(seats.home, "--as", "bob") as bob:
+            await doorbell_up(bob)
+            server = mcp_server_pid(seats.home)
+            os.kill(server, signal.SIGSTOP)  # every push waits in its socket, read at once when it goes on
+            try:
+                with seats.client("alice") as alice:
+                    for n in range(flood):
+                        alice.call("messages.send", target="@bob", title=f"update {n}")
+            finally:
+                os.kill(server, signal.SIGCONT)
+            await bob.ok("whoami")  # a round trip: the server has read what its socket held
+            return await bob.ok("wait_for_messages", timeout_s=40), await bob.ok("wait_for_messages", timeout_s=0)
+    text, after = run(body())
+    shown = fence_ok(text, "AGORA-DATA").strip().splitlines()[2:]  # past the fence's two lines of notice
+    assert text.startswith(f"{flood} arrived, the first {settings.MCP_WAIT_SHOWN} shown"), text
+    assert len(shown) == settings.MCP_WAIT_SHOWN and shown[0].endswith(": update 0"), shown
+    assert text.endswith("7 more arrived: check_inbox lists everything unread."), text
+    assert after.startswith("nothing important arrived"), after  # the count was handed out with them
+
+
+def mcp_server_pid(home) -> int:
+    """The pid of the `agora mcp` serving `home` (the SDK's client does not say it)."""
+    found = subprocess.run(["pgrep", "-f", f"mcp --home {home} "], capture_output=True, text=True).stdout.split()
+    assert len(found) == 1, found
+    return int(found[0])
 
 
 def test_a_wait_in_flight_survives_a_hub_restart_and_tools_reconnect(seats):

@@ -122,6 +122,10 @@ DECLINED_SHOWN = 20              # owed.list: the newest declines of the caller'
 MCP_WAIT_MAX = 50.0
 MCP_WAIT_DEFAULT = 45.0
 MCP_TOOL_TIMEOUT = 60            # the tool_timeout_sec `agora setup` writes for Codex: above the longest wait
+# A wait names at most this many of the deliveries it hands out, and counts the rest: a seat that did not wait
+# for a while, or a peer that floods it, made one answer of every delivery since the last wait (600 DMs: 88 KB,
+# some 22k tokens, past Claude Code's 10k-token warning for a tool result). check_inbox lists the rest.
+MCP_WAIT_SHOWN = 20
 # While the hub is down, the server's waiting connection tries it again after the first delay, doubling
 # to the cap while it keeps failing (a removed seat or a wrong key would otherwise knock twice a second
 # all session); a tool call in between tries at once. The listener's own retry is 2 s.
