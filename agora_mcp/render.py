@@ -152,11 +152,14 @@ def _claim(claim: dict, now: float) -> str:
             f"last receipt {ago(claim.get('last_receipt_at'), now)}: {one_line(claim['title'], _TITLE)}")
 
 
-def claims(result: dict) -> str:
+def claims(result: dict, channel: str | None = None) -> str:
+    """A listing: the seat's own claims, or `channel`'s. Its next page is asked for the same way, or a
+    channel's listing would go on with the seat's own claims instead."""
     found = result["claims"]
     if not found:
         return "no claims (open one with action open when you take on work)"
-    more = (f"\nmore claims follow: call claims with action list and after {found[-1]['ref']}"
+    of = f", channel {channel}" if channel else ""
+    more = (f"\nmore claims follow: call claims with action list{of} and after {found[-1]['ref']}"
             if result.get("more") else "")
     return quoted([_claim(c, result["now"]) for c in found], "claims") + more
 

@@ -177,7 +177,7 @@ def build(seat: Seat, *, noop: bool = False) -> MCPServer:
         params = {name: given[name] for name in needed[0] + needed[1] if given[name] is not None}
         if action == "list":
             found = await hub("claims.list", **({"owner": seat.agent} if "channel" not in params else {}), **params)
-            return render.claims(found)
+            return render.claims(found, params.get("channel"))
         result = await hub(f"claims.{action}", **params)
         return render.receipt(result) if action == "receipt" else render.claim(result, action)
 

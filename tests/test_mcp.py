@@ -168,6 +168,9 @@ def test_a_claims_listing_past_the_hubs_page_says_more_follow_and_after_lists_th
             assert (await bob.ok("claims", action="list", after="claim:1")).startswith("no claims")  # bob's own
             listed = await bob.ok("claims", action="list", channel="commons", after=f"claim:{CLAIMS_LIMIT + 1}")
             assert f"claim:{CLAIMS_LIMIT + 2} " in fence_ok(listed, "AGORA-DATA")
+            # A channel's page names the channel for the next: without it, bob would page his own claims.
+            page = await bob.ok("claims", action="list", channel="commons")
+            assert page.endswith(f"call claims with action list, channel commons and after claim:{CLAIMS_LIMIT}")
     run(body())
 
 
