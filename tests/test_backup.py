@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import socket
 import sqlite3
 import stat
@@ -19,7 +20,7 @@ import pytest
 from agorad.surface.filenames import file_generation
 from agorad.surface.places import NEW_SEAT_PLACE, is_place
 from tests.conftest import Cli
-from tests.hubproc import Hub
+from tests.hubproc import Hub, short_home
 from tests.listenproc import Listener, fields, listen_once
 from tests.seats import seats, send
 from tests.test_notify import crash_during_send
@@ -265,6 +266,30 @@ def test_a_restore_after_a_kill_9_serves_the_backup_not_the_wal_the_dead_hub_lef
         assert b.call("messages.read", ref="dm:a--b#1")["title"] == "before"
         assert [m["title"] for c in b.call("inbox.check")["channels"] for m in c["messages"]] == ["before"]
     assert cli("check").exit_code == 0
+
+
+def test_a_restore_from_a_database_whose_wal_holds_commits_restores_them_too(hub, cli, tmp_path):
+    """A home's agora.db left by a hub killed with -9 keeps its last commits in agora.db-wal beside it.
+    Restored from that file (moving a crashed home, say), every acknowledged send comes along: a copy of
+    the main file alone dropped them and reported the smaller count as if nothing were missing."""
+    import signal
+
+    crashed = Hub(short_home()).start()
+    try:
+        with seats(crashed, "a", "b") as s:
+            for n in range(20):
+                send(s["a"], "@b", f"sent {n}")
+    finally:
+        crashed.stop(signal.SIGKILL)
+    assert os.path.getsize(crashed.home / "agora.db-wal") > 0  # the commits are in the WAL, not the main file
+    hub.stop()
+    restored = json.loads(cli("restore", str(crashed.home / "agora.db"), "--json").stdout)
+    assert restored["messages"] == 20
+    hub.start()
+    key = (crashed.home / "keys" / "b.key").read_text().strip()  # a backup holds no keys (agora-backup(1))
+    with hub.client("b", key) as b:
+        assert b.call("messages.read", ref="dm:a--b#20")["title"] == "sent 19"
+    shutil.rmtree(crashed.home.parent, ignore_errors=True)
 
 
 # --- check --------------------------------------------------------------------------------------

@@ -65,16 +65,25 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
 
 
 def _stage(source: Path, staged: Path) -> dict:
-    """Copy `source` to `staged` (0600) and check the copy; what it holds, or an error naming the file."""
+    """Copy `source` to `staged` (0600) and check the copy; what it holds, or an error naming the file.
+
+    The copy goes through SQLite (a read-only connection and the backup API, as `agora backup` makes
+    one), not byte for byte: a database in WAL mode, such as a home's agora.db left by a hub killed
+    with -9, keeps committed transactions in its -wal beside it, which a copy of the main file alone
+    would silently drop (acknowledged sends lost, and the report's counts none the wiser).
+    """
     try:
-        with open(source, "rb") as reading, open(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                                                          FILE_MODE), "wb") as writing:
-            shutil.copyfileobj(reading, writing)
-            writing.flush()
-            os.fsync(writing.fileno())
+        os.close(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
     except OSError as exc:
         raise OSError(f"copying {source} into the home: {exc.strerror}") from None
     try:
+        reading = snapshot.open_readonly(source)
+        try:
+            reading.execute("PRAGMA schema_version").fetchall()  # a file that is no database says so here
+            snapshot.copy_into(reading, staged)
+        finally:
+            reading.close()
+        sync_path(staged)
         db = snapshot.open_own_copy(staged)
         try:
             _check(db, source)
