@@ -292,6 +292,24 @@ def test_a_restore_from_a_database_whose_wal_holds_commits_restores_them_too(hub
     shutil.rmtree(crashed.home.parent, ignore_errors=True)
 
 
+def test_a_backup_or_restore_file_whose_name_is_not_utf8_is_refused_naming_it(hub, cli, tmp_path):
+    """A Linux file name may hold any bytes; SQLite takes only UTF-8 names. Such a FILE is refused with one
+    line that names it and says what to do (it ended in apsw's UnicodeEncodeError, a traceback), and
+    nothing is written: no backup, no temp file, no change to the home."""
+    good = tmp_path / "good.db"
+    cli("backup", str(good))
+    odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/b\xff.db")  # as Python hands such an argument over
+    result = cli("backup", odd, code=1)
+    assert "not valid UTF-8" in result.stderr and "b\\udcff.db" in result.stderr and "Traceback" not in result.stderr
+    assert sorted(os.listdir(tmp_path)) == ["good.db"]
+    hub.stop()
+    os.link(good, os.fsencode(odd))
+    before = home_snapshot(hub.home)
+    result = cli("restore", odd, code=1)
+    assert "not valid UTF-8" in result.stderr
+    assert home_snapshot(hub.home) == before
+
+
 # --- check --------------------------------------------------------------------------------------
 
 def test_check_beside_a_live_hub_takes_a_file_ahead_of_its_first_read_for_mail_stored_since(hub, monkeypatch):

@@ -147,6 +147,15 @@ def test_socket_path_too_long_is_a_clear_error(tmp_path):
     assert "shorter AGORA_HOME" in done.stderr
 
 
+def test_a_home_whose_path_is_not_utf8_is_a_clear_error(home):
+    """SQLite takes only UTF-8 file names: a home whose name holds other bytes is refused with one line that
+    names it (the hub died with apsw's UnicodeEncodeError, a traceback)."""
+    odd = os.fsencode(str(home.parent)) + b"/h\xff"
+    done = subprocess.run([AGORAD, "--home", odd], capture_output=True, text=True, errors="replace", timeout=10)
+    assert done.returncode == 1
+    assert "not valid UTF-8" in done.stderr and "Traceback" not in done.stderr, done.stderr
+
+
 def test_log_is_one_line_per_event_without_secrets(hub):
     key = hub.add_agent("runtime")
     with hub.client("runtime", key) as seat:

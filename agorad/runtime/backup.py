@@ -16,6 +16,7 @@ from pathlib import Path
 import apsw
 
 from agorad.store import snapshot
+from agorad.store.connection import sqlite_path
 from agorad.surface.errors import AgoraError
 from agorad.surface import filenames
 from agorad.surface.filenames import sync_path
@@ -25,6 +26,7 @@ from agorad.surface.paths import FILE_MODE, Home
 def backup(home: Home, target: Path, force: bool = False) -> dict:
     """Copy the home's database to `target` (0600, whole or not at all); return what was written."""
     target = Path(os.path.abspath(target))
+    sqlite_path(target)  # a name SQLite cannot take fails here, named as given, not as its temp file
     if not home.db.is_file():
         raise AgoraError(f"no database at {home.db}: nothing to back up")
     if _names_a_hub_file(home, target):

@@ -43,6 +43,19 @@ class Database(apsw.Connection):
         self.step_many = cursor.executemany
 
 
+def sqlite_path(path: str | os.PathLike) -> str:
+    """`path` as SQLite opens it. SQLite takes file names in UTF-8, while a Linux name may hold any bytes
+    (Python carries those as lone surrogates): such a path is refused here with an OSError that names it,
+    where apsw failed with a bare UnicodeEncodeError (a traceback from `agora backup`, `agorad`)."""
+    text = os.fspath(path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise OSError(f"{text}: the path is not valid UTF-8, and SQLite opens only paths in UTF-8; "
+                      "rename the file or directory, or give another path") from None
+    return text
+
+
 def connect(path: Path, synchronous: str = settings.SYNCHRONOUS.upper(), vfs: str | None = None) -> Database:
     """Open (creating 0600 if needed) the database at `path`, WAL mode, foreign keys on.
 
@@ -53,8 +66,9 @@ def connect(path: Path, synchronous: str = settings.SYNCHRONOUS.upper(), vfs: st
     """
     if synchronous not in SYNCHRONOUS:
         raise ValueError(f"synchronous must be one of {SYNCHRONOUS}")
+    name = sqlite_path(path)
     _create_private(path)
-    db = Database(str(path), vfs)
+    db = Database(name, vfs)
     db.setbusytimeout(BUSY_TIMEOUT_MS)
     if vfs is not None:
         db.execute("PRAGMA locking_mode=EXCLUSIVE")

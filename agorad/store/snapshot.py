@@ -14,12 +14,12 @@ import os
 
 import apsw
 
-from agorad.store.connection import BUSY_TIMEOUT_MS, rows
+from agorad.store.connection import BUSY_TIMEOUT_MS, rows, sqlite_path
 
 
 def open_readonly(path: str | os.PathLike) -> apsw.Connection:
     """A read-only connection to `path`; it never creates the file."""
-    db = apsw.Connection(os.fspath(path), flags=apsw.SQLITE_OPEN_READONLY)
+    db = apsw.Connection(sqlite_path(path), flags=apsw.SQLITE_OPEN_READONLY)
     db.setbusytimeout(BUSY_TIMEOUT_MS)
     return db
 
@@ -27,7 +27,7 @@ def open_readonly(path: str | os.PathLike) -> apsw.Connection:
 def open_own_copy(path: str | os.PathLike) -> apsw.Connection:
     """A read-write connection to a copy no one else uses (never created here). Closing it, the
     last connection, removes any -wal and -shm it made: a read-only one would leave them behind."""
-    db = apsw.Connection(os.fspath(path), flags=apsw.SQLITE_OPEN_READWRITE)
+    db = apsw.Connection(sqlite_path(path), flags=apsw.SQLITE_OPEN_READWRITE)
     db.setbusytimeout(BUSY_TIMEOUT_MS)
     return db
 
@@ -39,7 +39,7 @@ def copy_into(source: apsw.Connection, target: str | os.PathLike) -> None:
     beside it to lose on the way to wherever backups are kept (the hub turns WAL back on when it
     opens a restored copy).
     """
-    dest = apsw.Connection(os.fspath(target), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
+    dest = apsw.Connection(sqlite_path(target), flags=apsw.SQLITE_OPEN_READWRITE | apsw.SQLITE_OPEN_CREATE)
     try:
         with dest.backup("main", source, "main") as copy:
             copy.step(-1)
