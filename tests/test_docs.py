@@ -342,6 +342,25 @@ def test_rpc_documents_every_forbidden_rule(rule):
         f"agora-rpc.7 ERRORS does not explain the rule {rule}"
 
 
+def test_rpc_names_the_data_members_a_real_hub_sends_with_a_stale_version(hub):
+    """What a method's Errors block says to read from data (data.X) is there in a real hub's error: the
+    version conflicts of charters.set and phases.set, and charters.get's missing version, carry
+    current_version, which the page once called data.current (a program reading that found nothing)."""
+    from agorad.surface.errors import AgoraError
+
+    with seats(hub, "a") as s:
+        calls = {"charters.set": (hub.call, {"text": "rules", "version": 5}),
+                 "charters.get": (hub.call, {"version": 9}),
+                 "phases.set": (s["a"].call, {"channel": "commons", "track": "t", "stage": "open", "version": 5})}
+        for method, (call, params) in calls.items():
+            with pytest.raises(AgoraError) as refused:
+                call(method, **params)
+            named = set(re.findall(r"data\.(\w+)", method_block(method, "Errors")))
+            assert named, f"{method}: its Errors block names no data member, so this test checks nothing"
+            assert named <= set(refused.value.data), \
+                f"{method}: the page names data.{sorted(named)}, the hub sent {sorted(refused.value.data)}"
+
+
 def test_rpc_names_exactly_the_methods_a_paused_hub_lets_through():
     text = subsections(man_section(RPC, "DESCRIPTION"))["A paused hub"]
     named = set(re.findall(r"(?<![\w.-])([a-z]+\.[a-z_]+)(?![\w-])", text)) & set(METHODS)
