@@ -120,6 +120,24 @@ def test_a_reply_is_for_the_asker_and_a_debtor_who_left_can_still_answer(hub):
         assert lead_flags["ops#3"] == ["to-me"]
 
 
+def test_a_debtor_who_left_can_read_the_ask_it_owes_and_no_other_message_there(hub, cli):
+    """It may answer after leaving (above), and its inbox's owed block still lists the ask: so it may read
+    it. It was refused, with no word of how to get at it. Any other message of the channel stays refused,
+    in the same words whether it exists or not, and says how to join."""
+    with seats(hub, "lead", "memory") as s:
+        s["lead"].call("channels.create", channel="ops")
+        s["memory"].call("channels.join", channel="ops")
+        send(s["lead"], "ops", "who takes it?", body="the details", to=["memory"], ask=True)
+        send(s["lead"], "ops", "not for you")
+        s["memory"].call("channels.leave", channel="ops")
+        assert [d["ref"] for d in s["memory"].call("owed.list")["i_owe"]] == ["ops#1"]
+        read = cli("read", "--as", "memory", "ops#1", "--json")
+        assert json.loads(read.stdout)["body"] == "the details"
+        for ref in ("ops#2", "ops#9"):
+            refused = cli("read", "--as", "memory", ref, code=1)
+            assert "memory is not a member of ops; join it with `agora channel join ops --as memory`" in refused.stderr
+
+
 def test_debts_of_an_expired_ephemeral_seat_wait_too(hub):
     key = hub.add_agent("scratch")  # ephemeral: expires after the 1 h TTL without heartbeats
     with seats(hub, "lead") as s:

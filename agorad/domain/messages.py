@@ -26,7 +26,7 @@ from agorad.store import channels as channels_sql
 from agorad.store import debts as debts_sql
 from agorad.store import messages as sql
 from agorad.store import write
-from agorad.surface.errors import Forbidden, InvalidParams, NotFound, TooLarge
+from agorad.surface.errors import InvalidParams, NotFound, TooLarge
 from agorad.surface.protocol import encode_text, encode_text_of, is_agent_id
 from agorad.surface.vocab import ASK_ANY, ASK_EACH, DEFAULT_URGENCY, HUB_SENDER, NEXT_TURN, NEXT_TURN_FLAG, URGENCIES
 
@@ -238,9 +238,12 @@ def _flags(addressed: bool, dm: bool, ask: bool, quiet: bool) -> set[str]:
 def read(db: apsw.Connection, actor: Actor, ref) -> dict:
     """One message, its metadata, and its body inside a fence. Reading never acks."""
     channel, seq = channels.parse_ref(db, ref, "ref", actor)
-    if not actor.is_operator and channels_sql.membership(db, actor.agent_pk, channel["pk"]) is None:
-        raise Forbidden(f"{actor.agent_id} is not a member of {channel['name']}", rule="channel.member")
     message = sql.by_ref(db, channel["pk"], seq)
+    if not actor.is_operator and channels_sql.membership(db, actor.agent_pk, channel["pk"]) is None:
+        # A debtor may answer an ask after leaving its channel (_original), so it may read what it answers;
+        # anyone else is refused alike whether or not the message exists.
+        if message is None or actor.agent_pk not in debts_sql.debtor_pks(db, message["pk"]):
+            channels.require_member(db, actor, channel)
     if message is None:
         raise NotFound(f"no message {ref} (the channel's newest is #{channel['head']})", field="ref")
     original = sql.by_pk(db, message["reply_to"]) if message["reply_to"] else None
