@@ -152,3 +152,16 @@ def test_a_value_reaches_a_terminal_inert_and_a_pipe_byte_for_byte(hub):
         assert "\\x1b]0;PWNED\\x07" in shown and "\\u202e" in shown and "next\tcol" in shown
     piped = subprocess.run([AGORA, "kb", "get", "notes/x"], capture_output=True, env=env, timeout=30)
     assert piped.stdout == (hostile + "\n").encode()
+
+
+def test_a_profile_nested_past_the_json_parsers_depth_is_listed_as_text(cli, hub):
+    """A profile of an id with no seat is listed from the profile alone, its liveness_mode read from its JSON.
+    One nested deeper than the parser goes (it fits in a value) made agents.list, agents.get and hub.status
+    fail with `internal` for everyone, for as long as the entry stood: it is a profile declaring nothing."""
+    deep = "[" * 60_000
+    cli("kb", "put", "profile/ghost", "-", input=deep)
+    listed = json.loads(cli("agents", "--json").stdout)
+    ghost = next(agent for agent in listed if agent["id"] == "ghost")
+    assert ghost["liveness_mode"] is None and ghost["profile"] == deep
+    assert hub.call("agents.get", agent="ghost")["agent"]["status"] == "dormant"
+    cli("status")

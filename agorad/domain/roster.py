@@ -140,7 +140,7 @@ def _profile_only(agent_id: str, profile: dict) -> dict:
         declared = json.loads(profile["value"])
         if isinstance(declared, dict) and declared.get("liveness_mode") in LIVENESS_MODES:
             mode = declared["liveness_mode"]
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: nested past the parser's depth, which fits in a value
         pass
     return {
         "id": agent_id, "liveness_mode": mode, "status": "dormant", "task": None,
