@@ -90,6 +90,7 @@ def test_agent_rm_and_json_outputs(cli, hub):
 
 def test_bad_meta_and_duration_are_usage_errors(cli):
     assert "not JSON" in cli("agent", "add", "x", "--meta", "{nope", code=2).stderr
+    assert "not JSON" in cli("agent", "add", "x", "--meta", "[" * 5000, code=2).stderr  # it raised RecursionError
     assert "not a duration" in cli("agent", "add", "x", "--interval", "soon", code=2).stderr
     assert json.loads(cli("agents", "--json").stdout) == []
 

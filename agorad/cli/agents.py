@@ -86,7 +86,7 @@ def agent_add(agent_id, home, as_json, mode, interval, meta):
     """Register agent ID and print its key (shown only this once)."""
     try:
         meta_obj = json.loads(meta)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:  # RecursionError: nested past the parser's depth
         raise click.BadParameter(f"not JSON: {exc}", param_hint="--meta") from None
     chosen = {} if interval is None else {"interval": interval}
     with connect(home) as hub:
