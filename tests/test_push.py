@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agorad.surface.errors import Unauthorized, Unavailable
+from tests.hubproc import Hub, with_sitecustomize
 from tests.seats import seats, send
+from tests.wire import Raw
 
 
 def test_subscriber_receives_deliveries_in_order(hub):
@@ -85,3 +87,53 @@ def test_a_closed_or_lost_connection_says_so(hub):
             s["other"].next_notification(timeout=10)
         with pytest.raises(Unavailable):
             list(s["other"].notifications())
+
+
+def test_a_catch_up_past_the_push_buffer_comes_whole_before_its_reply_then_pushes_go_on(home, tmp_path):
+    """inbox.subscribe with `after` replays the backlog as the peer reads it. Written all at once, a backlog
+    past the subscriber's buffer limit cut the connection as a subscriber that does not read (however fast
+    it read), before the reply, and a client that connected again with the same `after` was cut again.
+    The limit is lowered here (256 KiB, not 16 MiB) so that 150 wide deliveries pass it."""
+    hub = Hub(home)
+    hub.env = with_sitecustomize(hub.env, tmp_path, "from agorad.runtime import server\nserver.PUSH_BUFFER_LIMIT = 256 << 10\n")
+    hub.start()
+    try:
+        with seats(hub, "alice", "bob") as s:
+            wide = "\U0001F600" * 200  # twelve bytes a character on the wire: about 4 KiB a push
+            for n in range(150):
+                send(s["alice"], "@bob", wide, body=wide)
+            with Raw(home) as raw:
+                assert "result" in raw.request("hub.hello", {"agent": "bob", "key": (home / "keys" / "bob.key").read_text().strip()})
+                raw.send(b'{"jsonrpc":"2.0","id":2,"method":"inbox.subscribe","params":{"after":0}}\n'
+                         b'{"jsonrpc":"2.0","id":3,"method":"hub.status"}\n')
+                frames = []
+                while not frames or frames[-1].get("id") != 3:
+                    frame = raw.reply()
+                    assert frame is not None, f"the hub closed the connection after {len(frames)} frames"
+                    frames.append(frame)
+                pushed = [frame["params"]["id"] for frame in frames if frame.get("method") == "inbox.delivery"]
+                assert pushed == list(range(1, 151))
+                assert [frame.get("id") for frame in frames[-2:]] == [2, 3] and frames[-2]["result"]["newest"] == 150
+                send(s["alice"], "@bob", "live")
+                assert raw.reply()["params"]["id"] == 151
+    finally:
+        hub.stop()
+
+
+def test_replays_on_one_connection_come_one_after_another_and_replies_after_them(hub):
+    """A client may subscribe again with another `after` (agora listen does, with 0, when the hub's ids
+    started again lower): each replay comes whole and in order, live pushes do not overtake it, and every
+    reply waits for the replays asked before it."""
+    with seats(hub, "alice", "bob") as s:
+        for title in ("one", "two", "three"):
+            send(s["alice"], "@bob", title)
+        with Raw(hub.home) as raw:
+            raw.request("hub.hello", {"agent": "bob", "key": (hub.home / "keys" / "bob.key").read_text().strip()})
+            raw.send(b'{"jsonrpc":"2.0","id":2,"method":"inbox.subscribe","params":{"after":2}}\n'
+                     b'{"jsonrpc":"2.0","id":3,"method":"inbox.subscribe","params":{"after":0}}\n'
+                     b'{"jsonrpc":"2.0","id":4,"method":"hub.status"}\n')
+            frames = [raw.reply() for _ in range(7)]
+            assert [f["params"]["id"] if "method" in f else ("reply", f["id"]) for f in frames] == \
+                [3, 1, 2, 3, ("reply", 2), ("reply", 3), ("reply", 4)]
+            send(s["alice"], "@bob", "four")
+            assert raw.reply()["params"]["id"] == 4

@@ -87,6 +87,25 @@ def test_subscribe_after_replays_the_missed_in_order_then_pushes_live(remote):
             assert refused.value.reason == "invalid-params" and refused.value.data["field"] == "after"
 
 
+def test_a_catch_up_past_the_send_queue_comes_whole_then_its_reply(remote):
+    """A seat reconnecting over the port with a backlog past its 4 MiB send queue (agora listen --source ws
+    after a while away) gets all of it, as it reads, then the reply: written at once, the replay cut the
+    connection as a peer that does not read, and the listener, reconnecting with the same id, for ever."""
+    wide = "\U0001F600" * 200  # about 4 KiB a push: 1,100 of them pass 4 MiB
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        for n in range(1100):
+            send(bob, "@alice", wide, body=wide)
+    with RemoteClient(remote.url) as alice:
+        alice.hello("alice", remote.keys["alice"])
+        assert alice.call("inbox.subscribe", after=0)["newest"] == 1100
+        ids = [alice.next_notification(timeout=10)["params"]["id"] for _ in range(1100)]
+        assert ids == list(range(1, 1101))
+        assert alice.next_notification(timeout=0.2) is None
+        with remote.client("bob", remote.keys["bob"]) as bob:
+            send(bob, "@alice", "live")
+        assert alice.next_notification(timeout=10)["params"]["id"] == 1101
+
+
 def test_a_seats_bare_hello_says_which_hub_and_a_hello_with_a_key_authenticates_again(remote):
     """`agora mcp`'s whoami asks `hub.hello` with no params on its seat's connection: over the port as over
     the socket, that answers which hub this is and changes nothing; one naming a seat must carry its key."""

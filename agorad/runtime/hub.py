@@ -33,6 +33,8 @@ from agorad.surface import settings
 from agorad.surface.paths import Home, seat_state_files
 from agorad.surface.protocol import encode
 
+REPLAY_PAGE = 100  # deliveries read per step of a catch-up replay: each row holds its message's body (for the preview)
+
 
 @dataclass
 class Settings:
@@ -70,6 +72,7 @@ class HubState:
     liveness: Liveness = field(init=False)
     subscribers: dict[int, set] = field(default_factory=dict)  # agent pk -> connections that subscribed
     sessions: dict[int, set] = field(default_factory=dict)     # agent pk -> connections acting as it
+    _replays: set = field(default_factory=set)  # catch-up replays under way (replay)
     debts_opened: asyncio.Event = field(default_factory=asyncio.Event)  # an ask committed: the sweeper looks again
     # The open pause (domain/pause.py), or None: read on every agent call, so kept here in step with
     # the database (loaded at start, set by hub.pause and hub.resume, read again if their batch is lost).
@@ -148,15 +151,71 @@ class HubState:
         faults.point("after-notify")
 
     def replay(self, connection, agent_pk: int, after: int) -> None:
-        """After COMMIT: push the agent's deliveries with id > `after`, oldest first, then subscribe
-        the connection. All on the loop thread, so no delivery falls between the two; one committed in
-        the same batch may come twice (pushed, then replayed), never out of order: ids only ascend."""
-        for rows in messages_sql.deliveries_after(self.db, agent_pk, after):
-            if connection.transport.is_closing():
-                break
-            for row in rows:
-                connection.push(delivery_frame(row))
-        connection.subscribe(agent_pk)
+        """After COMMIT: push the agent's deliveries with id > `after`, oldest first, then subscribe the
+        connection; its replies wait until then, so the replayed pushes come before the call's reply.
+
+        The pushes go out as the peer reads them, a page at a time: written all at once, a backlog past
+        the subscriber's buffer limit (16 MiB here, 4 MiB on the remote port) cut the connection as a
+        subscriber that does not read, however fast it read, and a client that reconnected with the same
+        `after` was cut again, for ever. Every read is made with no batch open, so what is pushed is
+        committed; the read that finds nothing newer subscribes in the same step, so no delivery falls
+        between the replay and the pushes, and none comes twice."""
+        connection.hold_replies()
+        previous = connection.replay_task
+        task = asyncio.get_running_loop().create_task(self._replay(connection, agent_pk, after, previous))
+        connection.replay_task = task
+        self._replays.add(task)  # the loop keeps only a weak reference to a task
+        task.add_done_callback(self._replays.discard)
+
+    async def _replay(self, connection, agent_pk: int, after: int, previous: asyncio.Task | None) -> None:
+        try:
+            if previous is not None:  # one replay at a time on a connection, in the order they were asked
+                await asyncio.wait([previous])
+            # Already subscribed (a second subscribe, such as a client's after 0 when the ids started again
+            # lower): live pushes would overtake the replay; it subscribes again once it has caught up.
+            self.subscribers.get(agent_pk, set()).discard(connection)
+            seqs: list[int] = []
+            while not connection.gone():
+                if not seqs:
+                    seqs = await self._settled(lambda: self._rest_or_subscribe(connection, agent_pk, after))
+                    if not seqs:
+                        return
+                page, seqs = seqs[:REPLAY_PAGE], seqs[REPLAY_PAGE:]
+                for row in await self._settled(lambda: messages_sql.deliveries_by_seqs(self.db, page)):
+                    if connection.gone():
+                        return
+                    connection.transport.write(delivery_frame(row))
+                    after = row["id"]
+                    if connection.behind():
+                        await connection.drained()
+        except Exception as exc:  # a bug: the connection goes, so its client connects again and catches up
+            log("error", method="inbox.subscribe", error=type(exc).__name__, detail=str(exc)[:200])
+            connection.transport.close()
+        finally:
+            connection.release_replies()
+
+    def _rest_or_subscribe(self, connection, agent_pk: int, after: int) -> list[int]:
+        """The seqs of the agent's deliveries after `after`; none: the replay is done, and the connection
+        subscribes in this same step (unless it went, or said hub.hello as another agent meanwhile)."""
+        seqs = messages_sql.delivery_seqs_after(self.db, agent_pk, after)
+        if not seqs and not connection.gone() and connection.actor.agent_pk == agent_pk:
+            connection.subscribe(agent_pk)
+        return seqs
+
+    def _settled(self, read) -> asyncio.Future:
+        """`read()`'s result, read once no batch is open (at once, or right after the open one's COMMIT)."""
+        done = asyncio.get_running_loop().create_future()
+
+        def run(stored: bool) -> None:
+            if done.cancelled():
+                return
+            try:
+                done.set_result(read())
+            except Exception as exc:
+                done.set_exception(exc)
+
+        self.batch.when_settled(run)
+        return done
 
     def set_pause(self, paused: pausing.Pause | None) -> None:
         """The pause state changed in the open batch: it holds for the calls after this one at once;

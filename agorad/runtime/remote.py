@@ -226,6 +226,12 @@ class RemoteSession(Session):
             except ConnectionClosed:
                 return
 
+    def behind(self) -> bool:
+        return not self.transport.drained.is_set()
+
+    async def drained(self) -> None:
+        await self.transport.drained.wait()
+
     def _subscribed(self) -> bool:
         return self in self.hub.subscribers.get(self.actor.agent_pk, ())
 

@@ -40,6 +40,9 @@ class Session:
         self.hub = hub
         self.actor = Actor()
         self.closing = False  # a final error was sent; discard input until the peer goes
+        self.held: list[bytes] | None = None  # replies waiting for catch-up replays (hold_replies)
+        self.holding = 0  # replays under way on this connection
+        self.replay_task = None  # the newest of them (HubState.replay runs them one after another)
 
     def _leave_seat(self) -> None:
         pk = self.actor.agent_pk
@@ -67,6 +70,40 @@ class Session:
         self._write_error(None, Unauthorized(f"{why}; this connection is closed"))
         self._hang_up()
 
+    def hold_replies(self) -> None:
+        """A catch-up replay starts (HubState.replay): replies wait until its pushes are out."""
+        self.holding += 1
+        if self.held is None:
+            self.held = []
+
+    def release_replies(self, everything: bool = False) -> None:
+        """A replay ended: once none is under way (or, `everything`, at a hang-up), the held replies go out."""
+        self.holding = 0 if everything else max(0, self.holding - 1)
+        if self.holding:
+            return
+        held, self.held = self.held, None
+        for frame in held or ():
+            if not self.transport.is_closing():
+                self.transport.write(frame)
+
+    def _out(self, frame: bytes) -> None:
+        """A reply or an error, in order: after the pushes of a replay under way."""
+        if self.held is not None:
+            self.held.append(frame)
+        elif not self.transport.is_closing():
+            self.transport.write(frame)
+
+    def gone(self) -> bool:
+        """The connection is closing, or hanging up after a final error."""
+        return self.closing or self.transport.is_closing()
+
+    def behind(self) -> bool:
+        """The peer has not read what was written: a replay waits (drained) before it writes more."""
+        raise NotImplementedError
+
+    async def drained(self) -> None:
+        raise NotImplementedError
+
     def push(self, frame: bytes) -> None:
         """A notification for a subscriber; dropped if the peer stopped reading long ago."""
         if not self.transport.is_closing():
@@ -78,6 +115,7 @@ class Session:
 
     def _hang_up(self) -> None:
         """End the connection after a final error, once every reply before it has gone out."""
+        self.release_replies(everything=True)  # replays stop; what they held goes out before the final error
         self.closing = True
         self.hub.batch.when_settled(lambda stored: self._finish())  # after the final error, in order
 
@@ -134,7 +172,7 @@ class Session:
         if self.transport.is_closing():
             return
         if stored:
-            self.transport.write(reply)
+            self._out(reply)
         else:
             self._write_error(request_id, InternalError("the hub could not store this change (see its log); nothing was changed"))
 
@@ -166,8 +204,7 @@ class Session:
         self.hub.batch.when_settled(lambda stored: self._write_error(request_id, exc))
 
     def _write_error(self, request_id, exc: AgoraError) -> None:
-        if not self.transport.is_closing():
-            self.transport.write(encode({"jsonrpc": "2.0", "id": request_id, "error": exc.to_wire()}))
+        self._out(encode({"jsonrpc": "2.0", "id": request_id, "error": exc.to_wire()}))
 
 
 class Connection(Session, asyncio.Protocol):
@@ -178,6 +215,8 @@ class Connection(Session, asyncio.Protocol):
         self.buffer = bytearray()
         self.scanned = 0  # bytes of `buffer` already known to hold no newline
         self.transport: asyncio.Transport | None = None
+        self.writable = asyncio.Event()  # cleared while asyncio has paused writing (the peer is behind)
+        self.writable.set()
 
     def connection_made(self, transport) -> None:
         self.transport = transport
@@ -196,13 +235,22 @@ class Connection(Session, asyncio.Protocol):
 
     def connection_lost(self, exc) -> None:
         self._leave_seat()
+        self.writable.set()  # a replay waiting for the peer to read goes on, finds the connection gone and ends
 
     def pause_writing(self) -> None:
         # The client is not reading its replies: stop reading its requests until it does.
+        self.writable.clear()
         self.transport.pause_reading()
 
     def resume_writing(self) -> None:
+        self.writable.set()
         self.transport.resume_reading()
+
+    def behind(self) -> bool:
+        return not self.writable.is_set()
+
+    async def drained(self) -> None:
+        await self.writable.wait()
 
     def data_received(self, data: bytes) -> None:
         if self.closing:

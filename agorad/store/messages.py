@@ -151,12 +151,23 @@ _LINE_FIELDS = ("d.id, d.created_at AS ts, a.id AS agent, c.name AS channel, m.s
 def deliveries_after(db: apsw.Connection, agent_pk: int, after_id: int, chunk: int = 1000) -> Iterator[list[dict]]:
     """An agent's deliveries with id > after_id, oldest first, with what a notify line needs: `chunk`
     rows at a time. The walk back from the head reads only seqs, once; each chunk reads its rows by seq."""
-    seqs = [seq for (seq,) in db.execute(
+    seqs = delivery_seqs_after(db, agent_pk, after_id)
+    for start in range(0, len(seqs), chunk):
+        yield deliveries_by_seqs(db, seqs[start:start + chunk])
+
+
+def delivery_seqs_after(db: apsw.Connection, agent_pk: int, after_id: int) -> list[int]:
+    """The seqs of an agent's deliveries with id > after_id, oldest first: the walk back from its head,
+    which reads only those."""
+    return [seq for (seq,) in db.execute(
         f"{_CHAIN}SELECT chain.seq FROM chain JOIN deliveries d ON d.seq = chain.seq WHERE d.id > ?2 ORDER BY d.id",
         (agent_pk, after_id))]
-    for start in range(0, len(seqs), chunk):
-        yield rows(db.execute(f"SELECT {_LINE_FIELDS} WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.id",
-                              (json.dumps(seqs[start:start + chunk]),)))
+
+
+def deliveries_by_seqs(db: apsw.Connection, seqs: list[int]) -> list[dict]:
+    """The deliveries `seqs` names (delivery_seqs_after), oldest first, with what a notify line needs."""
+    return rows(db.execute(f"SELECT {_LINE_FIELDS} WHERE d.seq IN (SELECT value FROM json_each(?)) ORDER BY d.id",
+                           (json.dumps(seqs),)))
 
 
 def last_before(db: apsw.Connection, agent_pk: int, since: float) -> int:
