@@ -150,6 +150,17 @@ def test_wrong_key_is_unauthorized_and_changes_nothing(hub):
     assert hub.call("agents.get", agent="runtime")["agent"]["last_seen"] is None
 
 
+def test_a_hello_without_a_key_says_the_key_is_missing_whether_or_not_the_seat_exists(hub):
+    """It said "wrong key" for a key never given, and only for a seat that exists."""
+    hub.add_agent("runtime")
+    with Raw(hub.home) as raw:
+        for agent in ("runtime", "nobody"):
+            error = raw.request("hub.hello", {"agent": agent})["error"]
+            assert error["data"] == {"reason": "unauthorized", "field": "key"}
+            assert error["message"].startswith(f"hub.hello as {agent!r} needs its key")
+        assert raw.request("agents.heartbeat")["error"]["data"]["reason"] == "unauthorized"  # still the operator
+
+
 def test_another_agents_key_does_not_open_a_seat(hub):
     hub.add_agent("alice")
     bob_key = hub.add_agent("bob")

@@ -31,8 +31,11 @@ def hello(call: Call) -> dict:
               "notify_dir": str(notifier.directory) if notifier.enabled else None}
     if agent_id is None:
         return result
+    if key is None:  # said before the id is looked up, so it tells nothing of whether the seat exists
+        raise Unauthorized(f"hub.hello as {agent_id!r} needs its key: the one agents.add gave "
+                           "(kept in <home>/keys/<id>.key; CLI: --as ID reads it)", field="key")
     row, redirect = registry.resolve(call.hub.db, agent_id)
-    if key is None or not keys.key_matches(key, row["key_hash"]):
+    if not keys.key_matches(key, row["key_hash"]):
         raise Unauthorized(f"wrong key for agent {row['id']!r}", field="key")
     call.new_actor = Actor(row["pk"], row["id"], row["liveness_mode"])
     result.update(agent=row["id"], liveness_mode=row["liveness_mode"], redirected=redirect,
