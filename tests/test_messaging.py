@@ -212,3 +212,8 @@ def test_an_addressee_named_twice_is_resolved_and_redirected_once(hub):
         hub.call("agents.rename", old="runtime", new="engine", reason="split")
         sent = send(s["memory"], "commons", "for engine", to=["runtime"] * 3 + ["engine"])
         assert sent["to"] == ["engine"] and [r["from"] for r in sent["redirected"]] == ["runtime"]
+        # Named in to, as the DM's @target and in a mention too: still one rename followed, said once
+        # (agora send printed "redirected: runtime -> engine" once for each).
+        for target, to in (("commons", ["runtime"]), ("@runtime", [])):
+            sent = send(s["memory"], target, "hi @runtime", body="and @runtime again", to=to)
+            assert [r["from"] for r in sent["redirected"]] == ["runtime"], target

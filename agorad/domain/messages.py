@@ -181,7 +181,7 @@ def _addressees(db, actor: Actor, channel: dict, members: Container[int], draft:
     found = set(members) if channel["kind"] == "dm" else set()
     for agent_id in each_once(draft.to):  # an id named twice is resolved, and redirected, once
         row, redirect = registry.resolve(db, agent_id, "to")
-        if redirect:
+        if redirect and redirect not in redirects:  # each rename followed is reported once (@target, to, mentions)
             redirects.append(redirect)
         if row["pk"] not in members:
             raise InvalidParams(f"{row['id']} is not a member of {channel['name']}, so it would never see this", field="to")
@@ -193,7 +193,7 @@ def _addressees(db, actor: Actor, channel: dict, members: Container[int], draft:
             continue  # an @word that names nobody is just text
         if row["pk"] in members:
             found.add(row["pk"])
-            if redirect:
+            if redirect and redirect not in redirects:
                 redirects.append(redirect)
     found.discard(actor.agent_pk)
     return found
