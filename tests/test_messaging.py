@@ -217,3 +217,13 @@ def test_an_addressee_named_twice_is_resolved_and_redirected_once(hub):
         for target, to in (("commons", ["runtime"]), ("@runtime", [])):
             sent = send(s["memory"], target, "hi @runtime", body="and @runtime again", to=to)
             assert [r["from"] for r in sent["redirected"]] == ["runtime"], target
+
+
+def test_an_ask_in_a_dm_whose_other_agent_was_removed_says_so(hub, cli):
+    """The refusal said to give an addressee "or a DM", to a sender asking in a DM: its other agent is gone."""
+    with seats(hub, "alice", "bob") as s:
+        send(s["alice"], "@bob", "hi")
+        hub.call("agents.remove", agent="bob")
+        refused = cli("send", "--as", "alice", "dm:alice--bob", "--ask", "still there?", code=1)
+        assert "the other agent of dm:alice--bob was removed" in refused.stderr
+        assert hub.call("hub.status")["counts"]["messages"] == 1

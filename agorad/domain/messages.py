@@ -91,6 +91,9 @@ def send(db: apsw.Connection, actor: Actor, draft: Draft, now: float, schedule) 
         members = set(names) if dm else _MembersOf(db, channel["pk"])
         addressees = _addressees(db, actor, channel, members, draft, redirects)
         if draft.ask and not addressees:
+            if dm:  # a DM always has its other agent, unless that agent was removed since
+                raise InvalidParams(f"an ask needs someone to answer it, and the other agent of {channel['name']} was "
+                                    "removed: nobody is left in it to answer", field="ask")
             raise InvalidParams("an ask needs someone to answer it: an addressee in to (CLI: --to ID), an @mention, "
                                 "or a DM", field="ask")
         original = _original(db, actor, draft.reply_to)
