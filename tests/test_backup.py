@@ -109,6 +109,24 @@ def test_restore_refuses_while_a_hub_runs(hub, cli, tmp_path):
         assert s["b"].call("messages.read", ref="dm:a--b#2")["title"] == "two"
 
 
+def test_a_restore_refused_for_a_lock_no_running_hub_holds_says_so(hub, cli, tmp_path):
+    """With the lock held and no live hub named (a hub starting, another restore), the refusal named
+    "a hub is running (pid ?)"; it names the lock and what may hold it."""
+    import fcntl
+
+    target = tmp_path / "b.db"
+    cli("backup", str(target))
+    hub.stop()
+    fd = os.open(hub.home / "agorad.lock", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        refused = cli("restore", str(target), code=1)
+        assert "a hub is running" not in refused.stderr
+        assert "agorad.lock is held by another process" in refused.stderr
+    finally:
+        os.close(fd)
+
+
 def test_a_restore_whose_notify_files_cannot_be_made_keeps_the_homes_database(hub, cli, tmp_path):
     """The notify files are made before the database is replaced: a restore that cannot make them
     (here the notify directory's parent is a file) changes nothing."""

@@ -131,6 +131,24 @@ def test_stale_socket_and_pidfile_from_killed_hub_are_recovered(hub):
         again.stop()
 
 
+def test_a_lock_held_by_no_running_hub_is_said_as_such(home):
+    """agorad.lock is also held by a hub starting or stopping and by an agora restore under way; with no live
+    hub in the pidfile (here a killed hub's, and a test holding the lock) a start said "another hub is already
+    running (pid ...)", naming a dead pid or "?", and sent the reader looking for a hub that was not there."""
+    import fcntl
+
+    home.mkdir(mode=0o700)
+    (home / "agorad.pid").write_text("999999\nversion=0\n")  # a pid no process has (pid_max is lower)
+    fd = os.open(home / "agorad.lock", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        done = subprocess.run([AGORAD, "--home", str(home)], capture_output=True, text=True, timeout=10)
+        assert done.returncode == 1 and "already running" not in done.stderr
+        assert f"{home}/agorad.lock is held by another process" in done.stderr and "agora restore" in done.stderr
+    finally:
+        os.close(fd)
+
+
 def test_a_non_socket_at_the_socket_path_is_never_deleted(home):
     home.mkdir(mode=0o700)
     (home / "agorad.sock").write_text("precious")

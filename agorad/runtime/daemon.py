@@ -79,7 +79,9 @@ def run(home: Home, settings: Settings | None = None) -> int:
 def _take_lock(home: Home) -> int:
     fd = homelock.take(home)
     if fd is None:
-        raise StartupError(f"another hub is already running on {home.root} (pid {_read_pid(home) or '?'})")
+        pid = homelock.running_hub(home)
+        raise StartupError(f"another hub is already running on {home.root} (pid {pid})" if pid else
+                           homelock.held_elsewhere(home))
     return fd
 
 

@@ -10,8 +10,9 @@ import fcntl
 import os
 import socket
 
-from agorad.surface.filenames import made_private, read_regular_text
+from agorad.surface.filenames import made_private
 from agorad.surface.paths import FILE_MODE, Home
+from agorad.surface.pidfiles import process_alive, read_pidfile, start_ticks
 
 
 def take(home: Home) -> int | None:
@@ -28,11 +29,27 @@ def take(home: Home) -> int | None:
 
 
 def holder(home: Home) -> int | None:
-    """The pid the home's pidfile names (the hub holding the lock, when one does)."""
-    try:
-        return int(read_regular_text(home.pidfile).split("\n", 1)[0])
-    except (OSError, ValueError):
+    """The pid the home's pidfile names, whether or not that process runs."""
+    found = read_pidfile(home.pidfile)
+    return found[0] if found else None
+
+
+def running_hub(home: Home) -> int | None:
+    """The pid of the hub the home's pidfile names, if that process still runs (the hub holding the lock,
+    when one does): the lock is also held by a hub starting or stopping, or an `agora restore` under way,
+    and a pidfile a killed hub left names nobody."""
+    found = read_pidfile(home.pidfile)
+    if found is None or not process_alive(found[0]):
         return None
+    pid, facts = found
+    started = facts.get("started")
+    return None if started is not None and start_ticks(pid) not in (None, started) else pid
+
+
+def held_elsewhere(home: Home) -> str:
+    """What holds the lock when no running hub is named: said as such, so nobody looks for a hub that is not there."""
+    return (f"{home.lockfile} is held by another process (a hub starting or stopping, or an agora restore under "
+            "way); try again once it is done")
 
 
 def socket_answers(home: Home) -> bool:

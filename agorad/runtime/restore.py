@@ -38,8 +38,10 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
     if lock is None or homelock.socket_answers(home):
         if lock is not None:
             os.close(lock)
-        raise AgoraError(f"a hub is running on {home.root} (pid {homelock.holder(home) or '?'}); "
-                         "stop it before restoring")
+        pid = homelock.running_hub(home)
+        if lock is None and pid is None:
+            raise AgoraError(f"cannot restore now: {homelock.held_elsewhere(home)}")
+        raise AgoraError(f"a hub is running on {home.root} (pid {pid or '?'}); stop it before restoring")
     try:
         staged = home.root / f".{home.db.name}.restore.{os.getpid()}"
         files = None
