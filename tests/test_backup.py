@@ -568,3 +568,14 @@ def test_a_listener_running_across_a_restore_rings_only_what_the_restored_hub_wr
         code, lines, _ = ear.stop()
         restored.stop()
     assert sum(line.startswith("AGORA_WAKE") for line in lines) == 3, lines
+
+
+def test_check_on_a_home_whose_path_is_not_utf8_says_so_in_one_line(hub, cli, tmp_path):
+    """agora check read such a home's database through apsw directly: a UnicodeEncodeError, a traceback."""
+    good = tmp_path / "good.db"
+    cli("backup", str(good))
+    odd = os.fsencode(str(tmp_path)) + b"/h\xff"
+    os.mkdir(odd, 0o700)
+    shutil.copyfile(good, odd + b"/agora.db")
+    result = cli("check", "--home", os.fsdecode(odd), "--notify-dir", "", code=1)
+    assert "not valid UTF-8" in result.stderr and "Traceback" not in result.stderr

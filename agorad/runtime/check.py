@@ -16,7 +16,7 @@ from pathlib import Path
 import apsw
 
 from agorad.store import integrity, snapshot
-from agorad.store.connection import BUSY_TIMEOUT_MS
+from agorad.store.connection import BUSY_TIMEOUT_MS, sqlite_path
 from agorad.store.migrations import available
 from agorad.surface.errors import AgoraError
 from agorad.surface.filenames import file_generation, read_regular
@@ -77,7 +77,7 @@ def _reader(home: Home) -> apsw.Connection:
     connection (with a hub started meanwhile it is not the last, and the hub's stay)."""
     if any(companion.exists() for companion in home.db_files[1:]):
         return snapshot.open_readonly(home.db)
-    db = apsw.Connection(os.fspath(home.db), flags=apsw.SQLITE_OPEN_READWRITE)  # never creates the file
+    db = apsw.Connection(sqlite_path(home.db), flags=apsw.SQLITE_OPEN_READWRITE)  # never creates the file
     db.setbusytimeout(BUSY_TIMEOUT_MS)
     return db
 
