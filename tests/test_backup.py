@@ -579,3 +579,13 @@ def test_check_on_a_home_whose_path_is_not_utf8_says_so_in_one_line(hub, cli, tm
     shutil.copyfile(good, odd + b"/agora.db")
     result = cli("check", "--home", os.fsdecode(odd), "--notify-dir", "", code=1)
     assert "not valid UTF-8" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_check_on_a_file_it_cannot_read_says_so_and_no_more(home):
+    """A file SQLite cannot read was also reported as "not an Agora database (its tables are missing)",
+    which nothing showed: its tables were never looked at."""
+    home.mkdir(mode=0o700)
+    (home / "agora.db").write_bytes(b"not a database\n" * 500)
+    report = json.loads(Cli(home)("check", "--json", "--notify-dir", "", code=1).stdout)
+    assert report["integrity"] == ["cannot read the database: file is not a database"]
+    assert report["ok"] is False and report["schema"] is None

@@ -43,10 +43,13 @@ def check(home: Home, notify_dir: Path | None, quick: bool = False) -> dict:
         finally:
             db.close()
     except apsw.Error as exc:
-        found, version = [f"cannot read the database: {exc}"], None
+        found, version, unread = [f"cannot read the database: {exc}"], None, True
+    else:
+        unread = False
     newest = max(number for number, _, _ in available())
     if version is None:
-        found.append("not an Agora database (its tables are missing)")
+        if not unread:  # a file that could not be read says nothing of its tables
+            found.append("not an Agora database (its tables are missing)")
     elif version > newest:
         found.append(f"schema {version} is newer than this agora knows ({newest})")
     return {"ok": not found and not any(seat["problems"] for seat in seats), "database": str(home.db),
