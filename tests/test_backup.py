@@ -171,6 +171,10 @@ def test_restore_refuses_a_file_that_is_not_a_sound_agora_database(hub, cli, tmp
         result = cli("restore", str(path), code=1)
         assert re.search(why, result.stderr), result.stderr
         assert home_snapshot(hub.home) == before, f"restoring {path.name} changed the home"
+    new_home = tmp_path / "new-home"  # a home not made yet stays unmade (it was made, with keys/ and its lock)
+    for path, why in ((text, "not a sound Agora database"), (other, "not an Agora one")):
+        result = cli("restore", "--home", str(new_home), str(path), code=1)
+        assert re.search(why, result.stderr) and not new_home.exists(), result.stderr
 
 
 def test_restore_installs_the_backup_0600_and_notify_files_that_ring_nothing_twice(hub, cli, tmp_path):

@@ -33,6 +33,7 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
     source = Path(os.path.abspath(source))
     if not source.is_file():
         raise AgoraError(f"no file {source} to restore")
+    _refuse_foreign(source)  # before the home is touched: a refused file made the home, keys/ and the lock
     home.ensure()
     lock = homelock.take(home)
     if lock is None or homelock.socket_answers(home):
@@ -96,6 +97,20 @@ def _stage(source: Path, staged: Path) -> dict:
         raise AgoraError(f"{source} is not a sound Agora database ({exc}); nothing was changed") from None
 
 
+def _refuse_foreign(source: Path) -> None:
+    """Refuse, reading `source` only, a file that is no database or not an Agora one (or a newer one).
+    The staged copy is checked again, and whole (`_check`): this look is for what needs no copy."""
+    try:
+        reading = snapshot.open_readonly(source)
+        try:
+            reading.execute("PRAGMA schema_version").fetchall()  # a file that is no database says so here
+            _check_schema(reading, source)
+        finally:
+            reading.close()
+    except apsw.Error as exc:
+        raise AgoraError(f"{source} is not a sound Agora database ({exc}); nothing was changed") from None
+
+
 def _upgrade(staged: Path) -> None:
     """Bring the checked copy to this code's schema, as the hub would at start: the notify files are
     remade from it, through the newest schema's tables (a backup may be older)."""
@@ -107,6 +122,14 @@ def _upgrade(staged: Path) -> None:
 
 
 def _check(db: apsw.Connection, source: Path) -> None:
+    _check_schema(db, source)
+    found = integrity.problems(db)
+    if found:
+        first = found[0].replace("\n", "; ")[:200]
+        raise AgoraError(f"{source} fails integrity_check ({first} ...); nothing was changed")
+
+
+def _check_schema(db: apsw.Connection, source: Path) -> None:
     version = integrity.schema_version(db)
     if version is None:
         raise AgoraError(f"{source} is an SQLite database but not an Agora one (no agents, channels, messages, "
@@ -115,10 +138,6 @@ def _check(db: apsw.Connection, source: Path) -> None:
     if version > newest:
         raise AgoraError(f"{source} is at schema {version}, newer than this agora knows ({newest}); "
                          "upgrade agora to restore it; nothing was changed")
-    found = integrity.problems(db)
-    if found:
-        first = found[0].replace("\n", "; ")[:200]
-        raise AgoraError(f"{source} fails integrity_check ({first} ...); nothing was changed")
 
 
 def _install(home: Home, staged: Path) -> None:
