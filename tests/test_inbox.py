@@ -149,3 +149,18 @@ def test_a_ref_named_twice_in_one_ack_is_acked_and_listed_once(hub):
         ref = send(s["memory"], "@runtime", "one")["ref"]
         done = s["runtime"].call("inbox.ack", ref=[ref] * 20_000)  # within the 1 MiB frame
         assert done["acked"] == [ref] and list(done["cursors"]) == [ref]
+
+
+def test_an_important_check_past_its_limit_leaves_out_a_channel_with_nothing_important(hub):
+    """agora-rpc(7): with `important`, a channel with no to-me, dm or open headline is left out. Once `limit`
+    was filled every later channel was listed, empty, whether or not it held anything important (a review)."""
+    with seats(hub, "memory", "runtime") as s:
+        for name in ("alpha", "beta", "gamma"):
+            s["memory"].call("channels.create", channel=name)
+            s["runtime"].call("channels.join", channel=name)
+        send(s["memory"], "alpha", "for you", to=["runtime"])
+        send(s["memory"], "beta", "chatter")
+        send(s["memory"], "gamma", "also for you", to=["runtime"])
+        inbox = s["runtime"].call("inbox.check", limit=1, important=True)
+        assert [(c["channel"], c["unread"], len(c["messages"])) for c in inbox["channels"]] == [
+            ("alpha", 1, 1), ("gamma", 1, 0)]
