@@ -593,3 +593,13 @@ def test_check_on_a_file_it_cannot_read_says_so_and_no_more(home):
     report = json.loads(Cli(home)("check", "--json", "--notify-dir", "", code=1).stdout)
     assert report["integrity"] == ["cannot read the database: file is not a database"]
     assert report["ok"] is False and report["schema"] is None
+
+
+@pytest.mark.parametrize("command", ["backup", "restore"])
+def test_an_empty_file_name_is_a_usage_error(hub, cli, command):
+    """click passes '' through as the current directory: backup said it exists (give --force), restore that
+    there was no file named after it (a review)."""
+    before = home_snapshot(hub.home)
+    result = cli(command, "", code=2)
+    assert "Invalid value for 'FILE': is empty: name the file" in result.stderr
+    assert home_snapshot(hub.home) == before

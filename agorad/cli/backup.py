@@ -11,8 +11,16 @@ from agorad.surface import settings
 from agorad.surface.paths import Home
 
 
+def _named_file(ctx, param, value: Path) -> Path:
+    """An empty FILE is refused: click passes '' through as the current directory (`agora backup ''` said the
+    directory exists, give --force; `agora restore ''` that there was no file named after it)."""
+    if value == Path("."):  # only '' reaches here as ".": click refuses "." itself as a directory
+        raise click.BadParameter("is empty: name the file", ctx=ctx, param=param)
+    return value
+
+
 @click.command("backup")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), callback=_named_file)
 @click.option("--force", is_flag=True, help="Replace FILE if it exists.")
 @home_option
 @json_option
@@ -35,7 +43,7 @@ def backup(file, force, home, as_json):
 
 
 @click.command("restore")
-@click.argument("file", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("file", type=click.Path(dir_okay=False, path_type=Path), callback=_named_file)
 @click.option("--notify-dir", metavar="DIR",
               help="Where the hub writes the <id>-inbox.log notify files, as given to `agora up` "
                    "(default: the home; '' when they are off).")
