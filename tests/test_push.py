@@ -137,3 +137,46 @@ def test_replays_on_one_connection_come_one_after_another_and_replies_after_them
                 [3, 1, 2, 3, ("reply", 2), ("reply", 3), ("reply", 4)]
             send(s["alice"], "@bob", "four")
             assert raw.reply()["params"]["id"] == 4
+
+
+def _rss_kib(pid: int) -> int:
+    for line in open(f"/proc/{pid}/status"):
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")
+
+
+def test_replies_held_for_a_replay_stop_the_reading_of_requests_past_a_bound(hub):
+    """Replies held for a replay are not in the transport, so they did not pause the reader as written ones do:
+    a peer reading its catch-up slowly while pipelining small requests with large replies (messages.read of a
+    60 KB body) had every one of them read and answered into memory, some 250 MB in seconds (a review)."""
+    import socket
+    import time
+
+    with seats(hub, "alice", "bob") as s:
+        wide = "\U0001F600" * 200
+        ref = send(s["alice"], "@bob", "big", body="x" * 60000)["ref"]
+        for n in range(1000):
+            send(s["alice"], "@bob", wide, body=wide)
+        key = (hub.home / "keys" / "bob.key").read_text().strip()
+        before = _rss_kib(hub.proc.pid)
+        with socket.socket(socket.AF_UNIX) as sock:
+            sock.connect(str(hub.home / "agorad.sock"))
+            sock.sendall(b'{"jsonrpc":"2.0","id":1,"method":"hub.hello","params":{"agent":"bob","key":"%s"}}\n'
+                         b'{"jsonrpc":"2.0","id":2,"method":"inbox.subscribe","params":{"after":0}}\n' % key.encode())
+            read = (b'{"jsonrpc":"2.0","id":3,"method":"messages.read","params":{"ref":"%s"}}\n' % ref.encode()) * 5
+            sock.setblocking(False)
+            end = time.monotonic() + 8
+            peak = before
+            while time.monotonic() < end:
+                try:
+                    sock.send(read)
+                except BlockingIOError:
+                    pass
+                try:
+                    sock.recv(4096)  # a slow reader: the replay goes on, as it reads
+                except BlockingIOError:
+                    pass
+                time.sleep(0.01)
+                peak = max(peak, _rss_kib(hub.proc.pid))
+        assert peak - before < 100 << 10, f"the hub grew by {(peak - before) >> 10} MiB"

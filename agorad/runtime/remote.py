@@ -194,6 +194,8 @@ class RemoteSession(Session):
         self.ending = (CLOSE_POLICY, "closing")  # the close code and reason of a hang-up
         self.transport = Outbox(ws, self.peer, settings.REMOTE_SEND_QUEUE, settings.REMOTE_SEND_HIGH)
         self.replies_waiting = 0  # bytes of replies made, waiting for their batch's COMMIT
+        self.read_on = asyncio.Event()  # cleared while held replies are past HELD_HIGH (server.Session._out)
+        self.read_on.set()
 
     async def run(self) -> None:
         if not self.pending.admit(self.peer):
@@ -232,6 +234,12 @@ class RemoteSession(Session):
     async def drained(self) -> None:
         await self.transport.drained.wait()
 
+    def _stop_reading(self) -> None:
+        self.read_on.clear()
+
+    def _read_again(self) -> None:
+        self.read_on.set()
+
     def _subscribed(self) -> bool:
         return self in self.hub.subscribers.get(self.actor.agent_pk, ())
 
@@ -254,6 +262,7 @@ class RemoteSession(Session):
             if self.transport.size + self.replies_waiting > self.transport.high:
                 await self._replies_queued()
             await self.transport.drained.wait()  # a peer that does not read its replies is not read either
+            await self.read_on.wait()  # nor one whose replies wait for a replay, past HELD_HIGH
 
     def _reply_after_commit(self, request_id, reply: bytes) -> None:
         """Count the reply until the COMMIT queues it: replies land all at once then, and a peer that sent

@@ -24,6 +24,7 @@ from agorad.surface.protocol import MAX_FRAME, decode_request, encode, encode_re
 
 PUSH_BUFFER_LIMIT = 16 << 20  # bytes queued for a subscriber that does not read before it is cut off
 HANG_UP_GRACE = 2.0  # seconds a refused peer has to read its error before the hub closes
+HELD_HIGH = 1 << 20  # bytes of replies held for a replay (hold_replies) past which the peer's requests wait unread
 
 
 class Session:
@@ -43,6 +44,8 @@ class Session:
         self.held: list[bytes] | None = None  # replies waiting for catch-up replays (hold_replies)
         self.holding = 0  # replays under way on this connection
         self.replay_task = None  # the newest of them (HubState.replay runs them one after another)
+        self.held_size = 0  # bytes in `held`
+        self.held_over = False  # past HELD_HIGH: the peer's requests are not read until the replies go out
 
     def _leave_seat(self) -> None:
         pk = self.actor.agent_pk
@@ -81,17 +84,33 @@ class Session:
         self.holding = 0 if everything else max(0, self.holding - 1)
         if self.holding:
             return
-        held, self.held = self.held, None
+        held, self.held, self.held_size = self.held, None, 0
         for frame in held or ():
             if not self.transport.is_closing():
                 self.transport.write(frame)
+        if self.held_over:
+            self.held_over = False
+            self._read_again()
 
     def _out(self, frame: bytes) -> None:
         """A reply or an error, in order: after the pushes of a replay under way."""
         if self.held is not None:
             self.held.append(frame)
+            self.held_size += len(frame)
+            if self.held_size > HELD_HIGH and not self.held_over:
+                # Held replies are not in the transport, so they do not pause the reader as written ones do:
+                # a peer pipelining requests during a long replay grew them without bound (hundreds of MB).
+                self.held_over = True
+                self._stop_reading()
         elif not self.transport.is_closing():
             self.transport.write(frame)
+
+    def _stop_reading(self) -> None:
+        """Read no more requests (held_over) until _read_again."""
+        raise NotImplementedError
+
+    def _read_again(self) -> None:
+        raise NotImplementedError
 
     def gone(self) -> bool:
         """The connection is closing, or hanging up after a final error."""
@@ -244,7 +263,16 @@ class Connection(Session, asyncio.Protocol):
 
     def resume_writing(self) -> None:
         self.writable.set()
-        self.transport.resume_reading()
+        if not self.held_over:
+            self.transport.resume_reading()
+
+    def _stop_reading(self) -> None:
+        if not self.transport.is_closing():
+            self.transport.pause_reading()
+
+    def _read_again(self) -> None:
+        if self.writable.is_set() and not self.transport.is_closing():
+            self.transport.resume_reading()
 
     def behind(self) -> bool:
         return not self.writable.is_set()
