@@ -544,3 +544,22 @@ def test_a_hub_without_listen_serves_no_port(hub):
 def test_status_names_the_port_listen_0_picked(remote):
     shown = subprocess.run([AGORA, "status", "--home", str(remote.home)], capture_output=True, text=True, timeout=30)
     assert f"remote port: {remote.url} (seats on other hosts: agora setup --url)\n" in shown.stdout
+
+
+def test_a_stop_does_not_wait_for_a_peer_that_does_not_read_its_catch_up(remote):
+    """A catch-up replay fills a peer's send queue to the high-water mark and waits there, as it reads: one that
+    does not read holds a send stuck in the full socket, and websockets' close handshake waited behind it, so the
+    hub's stop waited for the keepalive to give up on the peer (18 s here, up to 40 s; agora down waits 30 s)."""
+    wide = "\U0001F600" * 200
+    with remote.client("bob", remote.keys["bob"]) as bob:
+        for n in range(2000):
+            send(bob, "@alice", wide)
+    with ws_connect(remote.url, max_size=None) as alice:  # its reader stops once a few messages wait unread
+        alice.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "hub.hello",
+                               "params": {"agent": "alice", "key": remote.keys["alice"]}}))
+        assert "result" in json.loads(alice.recv(timeout=10))
+        alice.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "inbox.subscribe", "params": {"after": 0}}))
+        time.sleep(2)
+        started = time.monotonic()
+        assert remote.stop() == 0
+        assert time.monotonic() - started < 10

@@ -410,7 +410,16 @@ async def close(server) -> None:
     counted.port_closed = True
     for connection in list(counted.opening):
         connection.cut()
-    await server.wait_closed()
+    # A peer that does not read, its send queue between the high-water mark and the cut (a catch-up replay waits
+    # for it there, as it reads): websockets' close handshake waits behind the send stuck in the full socket,
+    # and held the stop until the keepalive gave up on the peer (18-40 s; agora down waits 30 s). Cut it.
+    try:
+        await asyncio.wait_for(asyncio.shield(server.wait_closed()), 2 * HANG_UP_GRACE)
+    except TimeoutError:
+        for connection in list(server.all_connections):  # those closing too: `connections` leaves them out
+            if connection.transport is not None:
+                connection.transport.abort()
+        await server.wait_closed()
 
 
 class _Counted(ServerConnection):
