@@ -19,7 +19,7 @@ import collections
 from agorad.surface.aiowire import decode, open_stream
 from agorad.surface.errors import TooLarge, Unavailable, from_wire
 from agorad.surface.paths import Home
-from agorad.surface.protocol import MAX_FRAME, encode
+from agorad.surface.protocol import MAX_FRAME, encode, encode_request
 
 CALL_TIMEOUT = 30.0  # as the surface client's: a hub that answers nothing in this time is unresponsive
 
@@ -49,9 +49,10 @@ class Connection:
         """Send one request and return its result; raise the AgoraError the hub answered with."""
         self._next_id += 1
         request_id = self._next_id
-        frame = encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
-        if len(frame) - 1 > MAX_FRAME:
-            raise over_frame(method, params, len(frame) - 1)
+        try:
+            frame = encode_request(request_id, method, params)
+        except TooLarge as exc:
+            raise over_frame(params, exc) from None
         try:
             self._stream.send(frame)
         except ConnectionError as exc:
@@ -104,12 +105,12 @@ class Connection:
             raise
 
 
-def over_frame(method: str, params: dict, size: int) -> TooLarge:
-    """A request the hub would refuse by its size, refused here before it is sent. Sent, the hub answers
-    "a frame is at most ..." and closes the connection: words about the wire, naming no field, so a model
-    could not tell which of its arguments to shorten. The largest one given is the one."""
+def over_frame(params: dict, exc: TooLarge) -> TooLarge:
+    """`encode_request`'s refusal of a request the hub would refuse by its size, naming the argument to
+    shorten: sent, the hub answers "a frame is at most ..." and closes the connection, words about the
+    wire naming no field, so a model could not tell which of its arguments to shorten. The largest one
+    given is the one."""
     sizes = {name: len(encode({name: value})) for name, value in params.items()}  # as each crosses the wire
     field = max(sizes, key=sizes.get) if sizes else None
     named = f"{field} is {sizes[field]} bytes as sent: " if field else ""
-    return TooLarge(f"{named}{method} would be {size} bytes, and the hub takes at most {MAX_FRAME} in one request",
-                    field=field, limit=MAX_FRAME)
+    return TooLarge(f"{named}{exc.message}", field=field, limit=MAX_FRAME)
