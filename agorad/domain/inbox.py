@@ -46,9 +46,11 @@ def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.I
         total += channel["unread"]
         room = limit - sum(len(c["messages"]) for c in listed)
         if important and channel["kind"] != "dm":  # every unread DM is to-me
-            headlines = sql.unread_important_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], max(room, 0))
-            if not headlines and (room > 0 or not _any_important(db, actor, channel)):  # none is for this agent
+            # Past a filled limit one row is still asked for: a channel with none is left out there too (agora-rpc(7)).
+            headlines = sql.unread_important_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], max(room, 1))
+            if not headlines:  # none of its unread is for this agent
                 continue
+            headlines = headlines[:max(room, 0)]
         else:
             headlines = sql.unread_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], max(room, 0))
         to_me = _addressed(db, actor.agent_pk, [h["pk"] for h in headlines])
@@ -59,12 +61,6 @@ def check(db: apsw.Connection, actor: Actor, now: float, limit: int = settings.I
     open_phases = phases.open_for(db, actor)
     return {"charter": charters.unread(db, actor), "owed": owed, "owed_total": owed_total,
             "phases": open_phases[:limit], "phases_total": len(open_phases), "channels": listed, "unread": total}
-
-
-def _any_important(db: apsw.Connection, actor: Actor, channel: dict) -> bool:
-    """Whether a channel past a filled `limit` holds an important headline: listed, it says more waits
-    there; one with none is left out, as before the limit (agora-rpc(7))."""
-    return bool(sql.unread_important_in(db, actor.agent_pk, channel["channel_pk"], channel["acked"], 1))
 
 
 def _addressed(db, agent_pk: int, message_pks: list[int]) -> set[int]:
