@@ -11,6 +11,7 @@ code's migrations, `integrity_check`) before it replaces anything.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 from pathlib import Path
@@ -33,7 +34,15 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
     source = Path(os.path.abspath(source))
     if not source.is_file():
         raise AgoraError(f"no file {source} to restore")
-    _refuse_foreign(source)  # before the home is touched: a refused file made the home, keys/ and the lock
+    reading = _open_source(source)  # before the home is touched: a refused file made the home, keys/ and the lock
+    try:
+        return _restore_from(reading, home, source, notify_dir, rotate_bytes)
+    finally:
+        reading.close()
+
+
+def _restore_from(reading: apsw.Connection, home: Home, source: Path, notify_dir: Path | None,
+                  rotate_bytes: int) -> dict:
     home.ensure()
     lock = homelock.take(home)
     if lock is None or homelock.socket_answers(home):
@@ -47,7 +56,7 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
         staged = home.root / f".{home.db.name}.restore.{os.getpid()}"
         files = None
         try:
-            facts = _stage(source, staged)
+            facts = _stage(reading, source, staged)
             _upgrade(staged)
             agents = list(facts["last_delivery_id"])
             # The notify files are made before anything is replaced: if they cannot be (a full disk,
@@ -67,8 +76,9 @@ def restore(home: Home, source: Path, notify_dir: Path | None, rotate_bytes: int
     return {"path": str(home.db), "source": str(source), **facts}
 
 
-def _stage(source: Path, staged: Path) -> dict:
-    """Copy `source` to `staged` (0600) and check the copy; what it holds, or an error naming the file.
+def _stage(reading: apsw.Connection, source: Path, staged: Path) -> dict:
+    """Copy `source`, open in `reading`, to `staged` (0600) and check the copy; what it holds, or an error
+    naming the file.
 
     The copy goes through SQLite (a read-only connection and the backup API, as `agora backup` makes
     one), not byte for byte: a database in WAL mode, such as a home's agora.db left by a hub killed
@@ -79,13 +89,8 @@ def _stage(source: Path, staged: Path) -> dict:
         os.close(os.open(staged, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, FILE_MODE))
     except OSError as exc:
         raise OSError(f"copying {source} into the home: {exc.strerror}") from None
-    try:
-        reading = snapshot.open_readonly(source)
-        try:
-            reading.execute("PRAGMA schema_version").fetchall()  # a file that is no database says so here
-            snapshot.copy_into(reading, staged)
-        finally:
-            reading.close()
+    with _refused_as_unsound(source):
+        snapshot.copy_into(reading, staged)
         sync_path(staged)
         db = snapshot.open_own_copy(staged)
         try:
@@ -93,20 +98,27 @@ def _stage(source: Path, staged: Path) -> dict:
             return snapshot.summary(db)
         finally:
             db.close()
-    except apsw.Error as exc:
-        raise AgoraError(f"{source} is not a sound Agora database ({exc}); nothing was changed") from None
 
 
-def _refuse_foreign(source: Path) -> None:
-    """Refuse, reading `source` only, a file that is no database or not an Agora one (or a newer one).
-    The staged copy is checked again, and whole (`_check`): this look is for what needs no copy."""
-    try:
+def _open_source(source: Path) -> apsw.Connection:
+    """`source` opened read-only, refused at once, reading it only, if it is no database or not an Agora
+    one (or a newer one). The staged copy is checked again, and whole (`_check`)."""
+    with _refused_as_unsound(source):
         reading = snapshot.open_readonly(source)
         try:
             reading.execute("PRAGMA schema_version").fetchall()  # a file that is no database says so here
             _check_schema(reading, source)
-        finally:
+        except BaseException:
             reading.close()
+            raise
+        return reading
+
+
+@contextlib.contextmanager
+def _refused_as_unsound(source: Path):
+    """SQLite's error reading `source`, or its copy, as the refusal that names the file."""
+    try:
+        yield
     except apsw.Error as exc:
         raise AgoraError(f"{source} is not a sound Agora database ({exc}); nothing was changed") from None
 
