@@ -7,7 +7,7 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test test-harness bench soak clean
 
-$(STAMP): pyproject.toml
+$(STAMP): pyproject.toml setup.py agorad/runtime/_appends.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
@@ -39,4 +39,4 @@ bench: $(STAMP)  ## print the project's figures beside the raw limits measured i
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info
+	rm -rf $(VENV) build *.egg-info agorad/runtime/_appends.*.so

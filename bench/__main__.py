@@ -214,7 +214,7 @@ def table(figures: list[Figure], s: Settings, quick: bool, notes: list[str] = ()
         if r is head:
             lines.append("-" * len(lines[0]))
     env = environment()
-    note = (f"python {env['python']}, {env['cpus']} cpus\n"
+    note = (f"python {env['python']}, {env['cpus']} cpus, the notify appends in {env['appends']}\n"
             f"calls/s: median of {s.rounds} alternating rounds of {s.duration:g} s after {s.warmup:g} s warm-up, "
             "one client process per connection, one request in flight each;\n"
             "latency and server CPU per call (psutil user+system / calls answered): median of the rounds")

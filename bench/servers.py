@@ -215,4 +215,7 @@ def rss(pid: int) -> int:
 
 
 def environment() -> dict:
-    return {"python": sys.version.split()[0], "executable": sys.executable, "cpus": os.cpu_count()}
+    from agorad.runtime.helper import APPENDS  # the hubs run from the same venv: the same build
+
+    return {"python": sys.version.split()[0], "executable": sys.executable, "cpus": os.cpu_count(),
+            "appends": APPENDS}

@@ -11,6 +11,12 @@ takes a share of that time:
   on two cores (it does not always: a thread woken for a millisecond's work is
   often kept on the waker's core). Below `HELPER_FROM` lines the hand-over
   (a wake-up and a join, tens of microseconds) costs more than it saves.
+  The writes are C's (`_appends.c`, built at install) where it was built: each
+  `os.write` releases and retakes the GIL, so the two Python halves took turns
+  at it, where each C half runs whole with the GIL released. 1,000 appends a
+  clock tick apart: 2.0 -> 1.5 ms (median); a post to 1,000 members through the
+  socket 0.5-0.7 ms faster (bench/README.md, "Fan-out: the appends in C").
+  `plain_write_each` is the same in Python, for a machine without a compiler.
 - `during(main, beside)`: the helper runs `beside` (work that needs no
   database, such as formatting a big fan-out's notify lines) while the loop
   thread runs `main` (a COMMIT). An fsync waits for the disk, not a core, so
@@ -35,7 +41,7 @@ HELPER_FROM = 256  # lines (to write, or to format) before the helper thread tak
 T = TypeVar("T")
 
 
-def write_each(pairs: list[tuple[int, bytes]]) -> list[int | OSError]:
+def plain_write_each(pairs: list[tuple[int, bytes]]) -> list[int | OSError]:
     """os.write(fd, line) for each pair, in order: the bytes each wrote, or the error it raised."""
     done: list[int | OSError] = []
     write = os.write
@@ -45,6 +51,14 @@ def write_each(pairs: list[tuple[int, bytes]]) -> list[int | OSError]:
         except OSError as exc:
             done.append(exc)
     return done
+
+
+try:  # the same with the GIL released once for all the pairs (tests/test_appends.py holds the two together)
+    from agorad.runtime._appends import write_each
+    APPENDS = "c"
+except ImportError:  # not built: the install found no C compiler or no Python headers
+    write_each = plain_write_each
+    APPENDS = "python"
 
 
 def _run_all(work: list[Callable[[], None]]) -> None:
