@@ -7,9 +7,12 @@ STAMP  := $(VENV)/.installed
 
 .PHONY: run test test-harness bench soak clean
 
+# The old _appends build goes first: setup.py marks it optional, so a .c that no longer compiles would
+# otherwise leave the last good build in place, imported and tested as if it were the new code.
 $(STAMP): pyproject.toml setup.py agorad/runtime/_appends.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
+	rm -f agorad/runtime/_appends.*.so
 	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 

@@ -41,6 +41,17 @@ def test_the_c_appends_are_built_and_are_what_the_helper_uses():
     assert helper.APPENDS == "c"
 
 
+def test_the_c_appends_are_built_from_the_c_file_as_it_is_now():
+    """A build older than _appends.c is the old code: these tests would hold that to the Python version, not the
+    new one (a .c that no longer compiles leaves no build: the Makefile removes the old one first)."""
+    _c_write_each()  # skips where they could not have been built
+    from agorad.runtime import _appends
+
+    source = os.path.join(os.path.dirname(helper.__file__), "_appends.c")
+    assert os.stat(_appends.__file__).st_mtime >= os.stat(source).st_mtime, (
+        f"{_appends.__file__} is older than {source}: `make test` builds it again")
+
+
 def _outcome(results: list) -> list:
     return [(type(r), r.errno, r.strerror) if isinstance(r, OSError) else r for r in results]
 
