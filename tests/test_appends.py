@@ -6,6 +6,7 @@ import errno
 import fcntl
 import os
 import shutil
+import subprocess
 import sysconfig
 import threading
 
@@ -22,6 +23,21 @@ def _can_build() -> bool:
     return shutil.which(compiler) is not None and os.path.exists(os.path.join(sysconfig.get_paths()["include"], "Python.h"))
 
 
+_SOURCE = os.path.join(os.path.dirname(helper.__file__), "_appends.c")
+
+
+def _why_not_built(source: str) -> str:
+    """The compiler's own complaint about `source`: pip shows a failed optional build only with -v, and the Makefile's
+    install is --quiet, so without this a failed build says nothing of why."""
+    command = [*(sysconfig.get_config_var("CC") or "cc").split(), "-fsyntax-only",
+               "-I" + sysconfig.get_paths()["include"], source]
+    said = subprocess.run(command, capture_output=True, text=True).stderr.strip()
+    if said:
+        return f"{' '.join(command)} says:\n{said[-2000:]}\n"
+    return (f"{' '.join(command)} finds nothing wrong, so the build itself failed (was $CC set?): "
+            "`.venv/bin/pip install -v --no-deps -e . --config-settings editable_mode=compat` shows it")
+
+
 def _c_write_each():
     """The C write_each. Missing where it could have been built is a failure (the install leaves it out without
     a word: setup.py marks it optional); missing where it could not, the plain version serves and this skips."""
@@ -30,7 +46,7 @@ def _c_write_each():
     except ImportError as exc:
         if _can_build():
             pytest.fail(f"the C appends were not built although a C compiler and the Python headers are here ({exc}): "
-                        "`make clean test` builds them again, and pip's output says why they failed")
+                        f"{_why_not_built(_SOURCE)}; `make clean test` builds them again")
         pytest.skip("no C compiler or Python headers here: the notify appends run in plain Python")
     return write_each
 
@@ -47,9 +63,19 @@ def test_the_c_appends_are_built_from_the_c_file_as_it_is_now():
     _c_write_each()  # skips where they could not have been built
     from agorad.runtime import _appends
 
-    source = os.path.join(os.path.dirname(helper.__file__), "_appends.c")
-    assert os.stat(_appends.__file__).st_mtime >= os.stat(source).st_mtime, (
-        f"{_appends.__file__} is older than {source}: `make test` builds it again")
+    assert os.stat(_appends.__file__).st_mtime >= os.stat(_SOURCE).st_mtime, (
+        f"{_appends.__file__} is older than {_SOURCE}: `make test` builds it again")
+
+
+def test_a_failed_build_is_reported_with_the_compilers_words(tmp_path):
+    """What `_c_write_each` fails with where the build failed: the compiler's error, or where to see the build's."""
+    if not _can_build():
+        pytest.skip("no C compiler or Python headers here")
+    broken = tmp_path / "_appends.c"
+    broken.write_text(open(_SOURCE).read() + "\nnot C at all\n")
+    said = _why_not_built(str(broken))
+    assert "error" in said and str(broken) in said
+    assert "pip install -v" in _why_not_built(_SOURCE)  # it compiles: the reason was the build's, pip -v shows it
 
 
 def _outcome(results: list) -> list:
