@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import ast
 import errno
 import fcntl
 import os
 import shutil
 import subprocess
+import sys
 import sysconfig
 import threading
 
@@ -190,3 +192,34 @@ def test_the_gil_is_released_while_the_writes_block(tmp_path):
         os.close(writer)
         os.close(reader)
     assert bytes(got) == line
+
+
+def test_an_error_message_in_a_locale_that_is_not_utf_8_is_os_writes(tmp_path):
+    """After setlocale(LC_ALL) in a Latin-1 locale strerror speaks Latin-1 (glibc: EPIPE in French is
+    "Relais bris\xe9 (pipe)"): the message is decoded as os.write decodes it, and the results are not lost."""
+    write_each = _c_write_each()
+    if shutil.which("localedef") is None or not os.path.exists("/usr/share/locale/fr/LC_MESSAGES/libc.mo"):
+        pytest.skip("no localedef or no French glibc messages here")
+    made = subprocess.run(["localedef", "-i", "fr_FR", "-f", "ISO-8859-1", str(tmp_path / "fr_FR.ISO-8859-1")],
+                          capture_output=True)
+    if not (tmp_path / "fr_FR.ISO-8859-1").exists():
+        pytest.skip(f"localedef could not make fr_FR.ISO-8859-1: {made.stderr[-200:]!r}")
+    script = (
+        "import locale, os, sys\n"
+        "locale.setlocale(locale.LC_ALL, 'fr_FR.ISO-8859-1')\n"
+        "from agorad.runtime import helper\n"
+        "from agorad.runtime._appends import write_each\n"
+        "outcomes = []\n"
+        "for each in (helper.plain_write_each, write_each):\n"
+        "    reader, writer = os.pipe()\n"
+        "    os.close(reader)\n"
+        "    outcomes.append([(type(r).__name__, r.errno, r.strerror) for r in each([(writer, b'x')])])\n"
+        "    os.close(writer)\n"
+        "print(ascii(outcomes))\n"
+    )
+    ran = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=30,
+                         env={**os.environ, "LOCPATH": str(tmp_path), "LC_ALL": "", "LANGUAGE": ""})
+    assert ran.returncode == 0, ran.stderr
+    plain, c = ast.literal_eval(ran.stdout)
+    assert c == plain and plain[0][:2] == ("BrokenPipeError", errno.EPIPE)
+    assert plain[0][2] != os.strerror(errno.EPIPE)  # the French message, else this showed nothing

@@ -67,15 +67,25 @@ static void write_all(Append *todo, Py_ssize_t n) {
     }
 }
 
-/* OSError(errno, strerror) is what os.write raises: the constructor picks the subclass by errno. */
+/* OSError(errno, strerror) is what os.write raises: the constructor picks the subclass by errno. The message
+ * is decoded as PyErr_SetFromErrno decodes it, from the locale with surrogateescape: after setlocale(LC_ALL)
+ * in a locale whose encoding is not UTF-8 it can be any bytes, and failing to decode it here would lose the
+ * results of writes already made. */
+static PyObject *os_error(int error) {
+    PyObject *message = PyUnicode_DecodeLocale(strerror(error), "surrogateescape");
+    if (message == NULL)
+        return NULL;
+    PyObject *exc = PyObject_CallFunction(PyExc_OSError, "iO", error, message);
+    Py_DECREF(message);
+    return exc;
+}
+
 static PyObject *results_of(Append *todo, Py_ssize_t n) {
     PyObject *results = PyList_New(n);
     if (results == NULL)
         return NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *item = todo[i].error
-            ? PyObject_CallFunction(PyExc_OSError, "is", todo[i].error, strerror(todo[i].error))
-            : PyLong_FromSsize_t(todo[i].done);
+        PyObject *item = todo[i].error ? os_error(todo[i].error) : PyLong_FromSsize_t(todo[i].done);
         if (item == NULL) {
             Py_DECREF(results);
             return NULL;
