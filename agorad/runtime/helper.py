@@ -15,7 +15,7 @@ takes a share of that time:
   `os.write` releases and retakes the GIL, so the two Python halves took turns
   at it, where each C half runs whole with the GIL released. 1,000 appends a
   clock tick apart: 2.0 -> 1.5 ms (median); a post to 1,000 members through the
-  socket 0.5-0.7 ms faster (bench/README.md, "Fan-out: the appends in C").
+  socket 0.5-0.75 ms faster (bench/README.md, "Fan-out: the appends in C").
   `plain_write_each` is the same in Python, for a machine without a compiler.
 - `during(main, beside)`: the helper runs `beside` (work that needs no
   database, such as formatting a big fan-out's notify lines) while the loop
