@@ -327,3 +327,55 @@ def test_inotify_chosen_by_name_still_ends_where_the_users_inotify_is_used_up(hu
     code, lines, stderr = ear.finish()
     assert code == 1 and lines[-1].startswith("AGORA_LISTEN ended reason=error cause=")
     assert "inotify_init1:\\u0020Too\\u0020many\\u0020open\\u0020files" in lines[-1] and "polling" not in stderr
+
+
+_REAIM_SCRIPT = r'''
+import os, select, sys, tempfile
+from agora_listen.watchers import open_watcher
+from agorad.surface import inotify
+
+directory = tempfile.mkdtemp()
+path = os.path.join(directory, "runtime-inbox.log")
+watch = open_watcher("auto", directory, path)  # no file yet: one watch, the directory's entries
+hog = inotify.init()
+inotify.add_watch(hog, tempfile.mkdtemp(), inotify.IN_CREATE)  # another program takes the user's last watch
+poller = select.poll()
+poller.register(watch.fd, select.POLLIN)  # as the listener's loop: once, before any re-aim
+number = watch.fd
+open(path, "a").close()  # the hub makes the file: watching it takes a watch there is none left for
+assert poller.poll(5000), "no wake for the file's creation"
+watch.drain()
+watch.follow()
+print("watcher", type(watch.watch).__name__, watch.fd == number, flush=True)
+watch.drain()
+with open(path, "a") as notify:
+    notify.write('{"id": 1}\n')
+print("rang", bool(poller.poll(5000)), flush=True)
+watch.close()
+'''
+
+
+def test_auto_polls_from_a_re_aim_that_finds_the_users_watches_used_up(tmp_path):
+    """A later watch (a new file under the name, a rotation, the directory made again) finding the user's
+    watches used up ended the listener, and its seat was deaf. `auto` says so and polls from there, on the same
+    descriptor number, so the loop's poller still rings. Here the user may hold two watches (a user
+    namespace's limit): the directory's, and another program's."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    ran = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
+                          'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
+                          _REAIM_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["watcher Poll True", "rang True"]
+    assert "used up (fs.inotify.max_user_watches); watching the notify file by polling instead" in ran.stderr
+
+
+def test_inotify_chosen_by_name_still_ends_at_a_re_aim_that_finds_the_watches_used_up():
+    """Only `auto` falls back: `--watcher inotify` raises the ENOSPC, and the listener ends saying why."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    script = _REAIM_SCRIPT.replace('open_watcher("auto"', 'open_watcher("inotify"')
+    ran = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
+                          'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
+                          script], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 1 and "OSError: [Errno 28]" in ran.stderr and "polling" not in ran.stderr

@@ -14,7 +14,8 @@ macOS, kqueue on the BSDs, inotify on Linux) on a thread of its own, feeding a
 pipe: for systems without inotify, and selectable on Linux. `poll`
 (watchers/poll.py) stats the file on a thread every tenth of a second. `auto`
 picks inotify where it is available, else watchdog; where inotify exists but
-the user's instances or watches are used up, it says so on stderr and polls.
+the user's instances or watches are used up, at the start or at a later re-aim
+(`FallingBack`), it says so on stderr and polls.
 
 Each watcher module is imported only when chosen: `agora listen --once` runs in
 a loop, and importing watchdog's observer costs tens of milliseconds.
@@ -51,11 +52,13 @@ def open_watcher(name: str, directory: str, path: str):
         from agora_listen.watchers.inotify import Inotify
 
         try:
-            return Inotify(directory, path)
+            watch = Inotify(directory, path)
         except OSError as exc:
             if name != "auto" or exc.errno not in USED_UP:
                 raise
             _say_polling(exc)  # ended here, a listener left its seat deaf (a suite's listeners used them up)
+        else:
+            return watch if name != "auto" else FallingBack(watch)
     elif chosen == "watchdog":
         from agora_listen.watchers.watchdog import Watchdog
 
@@ -63,6 +66,44 @@ def open_watcher(name: str, directory: str, path: str):
     from agora_listen.watchers.poll import Poll
 
     return Poll(directory, path)
+
+
+class FallingBack:
+    """`auto`'s inotify watcher, which polls from the first re-aim that finds the user's watches used up.
+
+    A watch is added again after a rotation, a new file under the name, or a directory made again
+    (`follow`), and the user's watches are shared with every program of theirs: one failing there ended
+    the listener, and its seat was deaf until its harness ran it again. The poll watcher's pipe is put
+    under the inotify descriptor's number (dup2), which closes the inotify instance and leaves the
+    caller's poller registered on a descriptor that now rings for the poll watcher.
+    """
+
+    def __init__(self, watch):
+        self.watch, self.fd, self.polling = watch, watch.fd, False
+
+    def drain(self) -> int:
+        return self.watch.drain()
+
+    def follow(self) -> None:
+        try:
+            self.watch.follow()
+        except OSError as exc:
+            if exc.errno not in USED_UP or self.polling:
+                raise
+            self._poll_instead(exc)
+
+    def _poll_instead(self, exc: OSError) -> None:
+        from agora_listen.watchers.poll import Poll
+
+        _say_polling(exc)
+        poll = Poll(self.watch.directory, self.watch.path)
+        os.dup2(poll.fd, self.fd, inheritable=False)  # the inotify instance closes with its last descriptor
+        os.close(poll.fd)
+        poll.fd, self.watch, self.polling = self.fd, poll, True
+        poll.ring()  # what changed while no watch was set is read at the next turn
+
+    def close(self) -> None:
+        self.watch.close()
 
 
 def _say_polling(exc: OSError) -> None:

@@ -67,6 +67,12 @@ class Poll:
         """Consume pending rings; return how many there were."""
         return drain_rings(self.fd)
 
+    def ring(self) -> None:
+        """Wake the loop once, as a change would."""
+        with self._lock:
+            if self._ring_fd >= 0:
+                _ring(self._ring_fd)
+
     def close(self) -> None:
         self._stop.set()
         if self._thread.is_alive() and self._thread is not threading.current_thread():
