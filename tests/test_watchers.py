@@ -379,3 +379,33 @@ def test_inotify_chosen_by_name_still_ends_at_a_re_aim_that_finds_the_watches_us
                           'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
                           script], capture_output=True, text=True, timeout=60)
     assert ran.returncode == 1 and "OSError: [Errno 28]" in ran.stderr and "polling" not in ran.stderr
+
+
+# Takes one inotify watch in the namespace, on an instance the exec'd `agora` inherits, as another program would.
+_HOG = ("import os, sys, tempfile; from agorad.surface import inotify; hog = inotify.init(); "
+        "inotify.add_watch(hog, tempfile.mkdtemp(), inotify.IN_CREATE); os.set_inheritable(hog, True); "
+        "os.execv(sys.argv[1], sys.argv[1:])")
+
+
+def test_a_listener_whose_re_aim_finds_the_users_watches_used_up_polls_and_rings_on(hub):
+    """The whole loop across the switch: a real listener armed with one watch (its seat's file deleted, so
+    the directory's entries), the user's other watch held by another program. The first delivery makes the
+    file, and watching it takes a watch there is none left for: the listener says so, rings for that
+    delivery (appended while no watch was set) and for the next ones, on the descriptor it registered once."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    with seats(hub, "memory", "runtime") as clients:
+        (hub.home / "runtime-inbox.log").unlink()
+        ear = Listener(hub, "--as", "runtime", "--debounce", "0", agora=[
+            "unshare", "-U", "-r", "sh", "-c", 'echo 2 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh",
+            sys.executable, "-c", _HOG, AGORA])
+        try:
+            assert ear.next_line().startswith("AGORA_LISTEN armed source=file agent=runtime")
+            assert "polling" not in ear.stderr_so_far()  # armed on inotify: the switch comes at the re-aim
+            for number in (1, 2, 3):
+                send(clients["memory"], "@runtime", f"hi {number}")
+                assert fields(ear.wait_for("AGORA_WAKE"))["channels"] == f"dm:memory--runtime#{number}"
+        finally:
+            code, lines, stderr = ear.stop()
+    assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=signal"
+    assert "used up (fs.inotify.max_user_watches); watching the notify file by polling instead" in stderr
