@@ -409,3 +409,43 @@ def test_a_listener_whose_re_aim_finds_the_users_watches_used_up_polls_and_rings
             code, lines, stderr = ear.stop()
     assert code == 0 and lines[-1] == "AGORA_LISTEN ended reason=signal"
     assert "used up (fs.inotify.max_user_watches); watching the notify file by polling instead" in stderr
+
+
+_DOORBELL_SCRIPT = r'''
+import json, os, tempfile, threading, time
+from pathlib import Path
+from agora_drive.doorbell import Doorbell
+from agorad.surface import inotify
+
+directory = Path(tempfile.mkdtemp())
+path = directory / "runtime-inbox.log"
+bell = Doorbell.on_file(directory, "runtime")  # auto; no file yet: one watch, the directory's entries
+hog = inotify.init()
+inotify.add_watch(hog, tempfile.mkdtemp(), inotify.IN_CREATE)  # another program takes the user's last watch
+
+
+def deliver(number):
+    time.sleep(0.3)
+    with open(path, "a") as notify:
+        notify.write(json.dumps({"id": number, "ts": time.time(), "channel": "dm:memory--runtime",
+                                 "flags": ["dm", "to-me"]}) + "\n")
+
+
+for number in (1, 2):  # the first makes the file: watching it takes a watch there is none left for
+    threading.Thread(target=deliver, args=(number,)).start()
+    print(bell.wait(time.monotonic() + 5, 0, []), type(bell.watch.watch).__name__, flush=True)
+bell.close()
+'''
+
+
+def test_a_doorbell_whose_re_aim_finds_the_users_watches_used_up_polls_and_rings_on():
+    """The driver's doorbell (agora_drive/doorbell.py) waits on the same watcher: past the switch its wait still
+    rings, for the line that made the file and for the next."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    ran = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
+                          'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
+                          _DOORBELL_SCRIPT], capture_output=True, text=True, timeout=60)
+    assert ran.returncode == 0, ran.stderr
+    assert ran.stdout.splitlines() == ["rang Poll", "rang Poll"]
+    assert "used up (fs.inotify.max_user_watches); watching the notify file by polling instead" in ran.stderr
