@@ -95,8 +95,8 @@ class FallingBack:
     def _poll_instead(self, exc: OSError) -> None:
         from agora_listen.watchers.poll import Poll
 
+        poll = Poll(self.watch.directory, self.watch.path)  # first: if it cannot start, the listener ends, not polls
         _say_polling(exc)
-        poll = Poll(self.watch.directory, self.watch.path)
         os.dup2(poll.fd, self.fd, inheritable=False)  # the inotify instance closes with its last descriptor
         os.close(poll.fd)
         poll.fd, self.watch, self.polling = self.fd, poll, True
