@@ -292,10 +292,23 @@ def _user_namespaces_work() -> bool:
         return False
 
 
+def _limited(limit: str, value: int) -> list[str]:
+    """The command prefix that runs a program in a user namespace whose own inotify `limit` (/proc/sys/user/,
+    Linux 5.11+) is `value`, as when every instance or watch but those is held elsewhere."""
+    return ["unshare", "-U", "-r", "sh", "-c", f'echo {value} > /proc/sys/user/{limit} && exec "$@"', "sh"]
+
+
 def _with_no_inotify(limit: str) -> list[str]:
-    """The `agora` script run where this user may have no inotify instance (or watch) at all: a user
-    namespace's own limit set to 0 (/proc/sys/user/, Linux 5.11+), as when every one is held elsewhere."""
-    return ["unshare", "-U", "-r", "sh", "-c", f'echo 0 > /proc/sys/user/{limit} && exec "$0" "$@"', AGORA]
+    """The `agora` script run where this user may have no inotify instance (or watch) at all."""
+    return [*_limited(limit, 0), AGORA]
+
+
+def _with_two_watches(script: str) -> subprocess.CompletedProcess:
+    """`script` run by this Python where this user may hold two inotify watches; skips where it cannot be."""
+    if not _user_namespaces_work():
+        pytest.skip("unshare -U -r does not run here")
+    return subprocess.run([*_limited("max_inotify_watches", 2), sys.executable, "-c", script],
+                          capture_output=True, text=True, timeout=60)
 
 
 @pytest.mark.parametrize("limit, word", [("max_inotify_instances", "max_user_instances"),
@@ -360,11 +373,7 @@ def test_auto_polls_from_a_re_aim_that_finds_the_users_watches_used_up(tmp_path)
     watches used up ended the listener, and its seat was deaf. `auto` says so and polls from there, on the same
     descriptor number, so the loop's poller still rings. Here the user may hold two watches (a user
     namespace's limit): the directory's, and another program's."""
-    if not _user_namespaces_work():
-        pytest.skip("unshare -U -r does not run here")
-    ran = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
-                          'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
-                          _REAIM_SCRIPT], capture_output=True, text=True, timeout=60)
+    ran = _with_two_watches(_REAIM_SCRIPT)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["watcher Poll True", "rang True"]
     assert "used up (fs.inotify.max_user_watches); watching the notify file by polling instead" in ran.stderr
@@ -372,12 +381,8 @@ def test_auto_polls_from_a_re_aim_that_finds_the_users_watches_used_up(tmp_path)
 
 def test_inotify_chosen_by_name_still_ends_at_a_re_aim_that_finds_the_watches_used_up():
     """Only `auto` falls back: `--watcher inotify` raises the ENOSPC, and the listener ends saying why."""
-    if not _user_namespaces_work():
-        pytest.skip("unshare -U -r does not run here")
     script = _REAIM_SCRIPT.replace('open_watcher("auto"', 'open_watcher("inotify"')
-    ran = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
-                          'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
-                          script], capture_output=True, text=True, timeout=60)
+    ran = _with_two_watches(script)
     assert ran.returncode == 1 and "OSError: [Errno 28]" in ran.stderr and "polling" not in ran.stderr
 
 
@@ -396,9 +401,8 @@ def test_a_listener_whose_re_aim_finds_the_users_watches_used_up_polls_and_rings
         pytest.skip("unshare -U -r does not run here")
     with seats(hub, "memory", "runtime") as clients:
         (hub.home / "runtime-inbox.log").unlink()
-        ear = Listener(hub, "--as", "runtime", "--debounce", "0", agora=[
-            "unshare", "-U", "-r", "sh", "-c", 'echo 2 > /proc/sys/user/max_inotify_watches && exec "$@"', "sh",
-            sys.executable, "-c", _HOG, AGORA])
+        ear = Listener(hub, "--as", "runtime", "--debounce", "0",
+                       agora=[*_limited("max_inotify_watches", 2), sys.executable, "-c", _HOG, AGORA])
         try:
             assert ear.next_line().startswith("AGORA_LISTEN armed source=file agent=runtime")
             assert "polling" not in ear.stderr_so_far()  # armed on inotify: the switch comes at the re-aim
@@ -441,11 +445,7 @@ bell.close()
 def test_a_doorbell_whose_re_aim_finds_the_users_watches_used_up_polls_and_rings_on():
     """The driver's doorbell (agora_drive/doorbell.py) waits on the same watcher: past the switch its wait still
     rings, for the line that made the file and for the next."""
-    if not _user_namespaces_work():
-        pytest.skip("unshare -U -r does not run here")
-    ran = subprocess.run(["unshare", "-U", "-r", "sh", "-c",
-                          'echo 2 > /proc/sys/user/max_inotify_watches && exec "$0" -c "$1"', sys.executable,
-                          _DOORBELL_SCRIPT], capture_output=True, text=True, timeout=60)
+    ran = _with_two_watches(_DOORBELL_SCRIPT)
     assert ran.returncode == 0, ran.stderr
     assert ran.stdout.splitlines() == ["rang Poll", "rang Poll"]
     assert "used up (fs.inotify.max_user_watches); watching the notify file by polling instead" in ran.stderr
