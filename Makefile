@@ -4,6 +4,8 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
+# The one compiled part's build (setup.py), removed before each install and by clean.
+APPENDS_BUILD := agorad/runtime/_appends.*.so
 
 .PHONY: run test test-harness bench soak clean
 
@@ -12,7 +14,7 @@ STAMP  := $(VENV)/.installed
 $(STAMP): pyproject.toml setup.py agorad/runtime/_appends.c
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
-	rm -f agorad/runtime/_appends.*.so
+	rm -f $(APPENDS_BUILD)
 	$(BIN)/pip install --quiet -e '.[test]' --config-settings editable_mode=compat
 	touch $(STAMP)
 
@@ -42,4 +44,4 @@ bench: $(STAMP)  ## print the project's figures beside the raw limits measured i
 	$(BIN)/python -m bench
 
 clean:
-	rm -rf $(VENV) build *.egg-info agorad/runtime/_appends.*.so
+	rm -rf $(VENV) build *.egg-info $(APPENDS_BUILD)
